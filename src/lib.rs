@@ -1,0 +1,59 @@
+//! A sequencer for event-sourced command processing: dense, monotonic numbers per workspace
+//! (PLog offsets, record ids, ...), recovered from the partition log after a failure.
+//!
+//! The heart of the crate is [`Sequencer`], a deterministic state machine with no I/O and no
+//! clock. A command processor calls [`Sequencer::start`], [`Sequencer::next`] and
+//! [`Sequencer::flush`] (or [`Sequencer::actualize`] when its event failed); a driver runs the
+//! flusher and the actualizer by taking [`Work`] from [`Sequencer::poll_work`], performing it
+//! against storage and reporting the outcome. Glue for a WASI component (feature `component`)
+//! and for wasm-bindgen (feature `js`) adapts this one core; native builds pull in neither.
+//!
+//! ```
+//! use sequencer::{Instant, Params, PlogPage, Sequencer, Start, Work};
+//!
+//! let params = Params::new().with_seq(1, 1, 100);
+//! let mut s = Sequencer::new(params).unwrap();
+//! let now = Instant::from_nanos(0);
+//! // Actualize from an empty storage: no stored offset, an empty PLog.
+//! let Some(Work::ReadNextOffset { ticket }) = s.poll_work(now) else { unreachable!() };
+//! s.complete_next_offset(ticket, 0).unwrap();
+//! let Some(Work::ReadPlog { ticket, from }) = s.poll_work(now) else { unreachable!() };
+//! s.complete_plog_read(ticket, PlogPage { values: &[], next: from, end: true }, now).unwrap();
+//! // Workspace 7 is not in memory: start asks for its numbers (0: never stored).
+//! let Ok(Start::Load(read)) = s.start(1, 7) else { unreachable!() };
+//! assert_eq!(s.complete_numbers(read.ticket, &[0]), Ok(Start::Started(1)));
+//! assert_eq!(s.next(1), Ok(100));
+//! s.flush().unwrap();
+//! let Some(Work::Write(w)) = s.poll_work(now) else { unreachable!() };
+//! assert_eq!((w.values.len(), w.next_plog_offset), (1, 1));
+//! s.complete_write(w.ticket).unwrap();
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(all(feature = "component", feature = "js"))]
+compile_error!(
+    "features `component` (wit-bindgen) and `js` (wasm-bindgen) are mutually exclusive: build one at a time"
+);
+
+mod cache;
+mod error;
+mod params;
+mod sequencer;
+pub mod testkit;
+mod types;
+mod unflushed;
+mod work;
+mod ws_numbers;
+
+pub use error::Error;
+pub use params::{
+    DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE, DEFAULT_MAX_UNFLUSHED_VALUES,
+    DEFAULT_RETRY_DELAY, Params, ParamsError,
+};
+pub use sequencer::{HeldNumbers, Sequencer, Status};
+pub use types::{Instant, Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId, WsKind};
+pub use work::{
+    NotNowReason, PlogPage, ReadNumbers, ReplayProgress, Start, Ticket, Work, WriteRequest,
+};

@@ -1,0 +1,176 @@
+//! Construction parameters, validated once so that nothing later can trip over them.
+
+use core::time::Duration;
+
+use hashbrown::HashMap;
+
+use crate::types::{Number, SeqId, WsKind};
+
+/// Default for [`Params::max_unflushed_values`], as in the original.
+pub const DEFAULT_MAX_UNFLUSHED_VALUES: usize = 500;
+/// Default for [`Params::lru_cache_size`], as in the original.
+pub const DEFAULT_LRU_CACHE_SIZE: usize = 100_000;
+/// Default for [`Params::batcher_delay_on_overflow`], as in the original.
+pub const DEFAULT_BATCHER_DELAY_ON_OVERFLOW: Duration = Duration::from_millis(5);
+/// Default for [`Params::retry_delay`]: the original retries storage errors every 500 ms.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// What a sequencer is built from.
+///
+/// Build one with [`Params::new`] and the `with_*` methods; [`crate::Sequencer::new`] checks it
+/// and refuses an invalid one with a [`ParamsError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// The sequences of each workspace kind, with the first number each one hands out.
+    pub seq_types: HashMap<WsKind, HashMap<SeqId, Number>>,
+    /// Above this many values waiting to be flushed, `start` says "not now" and replay holds back.
+    pub max_unflushed_values: usize,
+    /// How many numbers the cache keeps, least recently used first out.
+    pub lru_cache_size: usize,
+    /// While replay is held back by unflushed values, how often the core asks to be polled again.
+    pub batcher_delay_on_overflow: Duration,
+    /// The wait after the first failure of a storage operation before it is retried.
+    pub retry_delay: Duration,
+    /// The longest wait between retries; each further failure doubles the wait up to this.
+    /// Equal to `retry_delay` (the default) means a constant delay, as in the original.
+    pub max_retry_delay: Duration,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Self {
+            seq_types: HashMap::new(),
+            max_unflushed_values: DEFAULT_MAX_UNFLUSHED_VALUES,
+            lru_cache_size: DEFAULT_LRU_CACHE_SIZE,
+            batcher_delay_on_overflow: DEFAULT_BATCHER_DELAY_ON_OVERFLOW,
+            retry_delay: DEFAULT_RETRY_DELAY,
+            max_retry_delay: DEFAULT_RETRY_DELAY,
+        }
+    }
+}
+
+impl Params {
+    /// Default limits and no sequences yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds sequence `seq` to workspace kind `kind`, handing out `initial` first.
+    pub fn with_seq(mut self, kind: WsKind, seq: SeqId, initial: Number) -> Self {
+        self.seq_types.entry(kind).or_default().insert(seq, initial);
+        self
+    }
+
+    /// Sets [`Params::max_unflushed_values`].
+    pub fn with_max_unflushed_values(mut self, n: usize) -> Self {
+        self.max_unflushed_values = n;
+        self
+    }
+
+    /// Sets [`Params::lru_cache_size`].
+    pub fn with_lru_cache_size(mut self, n: usize) -> Self {
+        self.lru_cache_size = n;
+        self
+    }
+
+    /// Sets [`Params::batcher_delay_on_overflow`].
+    pub fn with_batcher_delay_on_overflow(mut self, d: Duration) -> Self {
+        self.batcher_delay_on_overflow = d;
+        self
+    }
+
+    /// Sets the retry delays: `first` after the first failure, growing by doubling up to `max`.
+    pub fn with_retry_delay(mut self, first: Duration, max: Duration) -> Self {
+        self.retry_delay = first;
+        self.max_retry_delay = max;
+        self
+    }
+
+    /// Checks every rule a sequencer relies on.
+    pub fn validate(&self) -> Result<(), ParamsError> {
+        if self.seq_types.is_empty() {
+            return Err(ParamsError::NoWorkspaceKinds);
+        }
+        let mut widest = 0;
+        for (&kind, seqs) in &self.seq_types {
+            if seqs.is_empty() {
+                return Err(ParamsError::KindWithoutSequences { kind });
+            }
+            if let Some((&seq, _)) = seqs.iter().find(|(_, initial)| **initial == 0) {
+                return Err(ParamsError::ZeroInitialValue { kind, seq });
+            }
+            widest = widest.max(seqs.len());
+        }
+        if self.max_unflushed_values == 0 {
+            return Err(ParamsError::ZeroMaxUnflushedValues);
+        }
+        if self.lru_cache_size < widest {
+            return Err(ParamsError::LruSmallerThanKind {
+                lru_cache_size: self.lru_cache_size,
+                sequences: widest,
+            });
+        }
+        if self.max_retry_delay < self.retry_delay {
+            return Err(ParamsError::RetryDelaysReversed);
+        }
+        Ok(())
+    }
+}
+
+/// Why [`Params`] were refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamsError {
+    /// No workspace kind is defined, so no transaction could ever start.
+    NoWorkspaceKinds,
+    /// A workspace kind has no sequences.
+    KindWithoutSequences {
+        /// The kind.
+        kind: WsKind,
+    },
+    /// A sequence's initial value is 0; numbers start at 1 or above.
+    ZeroInitialValue {
+        /// The kind the sequence belongs to.
+        kind: WsKind,
+        /// The sequence.
+        seq: SeqId,
+    },
+    /// `max_unflushed_values` is 0, which would hold replay back for ever.
+    ZeroMaxUnflushedValues,
+    /// The cache cannot hold every sequence of the widest kind, which a transaction needs at once.
+    LruSmallerThanKind {
+        /// The configured cache size.
+        lru_cache_size: usize,
+        /// The number of sequences of the widest kind.
+        sequences: usize,
+    },
+    /// `max_retry_delay` is shorter than `retry_delay`.
+    RetryDelaysReversed,
+}
+
+impl core::fmt::Display for ParamsError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::NoWorkspaceKinds => write!(f, "params define no workspace kind"),
+            Self::KindWithoutSequences { kind } => {
+                write!(f, "workspace kind {kind} has no sequences")
+            }
+            Self::ZeroInitialValue { kind, seq } => write!(
+                f,
+                "sequence {seq} of workspace kind {kind} has initial value 0 (must be at least 1)"
+            ),
+            Self::ZeroMaxUnflushedValues => write!(f, "max unflushed values must be at least 1"),
+            Self::LruSmallerThanKind {
+                lru_cache_size,
+                sequences,
+            } => write!(
+                f,
+                "LRU cache size {lru_cache_size} is smaller than the {sequences} sequences of the widest workspace kind"
+            ),
+            Self::RetryDelaysReversed => {
+                write!(f, "max retry delay is shorter than the first retry delay")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ParamsError {}

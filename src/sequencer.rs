@@ -1,0 +1,677 @@
+//! The sequencer: a deterministic state machine that hands out numbers and tells its driver what
+//! storage work it needs, without doing any I/O or reading any clock itself.
+
+use core::time::Duration;
+
+use hashbrown::HashMap;
+
+use crate::cache::NumberCache;
+use crate::error::Error;
+use crate::params::Params;
+use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
+use crate::unflushed::Unflushed;
+use crate::work::{
+    NotNowReason, PlogPage, ReadNumbers, ReplayProgress, Start, Ticket, Work, WriteRequest,
+    continue_from,
+};
+
+/// What the sequencer is doing, as seen from outside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Recovering from storage and the PLog; `start` says "not now".
+    Actualizing,
+    /// Ready for a transaction.
+    Ready,
+    /// A transaction is in progress.
+    InTransaction,
+    /// Cleaned up; every call is refused.
+    CleanedUp,
+}
+
+/// How many numbers the sequencer holds in memory, by where they are held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldNumbers {
+    /// In the LRU cache (at most `lru_cache_size`, or one workspace's numbers if larger).
+    pub cached: usize,
+    /// Waiting to be written or being written.
+    pub unflushed: usize,
+    /// In the transaction in progress (the sequences of its workspace kind).
+    pub transaction: usize,
+}
+
+/// The sequences of one workspace kind with their initial values, sorted by sequence.
+struct KindSeqs(Box<[(SeqId, Number)]>);
+
+impl KindSeqs {
+    fn initial(&self, seq: SeqId) -> Option<Number> {
+        self.0.iter().find(|(s, _)| *s == seq).map(|(_, i)| *i)
+    }
+}
+
+/// One sequence of the transaction in progress.
+#[derive(Clone, Copy)]
+struct Slot {
+    seq: SeqId,
+    last: Number,
+    touched: bool,
+}
+
+/// The transaction in progress; its numbers live in `Sequencer::slots`.
+#[derive(Clone, Copy)]
+struct Transaction {
+    ws: WsId,
+    kind: WsKind,
+    offset: PLogOffset,
+}
+
+/// A `start` waiting for a numbers read.
+struct PendingLoad {
+    ticket: Ticket,
+    ws: WsId,
+    kind: WsKind,
+    seqs: Vec<SeqId>,
+}
+
+/// When a failed operation may be tried again.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+    not_before: Option<Instant>,
+}
+
+impl Backoff {
+    fn ready(&self, now: Instant) -> bool {
+        self.not_before.is_none_or(|t| now >= t)
+    }
+
+    fn failed(&mut self, now: Instant, first: Duration, max: Duration) {
+        let doublings = self.failures.min(32);
+        self.failures = self.failures.saturating_add(1);
+        let delay = first.saturating_mul(1u32 << doublings.min(31)).min(max);
+        self.not_before = Some(now.saturating_add(delay));
+    }
+
+    fn succeeded(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// Where actualization stands.
+enum Step {
+    /// A write handed out before `actualize` must be reported before storage can be read.
+    AwaitWrite,
+    /// Reading the stored next PLog offset (`issued` while the read is outstanding).
+    ReadOffset { issued: Option<Ticket> },
+    /// Replaying the PLog from `from` (`issued` while a page read is outstanding).
+    Replay {
+        from: PLogOffset,
+        issued: Option<Ticket>,
+        /// Set while held back by unflushed values: when to look again.
+        recheck_at: Option<Instant>,
+    },
+}
+
+struct Actualization {
+    step: Step,
+    retry: Backoff,
+}
+
+enum Phase {
+    Actualizing(Actualization),
+    Ready,
+    CleanedUp,
+}
+
+/// The sequencer state machine of spec 001.
+///
+/// Use: [`start`](Self::start), then [`next`](Self::next) for each number the event needs, then
+/// [`flush`](Self::flush) once the event is in the PLog, or [`actualize`](Self::actualize) if it
+/// is not. Alongside, a driver repeatedly takes [`Work`] from [`poll_work`](Self::poll_work),
+/// performs it against storage, and reports the outcome under the work's [`Ticket`]; it polls
+/// again after every report and no later than [`poll_timeout`](Self::poll_timeout).
+///
+/// Guarantees: a number is never handed out twice for a key within a life of the sequencer,
+/// and, provided storage honours the write order of [`WriteRequest`] and applies one partition's
+/// writes in the order they were handed out, never again after a restart from that storage and
+/// its PLog. A refused call returns an [`Error`] and changes nothing.
+pub struct Sequencer {
+    kinds: HashMap<WsKind, KindSeqs>,
+    max_unflushed: usize,
+    batcher_delay: Duration,
+    retry_delay: Duration,
+    max_retry_delay: Duration,
+    phase: Phase,
+    cache: NumberCache,
+    unflushed: Unflushed,
+    /// The offset the next transaction gets (meaningful when ready).
+    next_offset: PLogOffset,
+    /// The next PLog offset storage is known to hold.
+    stored_offset: PLogOffset,
+    tx: Option<Transaction>,
+    slots: Vec<Slot>,
+    pending_load: Option<PendingLoad>,
+    write_retry: Backoff,
+    next_ticket: u64,
+}
+
+impl Sequencer {
+    /// A sequencer that starts by actualizing: its first work is reading the stored next PLog
+    /// offset. Refuses invalid params.
+    pub fn new(params: Params) -> Result<Self, Error> {
+        params.validate()?;
+        let kinds = params
+            .seq_types
+            .iter()
+            .map(|(&kind, seqs)| {
+                let mut list: Vec<(SeqId, Number)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
+                list.sort_unstable();
+                (kind, KindSeqs(list.into_boxed_slice()))
+            })
+            .collect();
+        let widest = params
+            .seq_types
+            .values()
+            .map(|s| s.len())
+            .max()
+            .unwrap_or(0);
+        Ok(Self {
+            kinds,
+            max_unflushed: params.max_unflushed_values,
+            batcher_delay: params.batcher_delay_on_overflow,
+            retry_delay: params.retry_delay,
+            max_retry_delay: params.max_retry_delay,
+            phase: Phase::Actualizing(Actualization {
+                step: Step::ReadOffset { issued: None },
+                retry: Backoff::default(),
+            }),
+            cache: NumberCache::new(params.lru_cache_size),
+            unflushed: Unflushed::default(),
+            next_offset: 0,
+            stored_offset: 0,
+            tx: None,
+            slots: Vec::with_capacity(widest),
+            pending_load: None,
+            write_retry: Backoff::default(),
+            next_ticket: 0,
+        })
+    }
+
+    /// What the sequencer is doing now.
+    pub fn status(&self) -> Status {
+        match self.phase {
+            Phase::CleanedUp => Status::CleanedUp,
+            Phase::Actualizing(_) => Status::Actualizing,
+            Phase::Ready if self.tx.is_some() => Status::InTransaction,
+            Phase::Ready => Status::Ready,
+        }
+    }
+
+    /// How many numbers are held in memory, by where.
+    pub fn held_numbers(&self) -> HeldNumbers {
+        HeldNumbers {
+            cached: self.cache.numbers(),
+            unflushed: self.unflushed.count(),
+            transaction: if self.tx.is_some() {
+                self.slots.len()
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Begins a sequencing transaction for workspace `ws` of kind `kind`.
+    ///
+    /// Returns the PLog offset of the event being numbered (not consumed until `flush`), "not
+    /// now" while actualizing or while more than `max_unflushed_values` values wait, or a read
+    /// to perform first when some of the workspace's numbers are not in memory.
+    pub fn start(&mut self, kind: WsKind, ws: WsId) -> Result<Start, Error> {
+        self.check_alive()?;
+        if self.tx.is_some() {
+            return Err(Error::TransactionInProgress);
+        }
+        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        self.pending_load = None;
+        if matches!(self.phase, Phase::Actualizing(_)) {
+            return Ok(Start::NotNow(NotNowReason::Actualizing));
+        }
+        if self.unflushed.count() > self.max_unflushed {
+            return Ok(Start::NotNow(NotNowReason::TooManyUnflushed));
+        }
+
+        self.slots.clear();
+        let cached = self.cache.get(ws);
+        let mut missing: Vec<SeqId> = Vec::new();
+        for &(seq, initial) in seqs.0.iter() {
+            let known = cached
+                .and_then(|c| c.get(seq))
+                .or_else(|| self.unflushed.get(ws, seq));
+            match known {
+                Some(last) => self.slots.push(Slot {
+                    seq,
+                    last: continue_from(last, initial),
+                    touched: false,
+                }),
+                None => missing.push(seq),
+            }
+        }
+        if !missing.is_empty() {
+            self.slots.clear();
+            let ticket = self.new_ticket();
+            self.pending_load = Some(PendingLoad {
+                ticket,
+                ws,
+                kind,
+                seqs: missing.clone(),
+            });
+            return Ok(Start::Load(ReadNumbers {
+                ticket,
+                ws,
+                seqs: missing,
+            }));
+        }
+        self.tx = Some(Transaction {
+            ws,
+            kind,
+            offset: self.next_offset,
+        });
+        Ok(Start::Started(self.next_offset))
+    }
+
+    /// Reports the numbers read for a [`Start::Load`] (in the order of its `seqs`, 0 for a key
+    /// storage does not know) and retries the start with them.
+    pub fn complete_numbers(&mut self, ticket: Ticket, numbers: &[Number]) -> Result<Start, Error> {
+        self.check_alive()?;
+        let Some(load) = self.pending_load.take_if(|l| l.ticket == ticket) else {
+            return Err(self.ticket_error(ticket, "a numbers read"));
+        };
+        if numbers.len() != load.seqs.len() {
+            let err = Error::MalformedNumbers {
+                expected: load.seqs.len(),
+                got: numbers.len(),
+            };
+            self.pending_load = Some(load);
+            return Err(err);
+        }
+        let kind = self
+            .kinds
+            .get(&load.kind)
+            .ok_or(Error::UnknownWsKind(load.kind))?;
+        self.cache.raise(
+            load.ws,
+            load.seqs.iter().zip(numbers).map(|(&seq, &stored)| {
+                let initial = kind.initial(seq).unwrap_or(1);
+                (seq, continue_from(stored, initial))
+            }),
+        );
+        self.start(load.kind, load.ws)
+    }
+
+    /// The next number of sequence `seq` in the transaction in progress.
+    pub fn next(&mut self, seq: SeqId) -> Result<Number, Error> {
+        self.check_alive()?;
+        let tx = self.tx.as_ref().ok_or(Error::NoTransaction)?;
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|s| s.seq == seq)
+            .ok_or(Error::UnknownSeqId { kind: tx.kind, seq })?;
+        let n = slot
+            .last
+            .checked_add(1)
+            .ok_or(Error::SequenceExhausted { kind: tx.kind, seq })?;
+        slot.last = n;
+        slot.touched = true;
+        Ok(n)
+    }
+
+    /// Completes the transaction in progress: its event is in the PLog, so its numbers and its
+    /// offset are consumed and will be written by the flusher.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.check_alive()?;
+        let tx = self.tx.take().ok_or(Error::NoTransaction)?;
+        for s in self.slots.iter().filter(|s| s.touched) {
+            self.unflushed.raise(tx.ws, s.seq, s.last);
+        }
+        self.cache
+            .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        self.unflushed.raise_offset(tx.offset);
+        self.next_offset = tx.offset + 1;
+        Ok(())
+    }
+
+    /// Drops the transaction in progress, if any, and everything not yet written, and recovers
+    /// from storage and the PLog: `start` says "not now" until that is done, then hands out the
+    /// same offset and numbers the dropped transaction had.
+    pub fn actualize(&mut self) -> Result<(), Error> {
+        self.check_alive()?;
+        if matches!(self.phase, Phase::Actualizing(_)) {
+            return Err(Error::AlreadyActualizing);
+        }
+        self.tx = None;
+        self.pending_load = None;
+        self.cache.clear();
+        self.unflushed.clear_waiting();
+        let step = if self.unflushed.in_flight().is_some() {
+            Step::AwaitWrite
+        } else {
+            Step::ReadOffset { issued: None }
+        };
+        self.phase = Phase::Actualizing(Actualization {
+            step,
+            retry: Backoff::default(),
+        });
+        Ok(())
+    }
+
+    /// Stops the sequencer: outstanding work is abandoned (its reports are refused) and every
+    /// later call is refused with [`Error::CleanedUp`]. Calling it again does nothing.
+    pub fn cleanup(&mut self) {
+        self.phase = Phase::CleanedUp;
+        self.tx = None;
+        self.slots = Vec::new();
+        self.pending_load = None;
+        self.cache.clear();
+        self.unflushed.clear_all();
+    }
+
+    /// The next storage operation to perform, if one is due at `now`.
+    ///
+    /// Call until it returns `None`; call again after reporting any outcome, and at
+    /// [`poll_timeout`](Self::poll_timeout).
+    pub fn poll_work(&mut self, now: Instant) -> Option<Work> {
+        if matches!(self.phase, Phase::CleanedUp) {
+            return None;
+        }
+        if self.unflushed.in_flight().is_none()
+            && self.unflushed.has_waiting()
+            && self.write_retry.ready(now)
+        {
+            let ticket = self.new_ticket();
+            let (values, next_plog_offset) = self.unflushed.begin_write(ticket, self.stored_offset);
+            return Some(Work::Write(WriteRequest {
+                ticket,
+                values,
+                next_plog_offset,
+            }));
+        }
+        let unflushed = self.unflushed.count();
+        let max_unflushed = self.max_unflushed;
+        let ticket = Ticket(self.next_ticket);
+        let Phase::Actualizing(a) = &mut self.phase else {
+            return None;
+        };
+        if !a.retry.ready(now) {
+            return None;
+        }
+        let work = match &mut a.step {
+            Step::ReadOffset { issued } if issued.is_none() => {
+                *issued = Some(ticket);
+                Work::ReadNextOffset { ticket }
+            }
+            Step::Replay {
+                from,
+                issued,
+                recheck_at,
+            } if issued.is_none() && unflushed < max_unflushed => {
+                *issued = Some(ticket);
+                *recheck_at = None;
+                Work::ReadPlog {
+                    ticket,
+                    from: *from,
+                }
+            }
+            _ => return None,
+        };
+        self.next_ticket += 1;
+        Some(work)
+    }
+
+    /// The latest instant by which the driver must call [`poll_work`](Self::poll_work) again,
+    /// if no outcome is reported before then; `None` when only a report can make work due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let write = (self.unflushed.in_flight().is_none() && self.unflushed.has_waiting())
+            .then_some(self.write_retry.not_before)
+            .flatten();
+        let actualizer = match &self.phase {
+            Phase::Actualizing(a) => match a.step {
+                Step::ReadOffset { issued: None } => a.retry.not_before,
+                Step::Replay {
+                    issued: None,
+                    recheck_at,
+                    ..
+                } => a.retry.not_before.max(recheck_at),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (write, actualizer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Reports that the [`Work::Write`] under `ticket` is durable in storage.
+    pub fn complete_write(&mut self, ticket: Ticket) -> Result<(), Error> {
+        self.check_alive()?;
+        if self.unflushed.in_flight() != Some(ticket) {
+            return Err(self.ticket_error(ticket, "a write"));
+        }
+        if let Some(offset) = self.unflushed.write_done() {
+            self.stored_offset = offset;
+        }
+        self.write_retry.succeeded();
+        self.after_write_settled();
+        Ok(())
+    }
+
+    /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`] (0 if none).
+    pub fn complete_next_offset(
+        &mut self,
+        ticket: Ticket,
+        offset: PLogOffset,
+    ) -> Result<(), Error> {
+        self.check_alive()?;
+        match &mut self.phase {
+            Phase::Actualizing(a) if matches!(a.step, Step::ReadOffset { issued: Some(t) } if t == ticket) =>
+            {
+                a.step = Step::Replay {
+                    from: offset.max(1),
+                    issued: None,
+                    recheck_at: None,
+                };
+                a.retry.succeeded();
+                self.stored_offset = offset;
+                Ok(())
+            }
+            _ => Err(self.ticket_error(ticket, "a next PLog offset read")),
+        }
+    }
+
+    /// Reports a page read for [`Work::ReadPlog`]. Consumes the page's events in order until
+    /// `max_unflushed_values` values wait; the rest is asked for again by a later `ReadPlog`.
+    pub fn complete_plog_read(
+        &mut self,
+        ticket: Ticket,
+        page: PlogPage<'_>,
+        now: Instant,
+    ) -> Result<ReplayProgress, Error> {
+        self.check_alive()?;
+        let from = match &self.phase {
+            Phase::Actualizing(Actualization {
+                step:
+                    Step::Replay {
+                        from,
+                        issued: Some(t),
+                        ..
+                    },
+                ..
+            }) if *t == ticket => *from,
+            _ => return Err(self.ticket_error(ticket, "a PLog read")),
+        };
+        validate_page(from, &page)?;
+
+        let values = page.values;
+        let mut i = 0;
+        let mut cursor = from;
+        while i < values.len() {
+            let offset = values[i].0;
+            if self.unflushed.count() >= self.max_unflushed {
+                cursor = offset;
+                break;
+            }
+            while i < values.len() && values[i].0 == offset {
+                let v = values[i].1;
+                self.unflushed.raise(v.key.ws, v.key.seq, v.value);
+                i += 1;
+            }
+            cursor = offset + 1;
+        }
+        let whole_page = i == values.len();
+        if whole_page {
+            cursor = page.next;
+        }
+        if cursor > from {
+            self.unflushed.raise_offset(cursor);
+        }
+        let finished = whole_page && page.end;
+        if finished {
+            self.phase = Phase::Ready;
+            self.next_offset = cursor;
+        } else if let Phase::Actualizing(a) = &mut self.phase {
+            a.retry.succeeded();
+            a.step = Step::Replay {
+                from: cursor,
+                issued: None,
+                recheck_at: (!whole_page).then(|| now.saturating_add(self.batcher_delay)),
+            };
+        }
+        Ok(ReplayProgress {
+            consumed: i,
+            finished,
+        })
+    }
+
+    /// Reports that the work under `ticket` failed. A write or an actualization read is retried
+    /// after the retry delay (growing with consecutive failures); a numbers read is abandoned,
+    /// and the start that needed it may be tried again.
+    pub fn fail(&mut self, ticket: Ticket, now: Instant) -> Result<(), Error> {
+        self.check_alive()?;
+        if self.unflushed.in_flight() == Some(ticket) {
+            if matches!(
+                self.phase,
+                Phase::Actualizing(Actualization {
+                    step: Step::AwaitWrite,
+                    ..
+                })
+            ) {
+                // Its values are superseded by the replay about to happen; merging them back
+                // would also merge an offset the replay has not reached yet.
+                self.unflushed.write_done();
+            } else {
+                self.unflushed.write_failed();
+                self.write_retry
+                    .failed(now, self.retry_delay, self.max_retry_delay);
+            }
+            self.after_write_settled();
+            return Ok(());
+        }
+        if self
+            .pending_load
+            .as_ref()
+            .is_some_and(|l| l.ticket == ticket)
+        {
+            self.pending_load = None;
+            return Ok(());
+        }
+        if let Phase::Actualizing(a) = &mut self.phase {
+            let issued = match &mut a.step {
+                Step::ReadOffset { issued } | Step::Replay { issued, .. } => issued,
+                Step::AwaitWrite => return Err(Error::UnknownTicket(ticket)),
+            };
+            if *issued == Some(ticket) {
+                *issued = None;
+                a.retry.failed(now, self.retry_delay, self.max_retry_delay);
+                return Ok(());
+            }
+        }
+        Err(Error::UnknownTicket(ticket))
+    }
+
+    fn after_write_settled(&mut self) {
+        if let Phase::Actualizing(a) = &mut self.phase
+            && matches!(a.step, Step::AwaitWrite)
+        {
+            a.step = Step::ReadOffset { issued: None };
+        }
+    }
+
+    fn check_alive(&self) -> Result<(), Error> {
+        match self.phase {
+            Phase::CleanedUp => Err(Error::CleanedUp),
+            _ => Ok(()),
+        }
+    }
+
+    fn new_ticket(&mut self) -> Ticket {
+        let t = Ticket(self.next_ticket);
+        self.next_ticket += 1;
+        t
+    }
+
+    /// The error for a report under `ticket` that does not match the work `expected`.
+    fn ticket_error(&self, ticket: Ticket, expected: &'static str) -> Error {
+        match self.outstanding(ticket) {
+            Some(actual) if actual != expected => Error::WrongResultKind {
+                ticket,
+                expected: actual,
+            },
+            _ => Error::UnknownTicket(ticket),
+        }
+    }
+
+    /// What outstanding work `ticket` names, if any.
+    fn outstanding(&self, ticket: Ticket) -> Option<&'static str> {
+        if self.unflushed.in_flight() == Some(ticket) {
+            return Some("a write");
+        }
+        if self
+            .pending_load
+            .as_ref()
+            .is_some_and(|l| l.ticket == ticket)
+        {
+            return Some("a numbers read");
+        }
+        match &self.phase {
+            Phase::Actualizing(a) => match a.step {
+                Step::ReadOffset { issued: Some(t) } if t == ticket => {
+                    Some("a next PLog offset read")
+                }
+                Step::Replay {
+                    issued: Some(t), ..
+                } if t == ticket => Some("a PLog read"),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Checks a page's promises: `next` not before `from`, value offsets within `[from, next)` and
+/// never going backwards.
+fn validate_page(from: PLogOffset, page: &PlogPage<'_>) -> Result<(), Error> {
+    let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
+    if page.next < from {
+        return bad("next offset is before the requested offset");
+    }
+    let mut last = from;
+    for &(offset, _) in page.values {
+        if offset < last {
+            return bad("value offsets go backwards or start before the requested offset");
+        }
+        if offset >= page.next {
+            return bad("a value's offset is not below the page's next offset");
+        }
+        last = offset;
+    }
+    Ok(())
+}

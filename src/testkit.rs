@@ -1,0 +1,316 @@
+//! A reference driver over in-memory storage: runs the sequencer's work synchronously, with
+//! switches to hold or fail storage operations. For tests, examples and simulations; a real host
+//! drives the same calls against real storage.
+
+use core::time::Duration;
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
+
+use crate::{
+    Error, Instant, Number, NumberKey, PLogOffset, Params, PlogPage, SeqId, SeqValue, Sequencer,
+    Start, Work, WriteRequest, WsId, WsKind,
+};
+
+/// An append at an offset other than the PLog's next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrongOffset {
+    /// The offset the PLog accepts next.
+    pub expected: PLogOffset,
+    /// The offset that was offered.
+    pub offered: PLogOffset,
+}
+
+/// One write storage received, recorded in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageOp {
+    /// A sequence value was written.
+    Value(SeqValue),
+    /// The next PLog offset was written.
+    Offset(PLogOffset),
+}
+
+/// The PLog, the sequences view and the stored next PLog offset of one partition, in memory.
+#[derive(Clone, Debug, Default)]
+pub struct MemStorage {
+    /// The sequences view: last number per key.
+    pub numbers: HashMap<NumberKey, Number>,
+    /// The stored next PLog offset (0: none stored).
+    pub next_offset: PLogOffset,
+    /// PLog events by offset.
+    pub plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
+    /// Every write, in the order storage received it.
+    pub ops: Vec<StorageOp>,
+}
+
+impl MemStorage {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Places an event at any offset, as a test's starting state.
+    pub fn seed_event(&mut self, offset: PLogOffset, values: &[SeqValue]) {
+        self.plog.insert(offset, values.to_vec());
+    }
+
+    /// The offset the PLog accepts next: after its last event, or 1 when it is empty.
+    pub fn plog_next(&self) -> PLogOffset {
+        self.plog.last_key_value().map_or(1, |(o, _)| o + 1)
+    }
+
+    /// Appends an event at exactly `offset`, refusing any other offset.
+    pub fn append(&mut self, offset: PLogOffset, values: &[SeqValue]) -> Result<(), WrongOffset> {
+        let expected = self.plog_next();
+        if offset != expected {
+            return Err(WrongOffset {
+                expected,
+                offered: offset,
+            });
+        }
+        self.plog.insert(offset, values.to_vec());
+        Ok(())
+    }
+
+    /// The stored numbers of `seqs` in workspace `ws`, 0 for a key never stored.
+    pub fn read_numbers(&self, ws: WsId, seqs: &[SeqId]) -> Vec<Number> {
+        seqs.iter()
+            .map(|&seq| {
+                self.numbers
+                    .get(&NumberKey { ws, seq })
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// Writes the values, then the offset.
+    pub fn write(&mut self, values: &[SeqValue], next_offset: PLogOffset) {
+        self.write_values(values);
+        self.write_offset(next_offset);
+    }
+
+    /// The first half of a write: the values only.
+    pub fn write_values(&mut self, values: &[SeqValue]) {
+        for v in values {
+            self.numbers.insert(v.key, v.value);
+            self.ops.push(StorageOp::Value(*v));
+        }
+    }
+
+    /// The second half of a write: the offset only.
+    pub fn write_offset(&mut self, next_offset: PLogOffset) {
+        self.next_offset = next_offset;
+        self.ops.push(StorageOp::Offset(next_offset));
+    }
+
+    /// Up to `max_events` events from `from` on, flattened as a [`PlogPage`] wants them:
+    /// the values, the offset after the last event read, and whether the PLog ends there.
+    pub fn read_plog(
+        &self,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
+        let mut values = Vec::new();
+        let mut next = from;
+        let mut events = self.plog.range(from..);
+        for (&offset, event) in events.by_ref().take(max_events) {
+            values.extend(event.iter().map(|v| (offset, *v)));
+            next = offset + 1;
+        }
+        let end = events.next().is_none();
+        (values, next, end)
+    }
+
+    /// Checks that the stored offset is not ahead of its values: every event below the stored
+    /// next offset has its numbers (or larger) in the view. Returns the first violation.
+    pub fn offset_ahead_of_values(&self) -> Option<(PLogOffset, SeqValue)> {
+        self.plog
+            .range(..self.next_offset)
+            .find_map(|(&offset, event)| {
+                event
+                    .iter()
+                    .find(|v| self.numbers.get(&v.key).copied().unwrap_or(0) < v.value)
+                    .map(|v| (offset, *v))
+            })
+    }
+}
+
+/// Switches that make the driver's storage misbehave.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Fail this many of the next writes (nothing written).
+    pub fail_writes: u32,
+    /// Fail this many of the next PLog or offset reads.
+    pub fail_reads: u32,
+    /// Fail this many of the next numbers reads.
+    pub fail_number_reads: u32,
+    /// Keep writes outstanding until [`Driver::release_writes`].
+    pub hold_writes: bool,
+}
+
+/// Runs a [`Sequencer`] against a [`MemStorage`] on a manual clock.
+pub struct Driver {
+    /// The sequencer being driven.
+    pub seq: Sequencer,
+    /// Its storage.
+    pub storage: MemStorage,
+    /// The manual clock.
+    pub now: Instant,
+    /// How many events a PLog read returns at most.
+    pub page_events: usize,
+    /// Misbehaviour to inject.
+    pub faults: Faults,
+    held: Vec<WriteRequest>,
+}
+
+impl Driver {
+    /// A driver for a new sequencer over `storage`, at time 0, reading pages of 64 events.
+    pub fn new(params: Params, storage: MemStorage) -> Result<Self, Error> {
+        Ok(Self {
+            seq: Sequencer::new(params)?,
+            storage,
+            now: Instant::default(),
+            page_events: 64,
+            faults: Faults::default(),
+            held: Vec::new(),
+        })
+    }
+
+    /// Replaces the sequencer with a new one over the same storage, as after a crash: all
+    /// memory is lost, held writes included (they never reach storage).
+    pub fn restart(&mut self, params: Params) -> Result<(), Error> {
+        self.seq = Sequencer::new(params)?;
+        self.held.clear();
+        Ok(())
+    }
+
+    /// Performs work until none is due at the current time; returns how many items ran.
+    /// An error means the sequencer refused a report of its own work: a bug.
+    pub fn run(&mut self) -> Result<usize, Error> {
+        let mut ran = 0;
+        while let Some(work) = self.seq.poll_work(self.now) {
+            ran += 1;
+            self.perform(work)?;
+        }
+        Ok(ran)
+    }
+
+    /// Advances the clock by `d`, then runs what is due.
+    pub fn advance(&mut self, d: Duration) -> Result<usize, Error> {
+        self.now = self.now.saturating_add(d);
+        self.run()
+    }
+
+    /// Writes held by [`Faults::hold_writes`], oldest first.
+    pub fn held_writes(&self) -> &[WriteRequest] {
+        &self.held
+    }
+
+    /// Completes every held write, then runs what is due.
+    pub fn release_writes(&mut self) -> Result<usize, Error> {
+        for w in core::mem::take(&mut self.held) {
+            self.storage.write(&w.values, w.next_plog_offset);
+            self.seq.complete_write(w.ticket)?;
+        }
+        self.run()
+    }
+
+    /// Writes only the values of the oldest held write (as a crash between values and offset
+    /// would), dropping the write.
+    pub fn tear_held_write(&mut self) -> bool {
+        if self.held.is_empty() {
+            return false;
+        }
+        let w = self.held.remove(0);
+        self.storage.write_values(&w.values);
+        true
+    }
+
+    /// `start`, performing the numbers read it may need on the spot.
+    pub fn start(&mut self, kind: WsKind, ws: WsId) -> Result<Start, Error> {
+        match self.seq.start(kind, ws)? {
+            Start::Load(read) => {
+                if self.faults.fail_number_reads > 0 {
+                    self.faults.fail_number_reads -= 1;
+                    self.seq.fail(read.ticket, self.now)?;
+                    return Ok(Start::Load(read));
+                }
+                let numbers = self.storage.read_numbers(read.ws, &read.seqs);
+                self.seq.complete_numbers(read.ticket, &numbers)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// A whole command: start, one number per entry of `seqs`, append the event to the PLog,
+    /// flush. `Ok(None)` when start said "not now".
+    pub fn event(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Option<(PLogOffset, Vec<Number>)>, Error> {
+        let Start::Started(offset) = self.start(kind, ws)? else {
+            return Ok(None);
+        };
+        let mut numbers = Vec::with_capacity(seqs.len());
+        let mut values = Vec::with_capacity(seqs.len());
+        for &seq in seqs {
+            let n = self.seq.next(seq)?;
+            numbers.push(n);
+            values.push(SeqValue::new(ws, seq, n));
+        }
+        if self.storage.append(offset, &values).is_err() {
+            self.seq.actualize()?;
+            return Ok(None);
+        }
+        self.seq.flush()?;
+        Ok(Some((offset, numbers)))
+    }
+
+    fn perform(&mut self, work: Work) -> Result<(), Error> {
+        let now = self.now;
+        match work {
+            Work::Write(w) => {
+                if self.faults.fail_writes > 0 {
+                    self.faults.fail_writes -= 1;
+                    self.seq.fail(w.ticket, now)
+                } else if self.faults.hold_writes {
+                    self.held.push(w);
+                    Ok(())
+                } else {
+                    self.storage.write(&w.values, w.next_plog_offset);
+                    self.seq.complete_write(w.ticket)
+                }
+            }
+            Work::ReadNextOffset { ticket } => {
+                if self.take_read_fault() {
+                    return self.seq.fail(ticket, now);
+                }
+                self.seq
+                    .complete_next_offset(ticket, self.storage.next_offset)
+            }
+            Work::ReadPlog { ticket, from } => {
+                if self.take_read_fault() {
+                    return self.seq.fail(ticket, now);
+                }
+                let (values, next, end) = self.storage.read_plog(from, self.page_events);
+                let page = PlogPage {
+                    values: &values,
+                    next,
+                    end,
+                };
+                self.seq.complete_plog_read(ticket, page, now).map(|_| ())
+            }
+        }
+    }
+
+    fn take_read_fault(&mut self) -> bool {
+        if self.faults.fail_reads == 0 {
+            return false;
+        }
+        self.faults.fail_reads -= 1;
+        true
+    }
+}

@@ -1,0 +1,136 @@
+//! Values waiting to reach storage: those not yet handed out, and the batch being written.
+
+use hashbrown::HashMap;
+
+use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use crate::work::Ticket;
+use crate::ws_numbers::WsNumbers;
+
+/// Values by workspace with a running count of values.
+#[derive(Default)]
+struct ValueSet {
+    by_ws: HashMap<WsId, WsNumbers>,
+    count: usize,
+}
+
+impl ValueSet {
+    fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
+        self.by_ws.get(&ws).and_then(|n| n.get(seq))
+    }
+
+    fn raise(&mut self, ws: WsId, seq: SeqId, value: Number) {
+        if self.by_ws.entry(ws).or_default().raise(seq, value) {
+            self.count += 1;
+        }
+    }
+
+    fn to_values(&self) -> Vec<SeqValue> {
+        let mut out = Vec::with_capacity(self.count);
+        for (&ws, nums) in &self.by_ws {
+            out.extend(nums.iter().map(|(seq, v)| SeqValue::new(ws, seq, v)));
+        }
+        out
+    }
+}
+
+/// A batch handed to the driver and not yet reported.
+struct InFlight {
+    ticket: Ticket,
+    values: ValueSet,
+    offset: PLogOffset,
+}
+
+/// The flusher's memory: values and the next PLog offset waiting to be written, and at most one
+/// batch being written. Values leave memory only when their write is reported done.
+#[derive(Default)]
+pub(crate) struct Unflushed {
+    waiting: ValueSet,
+    waiting_offset: Option<PLogOffset>,
+    in_flight: Option<InFlight>,
+}
+
+impl Unflushed {
+    /// The newest unwritten number of a key, if one is held.
+    #[inline]
+    pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
+        self.waiting
+            .get(ws, seq)
+            .or_else(|| self.in_flight.as_ref().and_then(|f| f.values.get(ws, seq)))
+    }
+
+    /// Raises a key's waiting value to at least `value`.
+    #[inline]
+    pub(crate) fn raise(&mut self, ws: WsId, seq: SeqId, value: Number) {
+        self.waiting.raise(ws, seq, value);
+    }
+
+    /// Raises the offset the next write will store.
+    #[inline]
+    pub(crate) fn raise_offset(&mut self, offset: PLogOffset) {
+        self.waiting_offset = Some(self.waiting_offset.map_or(offset, |o| o.max(offset)));
+    }
+
+    /// Values held in memory, waiting or being written.
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.waiting.count + self.in_flight.as_ref().map_or(0, |f| f.values.count)
+    }
+
+    /// True if a write would store something new.
+    pub(crate) fn has_waiting(&self) -> bool {
+        self.waiting.count > 0 || self.waiting_offset.is_some()
+    }
+
+    /// True if a batch is being written.
+    pub(crate) fn in_flight(&self) -> Option<Ticket> {
+        self.in_flight.as_ref().map(|f| f.ticket)
+    }
+
+    /// Moves everything waiting into a batch under `ticket`, returning its values and offset.
+    /// `fallback_offset` is written when nothing raised the offset since the last write.
+    pub(crate) fn begin_write(
+        &mut self,
+        ticket: Ticket,
+        fallback_offset: PLogOffset,
+    ) -> (Vec<SeqValue>, PLogOffset) {
+        debug_assert!(self.in_flight.is_none());
+        let values = core::mem::take(&mut self.waiting);
+        let offset = self.waiting_offset.take().unwrap_or(fallback_offset);
+        let list = values.to_values();
+        self.in_flight = Some(InFlight {
+            ticket,
+            values,
+            offset,
+        });
+        (list, offset)
+    }
+
+    /// The batch under `ticket` reached storage: forget it.
+    pub(crate) fn write_done(&mut self) -> Option<PLogOffset> {
+        self.in_flight.take().map(|f| f.offset)
+    }
+
+    /// The batch failed: its values and offset wait again, merged with newer ones by maximum.
+    pub(crate) fn write_failed(&mut self) {
+        if let Some(f) = self.in_flight.take() {
+            for (ws, nums) in f.values.by_ws {
+                for (seq, v) in nums.iter() {
+                    self.waiting.raise(ws, seq, v);
+                }
+            }
+            self.raise_offset(f.offset);
+        }
+    }
+
+    /// Forgets what waits (the batch being written, if any, stays until it is reported).
+    pub(crate) fn clear_waiting(&mut self) {
+        self.waiting = ValueSet::default();
+        self.waiting_offset = None;
+    }
+
+    /// Forgets everything, the batch being written included.
+    pub(crate) fn clear_all(&mut self) {
+        self.clear_waiting();
+        self.in_flight = None;
+    }
+}
