@@ -412,7 +412,14 @@ impl Sequencer {
                 from,
                 issued,
                 recheck_at,
-            } if issued.is_none() && unflushed < max_unflushed => {
+            } if issued.is_none() => {
+                if unflushed >= max_unflushed {
+                    // Still held back: look again one batcher delay from now.
+                    if recheck_at.is_some_and(|t| now >= t) {
+                        *recheck_at = Some(now.saturating_add(self.batcher_delay));
+                    }
+                    return None;
+                }
                 *issued = Some(ticket);
                 *recheck_at = None;
                 Work::ReadPlog {

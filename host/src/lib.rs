@@ -1,1 +1,32 @@
-//! placeholder
+//! The wasmtime host of the sequencer component.
+//!
+//! - [`Runtime`] compiles the component once per process and pre-links it.
+//! - [`Driver`] is the task loop: it opens one instance per partition ([`PartitionSequencer`]),
+//!   performs the storage work the guests begin, delivers outcomes, and wakes guests at the
+//!   times they ask for (retries with backoff, replay hold-back).
+//! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory.
+//! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
+
+#![warn(missing_docs)]
+
+#[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
+pub mod bindings;
+mod clock;
+mod driver;
+mod error;
+mod gate;
+mod memory;
+mod partition;
+mod runtime;
+mod state;
+mod storage;
+
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use driver::{Driver, DriverConfig};
+pub use error::{HostError, describe};
+pub use gate::Gate;
+pub use memory::{Faults, MemoryStorage, WriteRecord};
+pub use partition::{PartitionSequencer, guest_params};
+pub use runtime::{Limits, Runtime};
+pub use state::Op;
+pub use storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};

@@ -1,0 +1,455 @@
+//! The task driver: one event loop serving many partitions' sequencers, after `lws_sequencer`
+//! (spec 004). It performs the storage work each guest begins, delivers the outcomes to that
+//! guest in order of completion, and turns the wake-ups guests ask for into `pump` calls.
+//!
+//! Rules it keeps for every partition: at most one write in flight, applied in the order begun;
+//! an offset read (the first step of actualization) never overtakes a write in flight, even one
+//! begun by an instance that has since trapped; reads are abandoned at once on cleanup or when
+//! their instance is replaced; outcomes for a replaced instance are dropped.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::task::Poll;
+use std::thread::JoinHandle;
+
+use futures::channel::{mpsc, oneshot};
+use futures::future::{AbortHandle, Abortable, BoxFuture, FutureExt};
+use futures::stream::{FuturesUnordered, StreamExt};
+use hashbrown::HashMap;
+use sequencer::{Instant, Params};
+
+use crate::bindings::{Outcome, PlogPage, PlogValue};
+use crate::clock::Clock;
+use crate::error::HostError;
+use crate::partition::{PartitionSequencer, Shared, guest_params};
+use crate::runtime::Runtime;
+use crate::state::Op;
+use crate::storage::{PartitionId, Storage};
+
+/// Driver settings.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// How many PLog events one read asks for.
+    pub page_events: usize,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self { page_events: 4096 }
+    }
+}
+
+/// Messages to the loop.
+pub(crate) enum DriverMsg {
+    Register {
+        partition: PartitionId,
+        shared: Weak<Shared>,
+    },
+    Work {
+        partition: PartitionId,
+        generation: u64,
+        ops: Vec<Op>,
+        wake: Option<Option<Instant>>,
+    },
+    Cleanup {
+        partition: PartitionId,
+    },
+    Sync(oneshot::Sender<()>),
+    WhenIdle(oneshot::Sender<()>),
+}
+
+/// The running task driver. Dropping it stops the loop; sequencers opened through it then get
+/// no more storage work done.
+pub struct Driver {
+    events: mpsc::UnboundedSender<DriverMsg>,
+    thread: Option<JoinHandle<()>>,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Driver {
+    /// Starts the loop on its own thread.
+    pub fn spawn(storage: Arc<dyn Storage>, clock: Arc<dyn Clock>, config: DriverConfig) -> Self {
+        let (events, rx) = mpsc::unbounded();
+        let mut state = LoopState {
+            storage: storage.clone(),
+            clock: clock.clone(),
+            config,
+            parts: HashMap::new(),
+            inflight: FuturesUnordered::new(),
+            timer: None,
+            idle_waiters: Vec::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("sequencer-driver".into())
+            .spawn(move || futures::executor::block_on(state.run(rx)))
+            .ok();
+        Self {
+            events,
+            thread,
+            storage,
+            clock,
+        }
+    }
+
+    /// Opens the sequencer of `partition` in a new instance of `runtime`; it starts actualizing.
+    pub fn open(
+        &self,
+        runtime: &Runtime,
+        partition: PartitionId,
+        params: &Params,
+    ) -> Result<PartitionSequencer, HostError> {
+        let seq = PartitionSequencer::open(
+            runtime.inner.clone(),
+            partition,
+            self.storage.clone(),
+            self.clock.clone(),
+            guest_params(params),
+            self.events.clone(),
+            |shared| {
+                let _ = self.events.unbounded_send(DriverMsg::Register {
+                    partition,
+                    shared: Arc::downgrade(shared),
+                });
+            },
+        )?;
+        Ok(seq)
+    }
+
+    /// Returns once the loop has handled every message sent before this call.
+    pub fn sync(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.events.unbounded_send(DriverMsg::Sync(tx)).is_ok() {
+            let _ = futures::executor::block_on(rx);
+        }
+    }
+
+    /// Returns once the loop has no storage operation in flight and no message waiting.
+    /// (Waits for ever while a test holds an operation at a gate.)
+    pub fn idle(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.events.unbounded_send(DriverMsg::WhenIdle(tx)).is_ok() {
+            let _ = futures::executor::block_on(rx);
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.events.close_channel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What the loop knows of one partition.
+struct Part {
+    shared: Weak<Shared>,
+    generation: u64,
+    closed: bool,
+    write_busy: bool,
+    queued: VecDeque<(u64, Op)>,
+    wake: Option<Instant>,
+    reads: Vec<(u64, AbortHandle)>,
+}
+
+impl Part {
+    fn new(shared: Weak<Shared>) -> Self {
+        Self {
+            shared,
+            generation: 0,
+            closed: false,
+            write_busy: false,
+            queued: VecDeque::new(),
+            wake: None,
+            reads: Vec::new(),
+        }
+    }
+
+    fn abort_reads(&mut self) {
+        for (_, handle) in self.reads.drain(..) {
+            handle.abort();
+        }
+    }
+}
+
+/// A storage operation that finished (or was abandoned: `outcome` is `None`).
+struct Done {
+    partition: PartitionId,
+    generation: u64,
+    op: u64,
+    is_write: bool,
+    outcome: Option<Outcome>,
+}
+
+struct LoopState {
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    config: DriverConfig,
+    parts: HashMap<PartitionId, Part>,
+    inflight: FuturesUnordered<BoxFuture<'static, Done>>,
+    timer: Option<(Instant, BoxFuture<'static, ()>)>,
+    idle_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl LoopState {
+    async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<DriverMsg>) {
+        futures::future::poll_fn(|cx| {
+            loop {
+                let mut progressed = false;
+                loop {
+                    match rx.poll_next_unpin(cx) {
+                        Poll::Ready(Some(msg)) => {
+                            self.handle(msg);
+                            progressed = true;
+                        }
+                        Poll::Ready(None) => return Poll::Ready(()),
+                        Poll::Pending => break,
+                    }
+                }
+                while let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
+                    self.finished(done);
+                    progressed = true;
+                }
+                if self.poll_timer(cx) {
+                    progressed = true;
+                }
+                if !progressed {
+                    if self.inflight.is_empty() {
+                        for w in self.idle_waiters.drain(..) {
+                            let _ = w.send(());
+                        }
+                    }
+                    return Poll::Pending;
+                }
+            }
+        })
+        .await
+    }
+
+    fn handle(&mut self, msg: DriverMsg) {
+        match msg {
+            DriverMsg::Register { partition, shared } => {
+                let part = self
+                    .parts
+                    .entry(partition)
+                    .or_insert_with(|| Part::new(shared.clone()));
+                part.shared = shared;
+                part.closed = false;
+                part.wake = None;
+                part.abort_reads();
+            }
+            DriverMsg::Work {
+                partition,
+                generation,
+                ops,
+                wake,
+            } => self.work(partition, generation, ops, wake),
+            DriverMsg::Cleanup { partition } => {
+                if let Some(part) = self.parts.get_mut(&partition) {
+                    part.closed = true;
+                    part.wake = None;
+                    part.queued.clear();
+                    part.abort_reads();
+                }
+            }
+            DriverMsg::Sync(tx) => {
+                let _ = tx.send(());
+            }
+            DriverMsg::WhenIdle(tx) => self.idle_waiters.push(tx),
+        }
+    }
+
+    fn work(
+        &mut self,
+        partition: PartitionId,
+        generation: u64,
+        ops: Vec<Op>,
+        wake: Option<Option<Instant>>,
+    ) {
+        let Some(part) = self.parts.get_mut(&partition) else {
+            return;
+        };
+        if part.closed || generation < part.generation {
+            return;
+        }
+        if generation > part.generation {
+            // A new instance: what the old one was reading is of no use to anyone.
+            part.generation = generation;
+            part.abort_reads();
+            part.wake = None;
+        }
+        if let Some(wake) = wake {
+            part.wake = wake;
+        }
+        for op in ops {
+            self.start_or_queue(partition, generation, op);
+        }
+    }
+
+    fn start_or_queue(&mut self, partition: PartitionId, generation: u64, op: Op) {
+        let Some(part) = self.parts.get_mut(&partition) else {
+            return;
+        };
+        let waits_for_writes = matches!(op, Op::Write { .. } | Op::ReadNextOffset { .. });
+        if waits_for_writes && (part.write_busy || !part.queued.is_empty()) {
+            part.queued.push_back((generation, op));
+            return;
+        }
+        if let Some(shared) = part.shared.upgrade() {
+            shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+        let storage = &self.storage;
+        let fut: BoxFuture<'static, Done> = match op {
+            Op::Write {
+                op,
+                values,
+                next_offset,
+            } => {
+                part.write_busy = true;
+                storage
+                    .write(partition, values, next_offset)
+                    .map(move |r| Done {
+                        partition,
+                        generation,
+                        op,
+                        is_write: true,
+                        outcome: Some(match r {
+                            Ok(()) => Outcome::Written,
+                            Err(e) => Outcome::Failed(e.0),
+                        }),
+                    })
+                    .boxed()
+            }
+            Op::ReadNextOffset { op } => {
+                let read = storage.read_next_offset(partition).map(|r| match r {
+                    Ok(o) => Outcome::NextOffset(o),
+                    Err(e) => Outcome::Failed(e.0),
+                });
+                abortable_read(part, partition, generation, op, read.boxed())
+            }
+            Op::ReadPlog { op, from } => {
+                let read = storage
+                    .read_plog(partition, from, self.config.page_events)
+                    .map(|r| match r {
+                        Ok(page) => Outcome::PlogPage(PlogPage {
+                            values: page
+                                .values
+                                .into_iter()
+                                .map(|(offset, v)| PlogValue {
+                                    offset,
+                                    ws: v.key.ws,
+                                    seq: v.key.seq,
+                                    value: v.value,
+                                })
+                                .collect(),
+                            next: page.next,
+                            end: page.end,
+                        }),
+                        Err(e) => Outcome::Failed(e.0),
+                    });
+                abortable_read(part, partition, generation, op, read.boxed())
+            }
+        };
+        self.inflight.push(fut);
+    }
+
+    fn finished(&mut self, done: Done) {
+        let Some(part) = self.parts.get_mut(&done.partition) else {
+            return;
+        };
+        let shared = part.shared.upgrade();
+        if let Some(s) = &shared {
+            s.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        part.reads.retain(|(op, _)| *op != done.op);
+        let current = !part.closed && done.generation == part.generation;
+        if done.is_write {
+            part.write_busy = false;
+            self.start_queued(done.partition);
+        }
+        if let (true, Some(shared), Some(outcome)) = (current, shared, done.outcome) {
+            shared.deliver(done.generation, done.op, &outcome);
+        }
+    }
+
+    fn start_queued(&mut self, partition: PartitionId) {
+        loop {
+            let Some(part) = self.parts.get_mut(&partition) else {
+                return;
+            };
+            if part.write_busy {
+                return;
+            }
+            let Some((generation, op)) = part.queued.pop_front() else {
+                return;
+            };
+            if generation < part.generation || part.closed {
+                continue;
+            }
+            self.start_or_queue(partition, generation, op);
+        }
+    }
+
+    /// Polls the timer for the earliest wake-up; pumps every partition that is due.
+    fn poll_timer(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        let next = self
+            .parts
+            .values()
+            .filter(|p| !p.closed)
+            .filter_map(|p| p.wake)
+            .min();
+        let Some(next) = next else {
+            self.timer = None;
+            return false;
+        };
+        if self.timer.as_ref().is_none_or(|(at, _)| *at != next) {
+            self.timer = Some((next, self.clock.sleep_until(next)));
+        }
+        let Some((_, sleep)) = self.timer.as_mut() else {
+            return false;
+        };
+        if sleep.poll_unpin(cx).is_pending() {
+            return false;
+        }
+        self.timer = None;
+        let now = self.clock.now();
+        let due: Vec<(Weak<Shared>, u64)> = self
+            .parts
+            .values_mut()
+            .filter(|p| !p.closed && p.wake.is_some_and(|w| w <= now))
+            .map(|p| {
+                p.wake = None;
+                (p.shared.clone(), p.generation)
+            })
+            .collect();
+        for (shared, generation) in due {
+            if let Some(shared) = shared.upgrade() {
+                shared.pump(generation);
+            }
+        }
+        true
+    }
+}
+
+fn abortable_read(
+    part: &mut Part,
+    partition: PartitionId,
+    generation: u64,
+    op: u64,
+    read: BoxFuture<'static, Outcome>,
+) -> BoxFuture<'static, Done> {
+    let (handle, registration) = AbortHandle::new_pair();
+    part.reads.push((op, handle));
+    Abortable::new(read, registration)
+        .map(move |r| Done {
+            partition,
+            generation,
+            op,
+            is_write: false,
+            outcome: r.ok(),
+        })
+        .boxed()
+}

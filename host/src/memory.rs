@@ -1,0 +1,276 @@
+//! Storage in memory, laid out as in spec 002, with switches to make it misbehave in tests.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::{BoxFuture, FutureExt};
+use hashbrown::HashMap;
+use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
+
+use crate::gate::Gate;
+use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+
+/// One write storage received, in the order received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteRecord {
+    /// A view row: (partition, workspace, sequence) → last.
+    Value(PartitionId, SeqValue),
+    /// A partition's next PLog offset.
+    Offset(PartitionId, PLogOffset),
+}
+
+#[derive(Default)]
+struct Partition {
+    plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
+    next_offset: PLogOffset,
+}
+
+/// Switches that make storage fail. Counters count down one per failed operation.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Fail this many of the next writes, writing nothing.
+    pub fail_writes: u32,
+    /// Fail this many of the next offset or PLog reads.
+    pub fail_reads: u32,
+    /// Fail every operation (appends included) until cleared: storage is down.
+    pub down: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The sequences view: (partition, workspace, sequence) → last.
+    view: HashMap<(PartitionId, NumberKey), Number>,
+    partitions: HashMap<PartitionId, Partition>,
+    writes: Vec<WriteRecord>,
+    faults: Faults,
+}
+
+/// In-memory storage for any number of partitions. Clones share the same data.
+#[derive(Clone, Default)]
+pub struct MemoryStorage {
+    inner: Arc<Mutex<Inner>>,
+    /// Writes wait here before touching the data.
+    pub write_gate: Gate,
+    /// Offset and PLog reads wait here before touching the data.
+    pub read_gate: Gate,
+}
+
+impl MemoryStorage {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes the fault switches.
+    pub fn set_faults(&self, faults: Faults) {
+        self.lock().faults = faults;
+    }
+
+    /// Places an event at any offset, as a test's starting state.
+    pub fn seed_event(&self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue]) {
+        self.lock()
+            .partitions
+            .entry(partition)
+            .or_default()
+            .plog
+            .insert(offset, values.to_vec());
+    }
+
+    /// Appends `count` events at the PLog's next offsets, each built by `event(offset)`.
+    pub fn seed_events(
+        &self,
+        partition: PartitionId,
+        count: u64,
+        mut event: impl FnMut(PLogOffset) -> Vec<SeqValue>,
+    ) {
+        let mut g = self.lock();
+        let p = g.partitions.entry(partition).or_default();
+        let first = plog_next(p);
+        for offset in first..first + count {
+            p.plog.insert(offset, event(offset));
+        }
+    }
+
+    /// The view's last number for a key, 0 if none.
+    pub fn view_value(&self, partition: PartitionId, ws: WsId, seq: SeqId) -> Number {
+        self.lock()
+            .view
+            .get(&(partition, NumberKey { ws, seq }))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The stored next PLog offset of a partition, 0 if none.
+    pub fn stored_next_offset(&self, partition: PartitionId) -> PLogOffset {
+        self.lock()
+            .partitions
+            .get(&partition)
+            .map_or(0, |p| p.next_offset)
+    }
+
+    /// Every write received so far, in order.
+    pub fn writes(&self) -> Vec<WriteRecord> {
+        self.lock().writes.clone()
+    }
+
+    /// The events of a partition's PLog, in offset order.
+    pub fn plog(&self, partition: PartitionId) -> Vec<(PLogOffset, Vec<SeqValue>)> {
+        self.lock()
+            .partitions
+            .get(&partition)
+            .map(|p| p.plog.iter().map(|(o, v)| (*o, v.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    fn take_write_fault(&self) -> Option<StorageError> {
+        let mut g = self.lock();
+        if g.faults.down {
+            return Some(StorageError("memory storage is down".into()));
+        }
+        if g.faults.fail_writes > 0 {
+            g.faults.fail_writes -= 1;
+            return Some(StorageError("injected write failure".into()));
+        }
+        None
+    }
+
+    fn take_read_fault(g: &mut Inner) -> Option<StorageError> {
+        if g.faults.down {
+            return Some(StorageError("memory storage is down".into()));
+        }
+        if g.faults.fail_reads > 0 {
+            g.faults.fail_reads -= 1;
+            return Some(StorageError("injected read failure".into()));
+        }
+        None
+    }
+}
+
+fn plog_next(p: &Partition) -> PLogOffset {
+    p.plog.last_key_value().map_or(1, |(o, _)| o + 1)
+}
+
+impl Storage for MemoryStorage {
+    fn read_numbers(
+        &self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        let g = self.lock();
+        if g.faults.down {
+            return Err(StorageError("memory storage is down".into()));
+        }
+        Ok(seqs
+            .iter()
+            .map(|&seq| {
+                g.view
+                    .get(&(partition, NumberKey { ws, seq }))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect())
+    }
+
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let this = self.clone();
+        let gate = self.read_gate.wait();
+        async move {
+            gate.await;
+            let mut g = this.lock();
+            if let Some(e) = Self::take_read_fault(&mut g) {
+                return Err(e);
+            }
+            Ok(g.partitions.get(&partition).map_or(0, |p| p.next_offset))
+        }
+        .boxed()
+    }
+
+    fn write(
+        &self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> BoxFuture<'static, Result<(), StorageError>> {
+        let this = self.clone();
+        let gate = self.write_gate.wait();
+        async move {
+            gate.await;
+            if let Some(e) = this.take_write_fault() {
+                return Err(e);
+            }
+            let mut g = this.lock();
+            for v in values {
+                g.view.insert((partition, v.key), v.value);
+                g.writes.push(WriteRecord::Value(partition, v));
+            }
+            g.partitions.entry(partition).or_default().next_offset = next_offset;
+            g.writes.push(WriteRecord::Offset(partition, next_offset));
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn read_plog(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+        let this = self.clone();
+        let gate = self.read_gate.wait();
+        async move {
+            gate.await;
+            let mut g = this.lock();
+            if let Some(e) = Self::take_read_fault(&mut g) {
+                return Err(e);
+            }
+            let mut page = PlogPage {
+                values: Vec::new(),
+                next: from,
+                end: true,
+            };
+            if let Some(p) = g.partitions.get(&partition) {
+                let mut events = p.plog.range(from..);
+                for (&offset, event) in events.by_ref().take(max_events) {
+                    page.values.extend(event.iter().map(|v| (offset, *v)));
+                    page.next = offset + 1;
+                }
+                page.end = events.next().is_none();
+            }
+            Ok(page)
+        }
+        .boxed()
+    }
+
+    fn append(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+    ) -> Result<(), AppendError> {
+        let mut g = self.lock();
+        if g.faults.down {
+            return Err(AppendError::Storage(StorageError(
+                "memory storage is down".into(),
+            )));
+        }
+        let p = g.partitions.entry(partition).or_default();
+        let expected = plog_next(p);
+        if offset != expected {
+            return Err(AppendError::WrongOffset {
+                expected,
+                offered: offset,
+            });
+        }
+        p.plog.insert(offset, values.to_vec());
+        Ok(())
+    }
+}

@@ -1,0 +1,354 @@
+//! One partition's sequencer: a guest instance behind a lock, called by the command processor
+//! and by the task driver, replaced by a fresh instance if it ever traps.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::channel::mpsc::UnboundedSender;
+use sequencer::{PLogOffset, Params};
+
+use crate::bindings::{GuestError, GuestParams, HeldNumbers, Outcome, StartOutcome, Status};
+use crate::bindings::sequencer::plugin::types::KindSequences;
+use crate::clock::Clock;
+use crate::driver::DriverMsg;
+use crate::error::HostError;
+use crate::runtime::{Instance, RuntimeInner};
+use crate::storage::{PartitionId, Storage};
+
+/// Generations are unique across the process, so a partition re-opened after cleanup never
+/// mistakes an old instance's outcomes for its own.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct Shared {
+    pub(crate) partition: PartitionId,
+    runtime: Arc<RuntimeInner>,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    params: GuestParams,
+    slot: Mutex<Slot>,
+    events: UnboundedSender<DriverMsg>,
+    /// Storage operations the driver is performing for this partition.
+    pub(crate) in_flight: AtomicUsize,
+    traps: AtomicU64,
+    next_call_fuel: AtomicU64,
+}
+
+struct Slot {
+    instance: Option<Instance>,
+    generation: u64,
+    closed: bool,
+}
+
+/// The command processor's handle on one partition's sequencer. Calls are serialised; the
+/// task driver performs the storage work the sequencer asks for in the background.
+#[derive(Clone)]
+pub struct PartitionSequencer {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Converts core params into the WIT record.
+pub fn guest_params(params: &Params) -> GuestParams {
+    let mut kinds: Vec<KindSequences> = params
+        .seq_types
+        .iter()
+        .map(|(&kind, seqs)| {
+            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
+            sequences.sort_unstable();
+            KindSequences { kind, sequences }
+        })
+        .collect();
+    kinds.sort_unstable_by_key(|k| k.kind);
+    let nanos = |d: core::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    GuestParams {
+        kinds,
+        max_unflushed_values: u32::try_from(params.max_unflushed_values).unwrap_or(u32::MAX),
+        lru_cache_size: u32::try_from(params.lru_cache_size).unwrap_or(u32::MAX),
+        batcher_delay_ns: nanos(params.batcher_delay_on_overflow),
+        retry_delay_ns: nanos(params.retry_delay),
+        max_retry_delay_ns: nanos(params.max_retry_delay),
+    }
+}
+
+impl PartitionSequencer {
+    pub(crate) fn open(
+        runtime: Arc<RuntimeInner>,
+        partition: PartitionId,
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        params: GuestParams,
+        events: UnboundedSender<DriverMsg>,
+        register: impl FnOnce(&Arc<Shared>),
+    ) -> Result<Self, HostError> {
+        let shared = Arc::new(Shared {
+            partition,
+            runtime,
+            storage,
+            clock,
+            params,
+            slot: Mutex::new(Slot {
+                instance: None,
+                generation: 0,
+                closed: false,
+            }),
+            events,
+            in_flight: AtomicUsize::new(0),
+            traps: AtomicU64::new(0),
+            next_call_fuel: AtomicU64::new(0),
+        });
+        register(&shared);
+        {
+            let mut slot = shared.lock();
+            shared.replace_instance(&mut slot)?;
+        }
+        Ok(Self { shared })
+    }
+
+    /// The partition this sequencer serves.
+    pub fn partition(&self) -> PartitionId {
+        self.shared.partition
+    }
+
+    /// Begins a transaction: the PLog offset of its event, or "not now".
+    pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_start(&mut i.store, i.handle, kind, ws)
+        })
+    }
+
+    /// `start` and one `next` per sequence in `seqs`, in one guest call.
+    pub fn start_next(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+    ) -> Result<(StartOutcome, Vec<u64>), HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_start_next(&mut i.store, i.handle, kind, ws, seqs)
+        })
+    }
+
+    /// The next number of sequence `seq` in the transaction.
+    pub fn next(&self, seq: u16) -> Result<u64, HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_next(&mut i.store, i.handle, seq)
+        })
+    }
+
+    /// Completes the transaction: its event is in the PLog.
+    pub fn flush(&self) -> Result<(), HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_flush(&mut i.store, i.handle)
+        })
+    }
+
+    /// Drops the transaction and recovers from storage and the PLog.
+    pub fn actualize(&self) -> Result<(), HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_actualize(&mut i.store, i.handle)
+        })
+    }
+
+    /// Stops the sequencer at once: storage reads in progress are abandoned, later calls are
+    /// refused. Does not wait for anything.
+    pub fn cleanup(&self) {
+        let mut slot = self.shared.lock();
+        if let Some(mut i) = slot.instance.take() {
+            let _ = i
+                .plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_cleanup(&mut i.store, i.handle);
+        }
+        slot.closed = true;
+        let _ = self.shared.events.unbounded_send(DriverMsg::Cleanup {
+            partition: self.shared.partition,
+        });
+    }
+
+    /// What the sequencer is doing (cleaned up once closed).
+    pub fn status(&self) -> Status {
+        self.shared
+            .call(|i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_status(&mut i.store, i.handle)
+                    .map(Ok)
+            })
+            .unwrap_or(Status::CleanedUp)
+    }
+
+    /// Numbers the sequencer holds in memory.
+    pub fn held_numbers(&self) -> Result<HeldNumbers, HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_held_numbers(&mut i.store, i.handle)
+                .map(Ok)
+        })
+    }
+
+    /// How many storage operations the driver is performing for this partition.
+    pub fn storage_ops_in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// How many times this partition's guest trapped and was replaced.
+    pub fn traps(&self) -> u64 {
+        self.shared.traps.load(Ordering::SeqCst)
+    }
+
+    /// Fault injection for tests: the next guest call runs with only `fuel` (when the runtime
+    /// meters fuel), so a small value makes it trap.
+    pub fn set_next_call_fuel(&self, fuel: u64) {
+        self.shared.next_call_fuel.store(fuel, Ordering::SeqCst);
+    }
+
+    /// Appends an event at `offset` to this partition's PLog (the command processor's side).
+    pub fn append(
+        &self,
+        offset: PLogOffset,
+        values: &[sequencer::SeqValue],
+    ) -> Result<(), crate::storage::AppendError> {
+        self.shared
+            .storage
+            .append(self.shared.partition, offset, values)
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs one guest call; a trap replaces the instance and is reported as such.
+    fn call<R>(
+        &self,
+        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+    ) -> Result<R, HostError> {
+        let mut slot = self.lock();
+        if slot.closed {
+            return Err(HostError::Closed(self.partition));
+        }
+        if slot.instance.is_none() {
+            self.replace_instance(&mut slot)?;
+        }
+        let Some(instance) = slot.instance.as_mut() else {
+            return Err(HostError::Closed(self.partition));
+        };
+        self.refuel(instance);
+        match f(instance) {
+            Ok(result) => {
+                self.forward(&mut slot);
+                result.map_err(HostError::Sequencer)
+            }
+            Err(trap) => {
+                let message = format!("{trap:#}");
+                self.traps.fetch_add(1, Ordering::SeqCst);
+                slot.instance = None;
+                self.replace_instance(&mut slot)?;
+                Err(HostError::Trapped {
+                    partition: self.partition,
+                    message,
+                })
+            }
+        }
+    }
+
+    fn refuel(&self, instance: &mut Instance) {
+        let injected = self.next_call_fuel.swap(0, Ordering::SeqCst);
+        let fuel = match (injected, self.runtime.limits.fuel_per_call) {
+            (0, fuel) => fuel,
+            (injected, Some(_)) => Some(injected),
+            (_, None) => None,
+        };
+        if let Some(fuel) = fuel {
+            let _ = instance.store.set_fuel(fuel);
+        }
+    }
+
+    /// Creates a fresh instance (which starts actualizing) under a new generation.
+    fn replace_instance(&self, slot: &mut Slot) -> Result<(), HostError> {
+        slot.generation = GENERATIONS.fetch_add(1, Ordering::SeqCst);
+        let created = self.runtime.instantiate(
+            self.partition,
+            self.storage.clone(),
+            self.clock.clone(),
+            &self.params,
+        );
+        match created {
+            Ok(Ok(instance)) => {
+                slot.instance = Some(instance);
+                self.forward(slot);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(HostError::Sequencer(e)),
+            Err(e) => Err(HostError::Component(format!(
+                "cannot instantiate the sequencer of partition {}: {e:#}",
+                self.partition
+            ))),
+        }
+    }
+
+    /// Hands the storage work and wake-up the guest asked for to the task driver.
+    fn forward(&self, slot: &mut Slot) {
+        let Some(instance) = slot.instance.as_mut() else {
+            return;
+        };
+        let state = instance.store.data_mut();
+        let ops = std::mem::take(&mut state.outbox);
+        let wake = state.wake.take();
+        if ops.is_empty() && wake.is_none() {
+            return;
+        }
+        let _ = self.events.unbounded_send(DriverMsg::Work {
+            partition: self.partition,
+            generation: slot.generation,
+            ops,
+            wake,
+        });
+    }
+
+    /// Delivers a storage outcome to the instance of `generation`, if it is still the current one.
+    pub(crate) fn deliver(&self, generation: u64, op: u64, outcome: &Outcome) {
+        if self.lock().generation != generation {
+            return;
+        }
+        let _ = self.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_deliver(&mut i.store, i.handle, op, outcome)
+        });
+    }
+
+    /// Lets the instance of `generation` begin the work that has come due.
+    pub(crate) fn pump(&self, generation: u64) {
+        if self.lock().generation != generation {
+            return;
+        }
+        let _ = self.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_pump(&mut i.store, i.handle)
+                .map(Ok)
+        });
+    }
+}

@@ -1,0 +1,253 @@
+//! wit-bindgen glue: the core as the `sequencer-plugin` world of `wit/sequencer.wit`.
+//!
+//! Thin by design: every export converts its arguments, calls the core, begins whatever storage
+//! work the core then has due through the imported `storage`, and converts the result. Nothing
+//! here panics on bad input; refused calls come back as the WIT `error` variant.
+
+use core::cell::{Cell, RefCell};
+use core::time::Duration;
+
+use crate::{Error, Instant, Params, PlogPage, SeqValue, Sequencer, Start, Status, Ticket, Work};
+
+wit_bindgen::generate!({
+    path: "wit",
+    world: "sequencer-plugin",
+});
+
+use self::exports::sequencer::plugin::sequencer_api::{Guest, GuestSequencer, Sequencer as Handle};
+use self::sequencer::plugin::types as wit;
+use self::sequencer::plugin::{clock, storage};
+
+/// The component's export root.
+struct Component;
+
+impl Guest for Component {
+    type Sequencer = Plugin;
+}
+
+/// One sequencer resource: the core plus the wake-up last asked of the host (`None`: the host's
+/// view is unknown and must be refreshed).
+struct Plugin {
+    core: RefCell<Sequencer>,
+    wake: Cell<Option<Option<u64>>>,
+}
+
+fn now() -> Instant {
+    Instant::from_nanos(clock::now())
+}
+
+impl Plugin {
+    /// Begins every storage operation now due and keeps the host's wake-up current.
+    fn pump_core(&self, core: &mut Sequencer) {
+        let now = now();
+        while let Some(work) = core.poll_work(now) {
+            match work {
+                Work::Write(w) => {
+                    let values: Vec<wit::SeqValue> = w.values.iter().map(to_wit_value).collect();
+                    storage::begin_write(w.ticket.0, &values, w.next_plog_offset);
+                }
+                Work::ReadNextOffset { ticket } => storage::begin_read_next_offset(ticket.0),
+                Work::ReadPlog { ticket, from } => storage::begin_read_plog(ticket.0, from),
+            }
+        }
+        let wake = core.poll_timeout().map(Instant::as_nanos);
+        if Some(wake) != self.wake.get() {
+            self.wake.set(Some(wake));
+            clock::set_wake(wake);
+        }
+    }
+
+    /// `start`, reading numbers through the imported storage when the core asks for them.
+    fn start_core(core: &mut Sequencer, kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error> {
+        let mut outcome = core.start(kind, ws).map_err(to_wit_error)?;
+        // A load completes the start; a second load cannot follow because loaded numbers stay
+        // cached (the cache holds at least one whole kind), but it is bounded all the same.
+        for _ in 0..2 {
+            let Start::Load(read) = outcome else { break };
+            outcome = match storage::read_numbers(read.ws, &read.seqs) {
+                Ok(numbers) => core
+                    .complete_numbers(read.ticket, &numbers)
+                    .map_err(to_wit_error)?,
+                Err(message) => {
+                    let _ = core.fail(read.ticket, now());
+                    return Err(wit::Error::Storage(message));
+                }
+            };
+        }
+        match outcome {
+            Start::Started(offset) => Ok(wit::StartOutcome::Started(offset)),
+            Start::NotNow(reason) => Ok(wit::StartOutcome::NotNow(match reason {
+                crate::NotNowReason::Actualizing => wit::NotNowReason::Actualizing,
+                crate::NotNowReason::TooManyUnflushed => wit::NotNowReason::TooManyUnflushed,
+            })),
+            Start::Load(_) => Err(wit::Error::Storage(
+                "numbers read for start did not stay in memory".into(),
+            )),
+        }
+    }
+}
+
+impl GuestSequencer for Plugin {
+    fn create(params: wit::Params) -> Result<Handle, wit::Error> {
+        let core = Sequencer::new(from_wit_params(&params)).map_err(to_wit_error)?;
+        let plugin = Plugin {
+            core: RefCell::new(core),
+            wake: Cell::new(None),
+        };
+        plugin.pump_core(&mut plugin.core.borrow_mut());
+        Ok(Handle::new(plugin))
+    }
+
+    fn start(&self, kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error> {
+        Self::start_core(&mut self.core.borrow_mut(), kind, ws)
+    }
+
+    fn next(&self, seq: u16) -> Result<u64, wit::Error> {
+        self.core.borrow_mut().next(seq).map_err(to_wit_error)
+    }
+
+    fn flush(&self) -> Result<(), wit::Error> {
+        let mut core = self.core.borrow_mut();
+        core.flush().map_err(to_wit_error)?;
+        self.pump_core(&mut core);
+        Ok(())
+    }
+
+    fn actualize(&self) -> Result<(), wit::Error> {
+        let mut core = self.core.borrow_mut();
+        core.actualize().map_err(to_wit_error)?;
+        self.pump_core(&mut core);
+        Ok(())
+    }
+
+    fn cleanup(&self) {
+        self.core.borrow_mut().cleanup();
+        if self.wake.replace(Some(None)) != Some(None) {
+            clock::set_wake(None);
+        }
+    }
+
+    fn status(&self) -> wit::Status {
+        match self.core.borrow().status() {
+            Status::Actualizing => wit::Status::Actualizing,
+            Status::Ready => wit::Status::Ready,
+            Status::InTransaction => wit::Status::InTransaction,
+            Status::CleanedUp => wit::Status::CleanedUp,
+        }
+    }
+
+    fn held_numbers(&self) -> wit::HeldNumbers {
+        let h = self.core.borrow().held_numbers();
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        wit::HeldNumbers {
+            cached: clamp(h.cached),
+            unflushed: clamp(h.unflushed),
+            transaction: clamp(h.transaction),
+        }
+    }
+
+    fn deliver(&self, op: u64, outcome: wit::Outcome) -> Result<(), wit::Error> {
+        let mut core = self.core.borrow_mut();
+        let ticket = Ticket(op);
+        let result = match outcome {
+            wit::Outcome::Written => core.complete_write(ticket),
+            wit::Outcome::NextOffset(offset) => core.complete_next_offset(ticket, offset),
+            wit::Outcome::PlogPage(page) => {
+                let values: Vec<_> = page
+                    .values
+                    .iter()
+                    .map(|v| (v.offset, SeqValue::new(v.ws, v.seq, v.value)))
+                    .collect();
+                let page = PlogPage {
+                    values: &values,
+                    next: page.next,
+                    end: page.end,
+                };
+                core.complete_plog_read(ticket, page, now()).map(|_| ())
+            }
+            wit::Outcome::Failed(_) => core.fail(ticket, now()),
+        };
+        result.map_err(to_wit_error)?;
+        self.pump_core(&mut core);
+        Ok(())
+    }
+
+    fn pump(&self) {
+        // The host calls this when a wake-up came due and has forgotten it: tell it afresh.
+        self.wake.set(None);
+        self.pump_core(&mut self.core.borrow_mut());
+    }
+
+    fn start_next(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: Vec<u16>,
+    ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
+        let mut core = self.core.borrow_mut();
+        let outcome = Self::start_core(&mut core, kind, ws)?;
+        if !matches!(outcome, wit::StartOutcome::Started(_)) {
+            return Ok((outcome, Vec::new()));
+        }
+        let mut numbers = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            match core.next(seq) {
+                Ok(n) => numbers.push(n),
+                Err(e) => {
+                    // The call is refused as a whole: no transaction stays open behind it.
+                    let _ = core.actualize();
+                    self.pump_core(&mut core);
+                    return Err(to_wit_error(e));
+                }
+            }
+        }
+        Ok((outcome, numbers))
+    }
+}
+
+fn to_wit_value(v: &SeqValue) -> wit::SeqValue {
+    wit::SeqValue {
+        ws: v.key.ws,
+        seq: v.key.seq,
+        value: v.value,
+    }
+}
+
+fn from_wit_params(p: &wit::Params) -> Params {
+    let mut params = Params::new()
+        .with_max_unflushed_values(p.max_unflushed_values as usize)
+        .with_lru_cache_size(p.lru_cache_size as usize)
+        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
+        .with_retry_delay(
+            Duration::from_nanos(p.retry_delay_ns),
+            Duration::from_nanos(p.max_retry_delay_ns),
+        );
+    for k in &p.kinds {
+        params.seq_types.entry(k.kind).or_default();
+        for &(seq, initial) in &k.sequences {
+            params = params.with_seq(k.kind, seq, initial);
+        }
+    }
+    params
+}
+
+fn to_wit_error(e: Error) -> wit::Error {
+    match e {
+        Error::InvalidParams(p) => wit::Error::InvalidParams(p.to_string()),
+        Error::CleanedUp => wit::Error::CleanedUp,
+        Error::TransactionInProgress => wit::Error::TransactionInProgress,
+        Error::NoTransaction => wit::Error::NoTransaction,
+        Error::UnknownWsKind(k) => wit::Error::UnknownWsKind(k),
+        Error::UnknownSeqId { kind, seq } => wit::Error::UnknownSeqId(wit::SeqRef { kind, seq }),
+        Error::AlreadyActualizing => wit::Error::AlreadyActualizing,
+        Error::SequenceExhausted { kind, seq } => {
+            wit::Error::SequenceExhausted(wit::SeqRef { kind, seq })
+        }
+        Error::UnknownTicket(t) => wit::Error::UnknownOperation(t.0),
+        Error::WrongResultKind { ticket, .. } => wit::Error::WrongOutcome(ticket.0),
+        e @ Error::MalformedNumbers { .. } => wit::Error::MalformedNumbers(e.to_string()),
+        e @ Error::MalformedPlogPage { .. } => wit::Error::MalformedPlogPage(e.to_string()),
+    }
+}
+
+export!(Component);
