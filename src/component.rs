@@ -58,7 +58,11 @@ impl Plugin {
     }
 
     /// `start`, reading numbers through the imported storage when the core asks for them.
-    fn start_core(core: &mut Sequencer, kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error> {
+    fn start_core(
+        core: &mut Sequencer,
+        kind: u16,
+        ws: u64,
+    ) -> Result<wit::StartOutcome, wit::Error> {
         let mut outcome = core.start(kind, ws).map_err(to_wit_error)?;
         // A load completes the start; a second load cannot follow because loaded numbers stay
         // cached (the cache holds at least one whole kind), but it is bounded all the same.

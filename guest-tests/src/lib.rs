@@ -27,9 +27,7 @@ pub fn component_path() -> PathBuf {
 /// The component compiled once per test binary, with default limits.
 pub fn runtime() -> Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| load(Limits::default()))
-        .clone()
+    RUNTIME.get_or_init(|| load(Limits::default())).clone()
 }
 
 /// The component compiled with the given limits.
@@ -91,7 +89,13 @@ impl Harness {
 
     /// One whole command: start, a number per sequence, append to the PLog, flush. Returns the
     /// offset and numbers, or `None` if start said "not now".
-    pub fn event(&self, seq: &PartitionSequencer, kind: u16, ws: u64, seqs: &[u16]) -> Option<(u64, Vec<u64>)> {
+    pub fn event(
+        &self,
+        seq: &PartitionSequencer,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+    ) -> Option<(u64, Vec<u64>)> {
         let (outcome, numbers) = seq.start_next(kind, ws, seqs).expect("start");
         let StartOutcome::Started(offset) = outcome else {
             return None;
@@ -101,7 +105,8 @@ impl Harness {
             .zip(&numbers)
             .map(|(&s, &n)| sequencer::SeqValue::new(ws, s, n))
             .collect();
-        seq.append(offset, &values).expect("append at the offset start gave");
+        seq.append(offset, &values)
+            .expect("append at the offset start gave");
         seq.flush().expect("flush");
         Some((offset, numbers))
     }

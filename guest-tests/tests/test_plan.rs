@@ -1,9 +1,9 @@
 //! The test plan of spec 000, through the component.
 
 use sequencer::{Params, SeqValue};
-use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
-use sequencer_host::MemoryStorage;
 use sequencer_guest_tests::{Harness, runtime};
+use sequencer_host::MemoryStorage;
+use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 
 const P: u32 = 7;
 
@@ -36,7 +36,11 @@ fn actualization_on_error_hands_out_the_same_offset_and_numbers_again() {
         Ok(StartOutcome::NotNow(NotNowReason::Actualizing))
     ));
     h.driver.idle();
-    assert_eq!(h.storage.write_gate.waiting(), 0, "the dropped numbers were never written");
+    assert_eq!(
+        h.storage.write_gate.waiting(),
+        0,
+        "the dropped numbers were never written"
+    );
     assert!(matches!(seq.start(1, 9), Ok(StartOutcome::Started(1))));
     assert_eq!((seq.next(1).unwrap(), seq.next(1).unwrap()), (a, b));
 }

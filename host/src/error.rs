@@ -52,7 +52,10 @@ pub fn describe(e: &GuestError) -> String {
         }
         GuestError::AlreadyActualizing => "actualization is already in progress".into(),
         GuestError::SequenceExhausted(r) => {
-            format!("sequence {} of workspace kind {} is exhausted", r.seq, r.kind)
+            format!(
+                "sequence {} of workspace kind {} is exhausted",
+                r.seq, r.kind
+            )
         }
         GuestError::UnknownOperation(op) => format!("no storage operation {op} is outstanding"),
         GuestError::WrongOutcome(op) => format!("wrong kind of outcome for operation {op}"),

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::channel::mpsc::UnboundedSender;
 use sequencer::{PLogOffset, Params};
 
-use crate::bindings::{GuestError, GuestParams, HeldNumbers, Outcome, StartOutcome, Status};
 use crate::bindings::sequencer::plugin::types::KindSequences;
+use crate::bindings::{GuestError, GuestParams, HeldNumbers, Outcome, StartOutcome, Status};
 use crate::clock::Clock;
 use crate::driver::DriverMsg;
 use crate::error::HostError;

@@ -74,7 +74,9 @@ impl Runtime {
         linker
             .define_unknown_imports_as_traps(&component)
             .map_err(component_error)?;
-        let pre = linker.instantiate_pre(&component).map_err(component_error)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(component_error)?;
         let pre = SequencerPluginPre::new(pre).map_err(component_error)?;
         Ok(Self {
             inner: Arc::new(RuntimeInner {

@@ -76,8 +76,10 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<Vec<Number>, StorageError>;
 
     /// The stored next PLog offset, 0 if none.
-    fn read_next_offset(&self, partition: PartitionId)
-    -> BoxFuture<'static, Result<PLogOffset, StorageError>>;
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>>;
 
     /// Writes `values`, then `next_offset`.
     fn write(
