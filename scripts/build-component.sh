@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2 >&2
-cargo build --quiet -p sequencer --target wasm32-wasip2 --features component --release >&2
-echo "$CARGO_TARGET_DIR/wasm32-wasip2/release/sequencer.wasm"
+cargo build --quiet -p sequencer --target wasm32-wasip2 --features component --profile wasm >&2
+echo "$CARGO_TARGET_DIR/wasm32-wasip2/wasm/sequencer.wasm"

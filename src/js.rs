@@ -24,6 +24,9 @@ use crate::{
 /// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: u64 = (1 << 53) - 1;
 
+// The sentinels and work kinds below are mirrored by the driver in `js/src/sequencer.js`
+// (wasm-bindgen exports no constants); change both together.
+
 /// Returned by a call the core refused; the reason is in `errorCode` / `errorMessage`.
 pub const ERR: i32 = -1;
 /// `start` / `completeNumbers`: not now, actualization is in progress.

@@ -1,7 +1,7 @@
 //! Shared set-up for tests that run the compiled sequencer component under the wasmtime host.
 //!
 //! The component must be built first (`scripts/build-component.sh`, which the test command
-//! runs); its path is `$SEQUENCER_COMPONENT`, or the release build under the cargo target dir.
+//! runs); its path is `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under the cargo target dir.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -21,7 +21,7 @@ pub fn component_path() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("wasm32-wasip2/release/sequencer.wasm")
+    target.join("wasm32-wasip2/wasm/sequencer.wasm")
 }
 
 /// The component compiled once per test binary, with default limits.

@@ -39,6 +39,7 @@ pub struct Runtime {
 
 pub(crate) struct RuntimeInner {
     pub(crate) engine: Engine,
+    imports: Vec<String>,
     pub(crate) pre: SequencerPluginPre<HostState>,
     pub(crate) limits: Limits,
 }
@@ -78,13 +79,25 @@ impl Runtime {
             .instantiate_pre(&component)
             .map_err(component_error)?;
         let pre = SequencerPluginPre::new(pre).map_err(component_error)?;
+        let mut imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        imports.sort();
         Ok(Self {
             inner: Arc::new(RuntimeInner {
+                imports,
                 engine,
                 pre,
                 limits,
             }),
         })
+    }
+
+    /// The names of the interfaces the component imports, sorted.
+    pub fn imports(&self) -> &[String] {
+        &self.inner.imports
     }
 
     /// The limits instances run under.

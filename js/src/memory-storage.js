@@ -68,7 +68,7 @@ export class MemoryStorage {
   #plog = new Map();
   /** PLog offsets, ascending. @type {number[]} */
   #offsets = [];
-  /** @type {Array<{ values: import('./index.js').SeqValues, nextOffset: number, resolve: () => void, reject: (e: Error) => void }>} */
+  /** @type {Array<{ values: import('./index').SeqValues, nextOffset: number, resolve: () => void, reject: (e: Error) => void }>} */
   #held = [];
   /** @type {Set<() => void>} */
   #watchers = new Set();
@@ -158,7 +158,7 @@ export class MemoryStorage {
 
   /**
    * Writes the values, then the next PLog offset.
-   * @param {import('./index.js').SeqValues} values
+   * @param {import('./index').SeqValues} values
    * @param {number} nextOffset
    */
   write(values, nextOffset) {
@@ -184,7 +184,7 @@ export class MemoryStorage {
    * offset after the last event read and whether the PLog ends there.
    * @param {number} from
    * @param {number} maxEvents
-   * @returns {import('./index.js').PlogPage | Promise<import('./index.js').PlogPage>}
+   * @returns {import('./index').PlogPage | Promise<import('./index').PlogPage>}
    */
   readPlog(from, maxEvents) {
     return this.#answer(() => {
@@ -287,7 +287,7 @@ export class MemoryStorage {
   }
 
   /**
-   * @param {import('./index.js').SeqValues} values
+   * @param {import('./index').SeqValues} values
    * @param {number} nextOffset
    */
   #apply(values, nextOffset) {

@@ -22,7 +22,7 @@ function entries(table) {
 /**
  * Validated core params for `params`; throws a coded `SequencerError` for invalid ones.
  * The caller owns the result and must `free()` it.
- * @param {import('./index.js').SequencerParams} params
+ * @param {import('./index').SequencerParams} params
  * @returns {CoreParams}
  */
 export function toCoreParams(params) {

@@ -1,0 +1,33 @@
+//! What the component asks of a host: exactly these imports.
+
+use sequencer_guest_tests::runtime;
+
+#[test]
+fn the_component_imports_only_its_own_interfaces_and_what_std_forces() {
+    let imports = runtime().imports().to_vec();
+    let ours: Vec<&str> = imports
+        .iter()
+        .map(String::as_str)
+        .filter(|i| i.starts_with("sequencer:"))
+        .collect();
+    assert_eq!(
+        ours,
+        [
+            "sequencer:plugin/clock@0.1.0",
+            "sequencer:plugin/storage@0.1.0",
+            "sequencer:plugin/types@0.1.0"
+        ]
+    );
+    let wasi: Vec<&str> = imports
+        .iter()
+        .map(String::as_str)
+        .filter(|i| !i.starts_with("sequencer:"))
+        .collect();
+    println!("WASI imports: {wasi:?}");
+    for i in &wasi {
+        assert!(
+            i.starts_with("wasi:io/") || i.starts_with("wasi:cli/"),
+            "unexpected import {i}: only std's wasi:io and wasi:cli are expected"
+        );
+    }
+}

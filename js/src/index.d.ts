@@ -1,0 +1,319 @@
+/**
+ * @sequencer/wasm: dense, monotonic per-workspace numbers for event-sourced command processing,
+ * recovered from the PLog. A Rust core compiled to WebAssembly, driven on the JS event loop.
+ *
+ * All integers are JS numbers: safe integers (≤ `Number.MAX_SAFE_INTEGER`); workspace kinds
+ * and sequence ids are 0..=65535.
+ */
+
+/** A value that may be returned directly or as a Promise. */
+export type MaybePromise<T> = T | PromiseLike<T>;
+
+/** Sequences of workspaces, as parallel arrays: entry `i` is `(ws[i], seq[i]) → value[i]`. */
+export interface SeqValues {
+  readonly ws: ArrayLike<number>;
+  readonly seq: ArrayLike<number>;
+  readonly value: ArrayLike<number>;
+  readonly length: number;
+}
+
+/** A run of PLog events, as parallel arrays of their values. */
+export interface PlogPage {
+  /**
+   * The values of the events read, in offset order; an event's values share its offset and
+   * may repeat a key. Events without values contribute nothing. May be omitted when empty.
+   */
+  values?: {
+    offset: ArrayLike<number>;
+    ws: ArrayLike<number>;
+    seq: ArrayLike<number>;
+    value: ArrayLike<number>;
+  };
+  /** The offset after the last event read (`from` when none was read). */
+  next: number;
+  /** No event exists at or after `next`. */
+  end: boolean;
+}
+
+/**
+ * What the sequencer persists to and recovers from. Methods may return values or Promises,
+ * and may throw or reject: failures are retried with backoff (a failed `readNumbers` rejects
+ * the `start` that needed it instead).
+ */
+export interface SeqStorage {
+  /** The stored last number of each of `seqs` in workspace `ws`, in order; 0 if never stored. */
+  readNumbers(ws: number, seqs: readonly number[]): MaybePromise<ArrayLike<number>>;
+  /** The stored next PLog offset; 0 if none is stored. */
+  readNextOffset(): MaybePromise<number>;
+  /**
+   * Persists `values` (keys unique; may be empty) and then `nextOffset`, in that order: an
+   * offset ahead of its values would let a restart skip events. At most one write is in flight.
+   * The arrays are only valid during the call: copy them if you keep them.
+   */
+  write(values: SeqValues, nextOffset: number): MaybePromise<void>;
+  /** Up to `maxEvents` PLog events from offset `from` on. */
+  readPlog(from: number, maxEvents: number): MaybePromise<PlogPage>;
+}
+
+/** A monotonic clock in milliseconds. */
+export interface Clock {
+  now(): number;
+}
+
+/** The clock used when none is given: `performance.now()`. */
+export declare const defaultClock: Clock;
+
+/** Construction parameters; the defaults are those of the original implementation. */
+export interface SequencerParams {
+  /** Per workspace kind, its sequences and the first number each hands out (≥ 1). */
+  seqTypes: Record<number, Record<number, number>> | Map<number, Map<number, number>>;
+  /** Above this many unflushed values `start` says "not now". Default 500. */
+  maxUnflushedValues?: number;
+  /** How many numbers the LRU cache keeps. Default 100 000. */
+  lruCacheSize?: number;
+  /** While replay is held back by unflushed values, how often it looks again. Default 5 ms. */
+  batcherDelayOnOverflowMs?: number;
+  /** Wait after the first failure of a storage operation. Default 500 ms. */
+  retryDelayMs?: number;
+  /** Longest wait between retries (each failure doubles the wait). Default `retryDelayMs`. */
+  maxRetryDelayMs?: number;
+}
+
+/** Options of `new Sequencer(...)`. */
+export interface SequencerOptions {
+  params: SequencerParams;
+  storage: SeqStorage;
+  /** Default `defaultClock`. */
+  clock?: Clock;
+  /** `maxEvents` asked of `storage.readPlog`. Default 256. */
+  plogPageSize?: number;
+  /** Called for every storage failure the sequencer retries (and for driver bugs). */
+  onError?: (error: SequencerError) => void;
+}
+
+/** What the sequencer is doing. */
+export type SequencerStatus = 'actualizing' | 'ready' | 'in-transaction' | 'closed';
+
+/** Why `start` / `tryStart` returned 0. */
+export type NotNowReason = 'actualizing' | 'too-many-unflushed' | 'needs-load';
+
+/**
+ * A sequencer: dense, monotonic numbers per workspace, persisted through `storage` and
+ * recovered from its PLog. Use: `await start(kind, ws)`, `next(seq)` per number, then
+ * `flush()` once the event is in the PLog, or `actualize()` if it is not. The flusher and the
+ * actualizer run on the event loop until `close()`.
+ */
+export declare class Sequencer {
+  /** Creates a sequencer; it starts actualizing from `storage` at once. */
+  constructor(options: SequencerOptions);
+  /** Creates a sequencer and waits until its first actualization is done. */
+  static open(options: SequencerOptions): Promise<Sequencer>;
+  /** What the sequencer is doing. */
+  readonly status: SequencerStatus;
+  /** Why the last `start` / `tryStart` returned 0; `null` if it began a transaction. */
+  readonly notNowReason: NotNowReason | null;
+  /** How many numbers are held in memory, by where. */
+  readonly heldNumbers: { cached: number; unflushed: number; transaction: number };
+  /**
+   * Begins a sequencing transaction, reading the workspace's numbers first if needed.
+   * Resolves to the event's PLog offset (≥ 1), or 0 for "not now" (see `notNowReason`).
+   * @throws {TransactionInProgressError | UnknownWsKindError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  start(kind: number, ws: number): Promise<number>;
+  /**
+   * `start` without waiting: the offset, or 0 with `notNowReason` (`'needs-load'`: use `start`).
+   * @throws {TransactionInProgressError | UnknownWsKindError | CleanedUpError | InvalidArgumentError}
+   */
+  tryStart(kind: number, ws: number): number;
+  /**
+   * The next number of sequence `seq` in the transaction in progress.
+   * @throws {NoTransactionError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError}
+   */
+  next(seq: number): number;
+  /**
+   * Completes the transaction in progress and wakes the flusher; never waits for storage.
+   * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
+   */
+  flush(): void;
+  /**
+   * Drops the transaction in progress and everything unflushed, and re-actualizes.
+   * @throws {AlreadyActualizingError | CleanedUpError}
+   */
+  actualize(): void;
+  /** Resolves once actualization is done; rejects with `CleanedUpError` on `close()`. */
+  whenReady(): Promise<void>;
+  /** Resolves once everything flushed is durable and no storage work is pending. */
+  whenFlushed(): Promise<void>;
+  /** Stops the flusher and actualizer at once; later calls throw `CleanedUpError`. */
+  close(): void;
+}
+
+/** Stable error codes, one per error class. */
+export type ErrorCode =
+  | 'INVALID_PARAMS'
+  | 'CLEANED_UP'
+  | 'TRANSACTION_IN_PROGRESS'
+  | 'NO_TRANSACTION'
+  | 'UNKNOWN_WS_KIND'
+  | 'UNKNOWN_SEQ_ID'
+  | 'ALREADY_ACTUALIZING'
+  | 'SEQUENCE_EXHAUSTED'
+  | 'UNKNOWN_TICKET'
+  | 'WRONG_RESULT_KIND'
+  | 'MALFORMED_NUMBERS'
+  | 'MALFORMED_PLOG_PAGE'
+  | 'INVALID_ARGUMENT'
+  | 'UNSAFE_INTEGER'
+  | 'STORAGE';
+
+/** The base class of every error the sequencer raises. */
+export declare class SequencerError extends Error {
+  constructor(code: string, message: string, options?: ErrorOptions);
+  /** Stable across releases. */
+  readonly code: ErrorCode | string;
+}
+
+/** A subclass of `SequencerError` with a fixed code. */
+export interface CodedErrorClass<C extends ErrorCode> {
+  new (message?: string, options?: ErrorOptions): SequencerError & { readonly code: C };
+  readonly code: C;
+}
+
+/** The params given at construction are invalid. */
+export declare const InvalidParamsError: CodedErrorClass<'INVALID_PARAMS'>;
+export type InvalidParamsError = InstanceType<typeof InvalidParamsError>;
+/** The sequencer was closed. */
+export declare const CleanedUpError: CodedErrorClass<'CLEANED_UP'>;
+export type CleanedUpError = InstanceType<typeof CleanedUpError>;
+/** `start` while a transaction (or a start waiting for storage) is in progress. */
+export declare const TransactionInProgressError: CodedErrorClass<'TRANSACTION_IN_PROGRESS'>;
+export type TransactionInProgressError = InstanceType<typeof TransactionInProgressError>;
+/** `next` or `flush` without a transaction. */
+export declare const NoTransactionError: CodedErrorClass<'NO_TRANSACTION'>;
+export type NoTransactionError = InstanceType<typeof NoTransactionError>;
+/** `start` for an undefined workspace kind. */
+export declare const UnknownWsKindError: CodedErrorClass<'UNKNOWN_WS_KIND'>;
+export type UnknownWsKindError = InstanceType<typeof UnknownWsKindError>;
+/** `next` for a sequence the workspace kind does not define. */
+export declare const UnknownSeqIdError: CodedErrorClass<'UNKNOWN_SEQ_ID'>;
+export type UnknownSeqIdError = InstanceType<typeof UnknownSeqIdError>;
+/** `actualize` while actualizing. */
+export declare const AlreadyActualizingError: CodedErrorClass<'ALREADY_ACTUALIZING'>;
+export type AlreadyActualizingError = InstanceType<typeof AlreadyActualizingError>;
+/** A sequence reached the largest number there is. */
+export declare const SequenceExhaustedError: CodedErrorClass<'SEQUENCE_EXHAUSTED'>;
+export type SequenceExhaustedError = InstanceType<typeof SequenceExhaustedError>;
+/** A storage outcome for work the core is not waiting for (a driver bug). */
+export declare const UnknownTicketError: CodedErrorClass<'UNKNOWN_TICKET'>;
+export type UnknownTicketError = InstanceType<typeof UnknownTicketError>;
+/** A storage outcome of the wrong kind (a driver bug). */
+export declare const WrongResultKindError: CodedErrorClass<'WRONG_RESULT_KIND'>;
+export type WrongResultKindError = InstanceType<typeof WrongResultKindError>;
+/** `readNumbers` returned the wrong count of numbers. */
+export declare const MalformedNumbersError: CodedErrorClass<'MALFORMED_NUMBERS'>;
+export type MalformedNumbersError = InstanceType<typeof MalformedNumbersError>;
+/** `readPlog` returned a page that breaks its contract. */
+export declare const MalformedPlogPageError: CodedErrorClass<'MALFORMED_PLOG_PAGE'>;
+export type MalformedPlogPageError = InstanceType<typeof MalformedPlogPageError>;
+/** An argument or stored number is not an integer in range. */
+export declare const InvalidArgumentError: CodedErrorClass<'INVALID_ARGUMENT'>;
+export type InvalidArgumentError = InstanceType<typeof InvalidArgumentError>;
+/** A number would exceed `Number.MAX_SAFE_INTEGER`; actualize the transaction. */
+export declare const UnsafeIntegerError: CodedErrorClass<'UNSAFE_INTEGER'>;
+export type UnsafeIntegerError = InstanceType<typeof UnsafeIntegerError>;
+
+/** A storage method threw or rejected; the original error is `cause`. */
+export declare class StorageError extends SequencerError {
+  static readonly code: 'STORAGE';
+  constructor(op: string, cause: unknown);
+  readonly code: 'STORAGE';
+  /** The storage method: `'readNumbers' | 'readNextOffset' | 'write' | 'readPlog'`. */
+  readonly op: string;
+}
+
+/** Every coded error class by its code. */
+export declare const errorClasses: Readonly<Record<Exclude<ErrorCode, 'STORAGE'>, CodedErrorClass<ErrorCode>>>;
+
+/** The error for a refusal reported by the wasm core. */
+export declare function errorFrom(source: { errorCode(): string; errorMessage(): string }): SequencerError;
+
+/** A sequence value, as the PLog holds it. */
+export interface SeqValue {
+  ws: number;
+  seq: number;
+  value: number;
+}
+
+/** One write the memory storage applied. */
+export type StorageOp =
+  | { op: 'value'; ws: number; seq: number; value: number }
+  | { op: 'offset'; offset: number };
+
+/** An append at an offset other than the PLog's next one. */
+export declare class WrongOffsetError extends Error {
+  constructor(expected: number, offered: number);
+  readonly code: 'WRONG_OFFSET';
+  readonly expected: number;
+  readonly offered: number;
+}
+
+/** The error the memory storage's fault switches fail with. */
+export declare class InjectedFault extends Error {
+  constructor(op: string);
+  readonly code: 'INJECTED_FAULT';
+}
+
+/**
+ * The PLog, the sequences view and the next PLog offset of one partition, in memory, with
+ * switches to delay, fail or hold operations. Synchronous unless `async`, `delay` or
+ * `holdWrites` is set.
+ */
+export declare class MemoryStorage implements SeqStorage {
+  constructor(options?: { async?: boolean; delay?: () => number });
+  /** The sequences view: workspace → sequence → last number. */
+  numbers: Map<number, Map<number, number>>;
+  /** The stored next PLog offset (0: none). */
+  nextOffset: number;
+  /** Every write applied, in order (while `recordOps`). */
+  ops: StorageOp[];
+  /** How many writes were applied. */
+  writes: number;
+  /** Record writes in `ops`. Default true. */
+  recordOps: boolean;
+  /** Fail this many of the next writes. */
+  failWrites: number;
+  /** Fail this many of the next PLog or offset reads. */
+  failReads: number;
+  /** Fail this many of the next numbers reads. */
+  failNumberReads: number;
+  /** Keep writes pending until `releaseWrites()`. */
+  holdWrites: boolean;
+  /** Answer every call with a Promise. */
+  async: boolean;
+  /** Milliseconds to wait before answering each call; `null` for none. */
+  delay: (() => number) | null;
+  /** Places an event at any offset (a test's starting state). */
+  seedEvent(offset: number, values: SeqValue[]): void;
+  /** The offset the PLog accepts next (1 when empty). */
+  plogNext(): number;
+  /** Appends an event at exactly `offset`; throws `WrongOffsetError` otherwise. */
+  append(offset: number, values?: SeqValue[]): void;
+  /** The event at `offset`, if any. */
+  event(offset: number): SeqValue[] | undefined;
+  /** The stored number of `(ws, seq)`, 0 if never stored. */
+  number(ws: number, seq: number): number;
+  readNumbers(ws: number, seqs: readonly number[]): MaybePromise<number[]>;
+  readNextOffset(): MaybePromise<number>;
+  write(values: SeqValues, nextOffset: number): MaybePromise<void>;
+  readPlog(from: number, maxEvents: number): MaybePromise<PlogPage>;
+  /** How many writes `holdWrites` holds. */
+  readonly heldWrites: number;
+  /** Applies every held write, oldest first. */
+  releaseWrites(): void;
+  /** Fails every held write. */
+  failHeldWrites(): void;
+  /** Resolves once `predicate()` holds, checked after every storage change. */
+  waitFor(predicate: () => boolean): Promise<void>;
+  /** The first event below the stored next offset whose number the view lacks, or `null`. */
+  offsetAheadOfValues(): { offset: number; value: SeqValue } | null;
+}

@@ -1,0 +1,39 @@
+// A short scenario in the browser: actualize from a PLog, run transactions against an async
+// in-memory storage, flush, misuse once; the result lands in `window.sequencerResult`.
+import { MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
+
+async function scenario() {
+  const storage = new MemoryStorage({ async: true });
+  storage.seedEvent(42, [{ ws: 1000, seq: 1, value: 13 }]);
+  const seq = await Sequencer.open({ params: { seqTypes: { 1: { 1: 1 } } }, storage });
+  const offset = await seq.start(1, 1000);
+  const id = seq.next(1);
+  storage.append(offset, [{ ws: 1000, seq: 1, value: id }]);
+  seq.flush();
+  let last = id;
+  for (let i = 0; i < 100; i++) {
+    const o = await seq.start(1, 1000);
+    last = seq.next(1);
+    storage.append(o, [{ ws: 1000, seq: 1, value: last }]);
+    seq.flush();
+  }
+  await seq.whenFlushed();
+  let code = null;
+  try {
+    seq.next(1);
+  } catch (e) {
+    code = e instanceof NoTransactionError ? e.code : `wrong class: ${e}`;
+  }
+  seq.close();
+  return { offset, id, last, stored: storage.number(1000, 1), nextOffset: storage.nextOffset, code, status: seq.status };
+}
+
+scenario().then(
+  (result) => {
+    window.sequencerResult = result;
+    document.getElementById('result').textContent = JSON.stringify(result);
+  },
+  (e) => {
+    window.sequencerResult = { error: String(e && e.stack ? e.stack : e) };
+  },
+);
