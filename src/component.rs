@@ -7,14 +7,19 @@
 use core::cell::{Cell, RefCell};
 use core::time::Duration;
 
-use crate::{Error, Instant, Params, PlogPage, SeqValue, Sequencer, Start, Status, Ticket, Work};
+use crate::{
+    Error, Instant, Params, PlogPage, SeqValue, Sequencer, Start, Status, Ticket, Work, facade,
+};
 
 wit_bindgen::generate!({
     path: "wit",
     world: "sequencer-plugin",
 });
 
-use self::exports::sequencer::plugin::sequencer_api::{Guest, GuestSequencer, Sequencer as Handle};
+use self::exports::sequencer::plugin::events::{self as wit_events, Guest as GuestEvents};
+use self::exports::sequencer::plugin::sequencer_api::{
+    Guest, GuestSequencer, Sequencer as Handle, SequencerBorrow,
+};
 use self::sequencer::plugin::types as wit;
 use self::sequencer::plugin::{clock, storage};
 
@@ -251,6 +256,75 @@ fn to_wit_error(e: Error) -> wit::Error {
         Error::WrongResultKind { ticket, .. } => wit::Error::WrongOutcome(ticket.0),
         e @ Error::MalformedNumbers { .. } => wit::Error::MalformedNumbers(e.to_string()),
         e @ Error::MalformedPlogPage { .. } => wit::Error::MalformedPlogPage(e.to_string()),
+    }
+}
+
+impl GuestEvents for Component {
+    fn system_params(base: wit::Params) -> wit::Params {
+        let mut params = base;
+        params.kinds.retain(|k| k.kind != facade::SYSTEM_KIND);
+        params.kinds.push(wit::KindSequences {
+            kind: facade::SYSTEM_KIND,
+            sequences: vec![
+                (facade::SEQ_WLOG_OFFSET, facade::FIRST_WLOG_OFFSET),
+                (facade::SEQ_REC_ID, facade::FIRST_REC_ID),
+                (facade::SEQ_CREC_ID, facade::FIRST_CREC_ID),
+            ],
+        });
+        params
+    }
+
+    fn start_event(s: SequencerBorrow<'_>, ws: u64) -> Result<wit_events::EventStart, wit::Error> {
+        let plugin = s.get::<Plugin>();
+        let mut core = plugin.core.borrow_mut();
+        match Plugin::start_core(&mut core, facade::SYSTEM_KIND, ws)? {
+            wit::StartOutcome::NotNow(reason) => Ok(wit_events::EventStart::NotNow(reason)),
+            wit::StartOutcome::Started(plog_offset) => match core.next(facade::SEQ_WLOG_OFFSET) {
+                Ok(wlog_offset) => Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
+                    plog_offset,
+                    wlog_offset,
+                })),
+                Err(e) => {
+                    let _ = core.actualize();
+                    plugin.pump_core(&mut core);
+                    Err(to_wit_error(e))
+                }
+            },
+        }
+    }
+
+    fn next_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
+        s.get::<Plugin>()
+            .core
+            .borrow_mut()
+            .next_rec_id()
+            .map_err(to_wit_error)
+    }
+
+    fn next_c_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
+        s.get::<Plugin>()
+            .core
+            .borrow_mut()
+            .next_c_rec_id()
+            .map_err(to_wit_error)
+    }
+
+    fn finish_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
+        s.get::<Plugin>().flush()
+    }
+
+    fn cancel_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
+        s.get::<Plugin>().actualize()
+    }
+
+    fn status(s: SequencerBorrow<'_>) -> wit_events::SequenceStatus {
+        match s.get::<Plugin>().core.borrow().sequence_status() {
+            facade::SequenceStatus::None => wit_events::SequenceStatus::None,
+            facade::SequenceStatus::Recover => wit_events::SequenceStatus::Recover,
+            facade::SequenceStatus::Ready => wit_events::SequenceStatus::Ready,
+            facade::SequenceStatus::Eventing => wit_events::SequenceStatus::Eventing,
+            facade::SequenceStatus::Finished => wit_events::SequenceStatus::Finished,
+        }
     }
 }
 

@@ -42,6 +42,7 @@ mod cache;
 #[cfg(feature = "component")]
 mod component;
 mod error;
+pub mod facade;
 #[cfg(feature = "js")]
 mod js;
 mod params;

@@ -125,11 +125,13 @@ fn misuse_through_the_boundary_is_a_typed_error_and_the_instance_keeps_working()
         1,
         "the transaction survived every refusal"
     );
+    h.storage.read_gate.close(); // keep the actualization from finishing meanwhile
     seq.actualize().unwrap();
     assert!(matches!(
         refused(seq.actualize()),
         GuestError::AlreadyActualizing
     ));
+    h.storage.read_gate.open();
     h.driver.idle();
     assert_eq!(seq.traps(), 0);
     assert!(h.event(&seq, 1, 5, &[1]).is_some());

@@ -30,11 +30,13 @@ fn actualization_on_error_hands_out_the_same_offset_and_numbers_again() {
     assert!(matches!(seq.start(1, 9), Ok(StartOutcome::Started(1))));
     let (a, b) = (seq.next(1).unwrap(), seq.next(1).unwrap());
     assert_eq!((a, b), (5, 6));
+    h.storage.read_gate.close(); // the actualization cannot finish before the check
     seq.actualize().unwrap();
     assert!(matches!(
         seq.start(1, 9),
         Ok(StartOutcome::NotNow(NotNowReason::Actualizing))
     ));
+    h.storage.read_gate.open();
     h.driver.idle();
     assert_eq!(
         h.storage.write_gate.waiting(),

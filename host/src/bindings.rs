@@ -5,6 +5,7 @@ wasmtime::component::bindgen!({
     world: "sequencer-plugin",
 });
 
+pub use self::exports::sequencer::plugin::events::{EventOffsets, EventStart, SequenceStatus};
 pub use self::exports::sequencer::plugin::sequencer_api::GuestSequencer;
 pub use self::sequencer::plugin::types::{
     Error as GuestError, HeldNumbers, NotNowReason, Outcome, Params as GuestParams, PlogPage,

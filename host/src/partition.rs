@@ -1,14 +1,20 @@
 //! One partition's sequencer: a guest instance behind a lock, called by the command processor
 //! and by the task driver, replaced by a fresh instance if it ever traps.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
+use futures::channel::oneshot;
+use sequencer::facade::SequenceStatus as Status02;
 use sequencer::{PLogOffset, Params};
 
 use crate::bindings::sequencer::plugin::types::KindSequences;
-use crate::bindings::{GuestError, GuestParams, HeldNumbers, Outcome, StartOutcome, Status};
+use crate::bindings::{
+    EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, NotNowReason, Outcome,
+    SequenceStatus, StartOutcome, Status,
+};
 use crate::clock::Clock;
 use crate::driver::DriverMsg;
 use crate::error::HostError;
@@ -31,6 +37,10 @@ pub(crate) struct Shared {
     pub(crate) in_flight: AtomicUsize,
     traps: AtomicU64,
     next_call_fuel: AtomicU64,
+    /// spec 002's status, kept outside the lock so any thread reads it at any time.
+    status: AtomicU8,
+    /// Callers waiting for the status to change.
+    waiters: Mutex<Vec<oneshot::Sender<()>>>,
 }
 
 struct Slot {
@@ -94,6 +104,8 @@ impl PartitionSequencer {
             in_flight: AtomicUsize::new(0),
             traps: AtomicU64::new(0),
             next_call_fuel: AtomicU64::new(0),
+            status: AtomicU8::new(Status02::None as u8),
+            waiters: Mutex::new(Vec::new()),
         });
         register(&shared);
         {
@@ -110,12 +122,15 @@ impl PartitionSequencer {
 
     /// Begins a transaction: the PLog offset of its event, or "not now".
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_start(&mut i.store, i.handle, kind, ws)
-        })
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_start(&mut i.store, i.handle, kind, ws)
+            },
+            |outcome| Some(started_status(outcome)),
+        )
     }
 
     /// `start` and one `next` per sequence in `seqs`, in one guest call.
@@ -125,12 +140,15 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_start_next(&mut i.store, i.handle, kind, ws, seqs)
-        })
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_start_next(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            |(outcome, _)| Some(started_status(outcome)),
+        )
     }
 
     /// The next number of sequence `seq` in the transaction.
@@ -145,22 +163,107 @@ impl PartitionSequencer {
 
     /// Completes the transaction: its event is in the PLog.
     pub fn flush(&self) -> Result<(), HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_flush(&mut i.store, i.handle)
-        })
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_flush(&mut i.store, i.handle)
+            },
+            |_| Some(Status02::Ready),
+        )
     }
 
     /// Drops the transaction and recovers from storage and the PLog.
     pub fn actualize(&self) -> Result<(), HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_actualize(&mut i.store, i.handle)
+            },
+            |_| Some(Status02::Recover),
+        )
+    }
+
+    /// `StartEvent` of spec 002 (the sequencer must have been opened with
+    /// `sequencer::facade::system_params`): the event's PLog and WLog offsets. While the
+    /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
+    /// that to change; `None` if it does not.
+    pub fn start_event(&self, wait: Duration, ws: u64) -> Result<Option<EventOffsets>, HostError> {
+        let deadline = self.shared.clock.now().saturating_add(wait);
+        let mut changed: Option<oneshot::Receiver<()>> = None;
+        loop {
+            let outcome = self.shared.call_then(
+                |i| {
+                    i.plugin
+                        .sequencer_plugin_events()
+                        .call_start_event(&mut i.store, i.handle, ws)
+                },
+                |outcome| match outcome {
+                    EventStart::Started(_) => Some(Status02::Eventing),
+                    EventStart::NotNow(NotNowReason::Actualizing) => Some(Status02::Recover),
+                    EventStart::NotNow(NotNowReason::TooManyUnflushed) => None,
+                },
+            )?;
+            match outcome {
+                EventStart::Started(offsets) => return Ok(Some(offsets)),
+                EventStart::NotNow(_) => {
+                    if self.shared.clock.now() >= deadline {
+                        return Ok(None);
+                    }
+                    match changed.take() {
+                        // Subscribe first, then try once more, so no change is missed.
+                        None => changed = Some(self.shared.subscribe()),
+                        Some(rx) => {
+                            let timeout = self.shared.clock.sleep_until(deadline);
+                            futures::executor::block_on(futures::future::select(rx, timeout));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `NextRecID` of spec 002: the next O/W document or record id.
+    pub fn next_rec_id(&self) -> Result<u64, HostError> {
         self.shared.call(|i| {
             i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_actualize(&mut i.store, i.handle)
+                .sequencer_plugin_events()
+                .call_next_rec_id(&mut i.store, i.handle)
         })
+    }
+
+    /// `NextCRecID` of spec 002: the next C document or record id.
+    pub fn next_c_rec_id(&self) -> Result<u64, HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_events()
+                .call_next_c_rec_id(&mut i.store, i.handle)
+        })
+    }
+
+    /// `FinishEvent` of spec 002: the event is in the PLog.
+    pub fn finish_event(&self) -> Result<(), HostError> {
+        self.flush()
+    }
+
+    /// `CancelEvent` of spec 002: the event failed; the same ids are handed out again.
+    pub fn cancel_event(&self) -> Result<(), HostError> {
+        self.actualize()
+    }
+
+    /// `Status` of spec 002, readable from any thread at any time without waiting for a call
+    /// in progress.
+    pub fn sequence_status(&self) -> SequenceStatus {
+        match Status02::from_u8(self.shared.status.load(Ordering::SeqCst)) {
+            Status02::None => SequenceStatus::None,
+            Status02::Recover => SequenceStatus::Recover,
+            Status02::Ready => SequenceStatus::Ready,
+            Status02::Eventing => SequenceStatus::Eventing,
+            Status02::Finished => SequenceStatus::Finished,
+        }
     }
 
     /// Stops the sequencer at once: storage reads in progress are abandoned, later calls are
@@ -175,6 +278,7 @@ impl PartitionSequencer {
                 .call_cleanup(&mut i.store, i.handle);
         }
         slot.closed = true;
+        self.shared.set_status(Status02::Finished);
         let _ = self.shared.events.unbounded_send(DriverMsg::Cleanup {
             partition: self.shared.partition,
         });
@@ -242,6 +346,16 @@ impl Shared {
         &self,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
+        self.call_then(f, |_| None)
+    }
+
+    /// [`Shared::call`], then sets spec 002's status from the result while still holding the
+    /// instance, so the task driver cannot slip a change in between.
+    fn call_then<R>(
+        &self,
+        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+        status_after: impl FnOnce(&R) -> Option<Status02>,
+    ) -> Result<R, HostError> {
         let mut slot = self.lock();
         if slot.closed {
             return Err(HostError::Closed(self.partition));
@@ -256,7 +370,11 @@ impl Shared {
         match f(instance) {
             Ok(result) => {
                 self.forward(&mut slot);
-                result.map_err(HostError::Sequencer)
+                let result = result.map_err(HostError::Sequencer)?;
+                if let Some(status) = status_after(&result) {
+                    self.set_status(status);
+                }
+                Ok(result)
             }
             Err(trap) => {
                 let message = format!("{trap:#}");
@@ -295,6 +413,7 @@ impl Shared {
         match created {
             Ok(Ok(instance)) => {
                 slot.instance = Some(instance);
+                self.set_status(Status02::Recover);
                 self.forward(slot);
                 Ok(())
             }
@@ -336,6 +455,46 @@ impl Shared {
                 .sequencer()
                 .call_deliver(&mut i.store, i.handle, op, outcome)
         });
+        self.after_task_step();
+    }
+
+    /// After the tasks moved on: learn whether recovery finished, and wake waiting callers.
+    fn after_task_step(&self) {
+        if Status02::from_u8(self.status.load(Ordering::SeqCst)) == Status02::Recover {
+            let _ = self.call_then(
+                |i| {
+                    i.plugin
+                        .sequencer_plugin_sequencer_api()
+                        .sequencer()
+                        .call_status(&mut i.store, i.handle)
+                        .map(Ok)
+                },
+                |status| Some(Status02::from(to_core_status(*status))),
+            );
+        }
+        let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|p| p.into_inner()));
+        for w in waiters {
+            let _ = w.send(());
+        }
+    }
+
+    fn set_status(&self, status: Status02) {
+        // Finished is final: a late status from the tasks never revives a closed sequencer.
+        let _ = self
+            .status
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
+                (old != Status02::Finished as u8).then_some(status as u8)
+            });
+    }
+
+    /// A receiver completed at the next task step (which may change the status).
+    fn subscribe(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.waiters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tx);
+        rx
     }
 
     /// Lets the instance of `generation` begin the work that has come due.
@@ -350,5 +509,24 @@ impl Shared {
                 .call_pump(&mut i.store, i.handle)
                 .map(Ok)
         });
+        self.after_task_step();
+    }
+}
+
+/// spec 002's status after a start with this outcome.
+fn started_status(outcome: &StartOutcome) -> Status02 {
+    match outcome {
+        StartOutcome::Started(_) => Status02::Eventing,
+        StartOutcome::NotNow(NotNowReason::Actualizing) => Status02::Recover,
+        StartOutcome::NotNow(NotNowReason::TooManyUnflushed) => Status02::Ready,
+    }
+}
+
+fn to_core_status(s: Status) -> sequencer::Status {
+    match s {
+        Status::Actualizing => sequencer::Status::Actualizing,
+        Status::Ready => sequencer::Status::Ready,
+        Status::InTransaction => sequencer::Status::InTransaction,
+        Status::CleanedUp => sequencer::Status::CleanedUp,
     }
 }
