@@ -314,3 +314,41 @@ impl Driver {
         true
     }
 }
+
+/// Platform events for testing recovery through the facade: workspace 5 gets a C document, an
+/// O record, then a W record with an argument tree; workspace 6 a C record. After them the next
+/// ids are: ws 5 — PLog 4, WLog 3, record `FIRST_REC_ID + 6`, C record `FIRST_CREC_ID + 1`;
+/// ws 6 — WLog 2, C record `FIRST_CREC_ID + 10`, record `FIRST_REC_ID`.
+pub fn facade_sample_events() -> Vec<crate::facade::PlatformEvent> {
+    use crate::facade::{ArgObject, FIRST_CREC_ID, FIRST_REC_ID, PlatformEvent, RecordKind};
+    let leaf = |id| ArgObject {
+        id,
+        children: Vec::new(),
+    };
+    vec![
+        PlatformEvent {
+            ws: 5,
+            wlog_offset: 1,
+            new_records: vec![
+                (RecordKind::CDoc, FIRST_CREC_ID),
+                (RecordKind::ORecord, FIRST_REC_ID),
+            ],
+            argument: None,
+        },
+        PlatformEvent {
+            ws: 5,
+            wlog_offset: 2,
+            new_records: vec![(RecordKind::WRecord, FIRST_REC_ID + 1)],
+            argument: Some(ArgObject {
+                id: FIRST_REC_ID + 2,
+                children: vec![leaf(FIRST_REC_ID + 5), leaf(FIRST_REC_ID + 3)],
+            }),
+        },
+        PlatformEvent {
+            ws: 6,
+            wlog_offset: 1,
+            new_records: vec![(RecordKind::CRecord, FIRST_CREC_ID + 9)],
+            argument: None,
+        },
+    ]
+}

@@ -1,10 +1,9 @@
 //! The ISequence facade of spec 002 over the native core.
 
 use sequencer::facade::{
-    ArgObject, EventStart, FIRST_CREC_ID, FIRST_REC_ID, PlatformEvent, RecordKind, SequenceStatus,
-    event_values, system_params,
+    EventStart, FIRST_CREC_ID, FIRST_REC_ID, SequenceStatus, event_values, system_params,
 };
-use sequencer::testkit::{Driver, MemStorage};
+use sequencer::testkit::{Driver, MemStorage, facade_sample_events};
 use sequencer::{NotNowReason, Params};
 
 fn start(d: &mut Driver, ws: u64) -> EventStart {
@@ -79,41 +78,7 @@ fn cancel_hands_out_the_same_ids_again_and_status_follows_the_spec() {
 #[test]
 fn recovery_from_a_plog_of_cdoc_orecord_and_wrecord_events_gives_the_right_next_ids() {
     let mut storage = MemStorage::new();
-    let events = [
-        PlatformEvent {
-            ws: 5,
-            wlog_offset: 1,
-            new_records: vec![
-                (RecordKind::CDoc, FIRST_CREC_ID),
-                (RecordKind::ORecord, FIRST_REC_ID),
-            ],
-            argument: None,
-        },
-        PlatformEvent {
-            ws: 5,
-            wlog_offset: 2,
-            new_records: vec![(RecordKind::WRecord, FIRST_REC_ID + 1)],
-            argument: Some(ArgObject {
-                id: FIRST_REC_ID + 2,
-                children: vec![
-                    ArgObject {
-                        id: FIRST_REC_ID + 5,
-                        children: vec![],
-                    },
-                    ArgObject {
-                        id: FIRST_REC_ID + 3,
-                        children: vec![],
-                    },
-                ],
-            }),
-        },
-        PlatformEvent {
-            ws: 6,
-            wlog_offset: 1,
-            new_records: vec![(RecordKind::CRecord, FIRST_CREC_ID + 9)],
-            argument: None,
-        },
-    ];
+    let events = facade_sample_events();
     for (i, e) in events.iter().enumerate() {
         storage.seed_event(i as u64 + 1, &event_values(e));
     }

@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use sequencer::Params;
-use sequencer::facade::{
-    ArgObject, FIRST_CREC_ID, FIRST_REC_ID, PlatformEvent, RecordKind, event_values, system_params,
-};
+use sequencer::facade::{FIRST_CREC_ID, FIRST_REC_ID, event_values, system_params};
+use sequencer::testkit::facade_sample_events;
 use sequencer_guest_tests::{Harness, runtime};
 use sequencer_host::bindings::{EventOffsets, SequenceStatus};
 use sequencer_host::{HostError, MemoryStorage, PartitionSequencer};
@@ -123,41 +122,7 @@ fn start_during_recovery_times_out_with_not_now_on_the_hosts_clock() {
 #[test]
 fn recovery_from_cdoc_orecord_and_wrecord_events_gives_the_right_next_ids() {
     let storage = MemoryStorage::new();
-    let events = [
-        PlatformEvent {
-            ws: 5,
-            wlog_offset: 1,
-            new_records: vec![
-                (RecordKind::CDoc, FIRST_CREC_ID),
-                (RecordKind::ORecord, FIRST_REC_ID),
-            ],
-            argument: None,
-        },
-        PlatformEvent {
-            ws: 5,
-            wlog_offset: 2,
-            new_records: vec![(RecordKind::WRecord, FIRST_REC_ID + 1)],
-            argument: Some(ArgObject {
-                id: FIRST_REC_ID + 2,
-                children: vec![
-                    ArgObject {
-                        id: FIRST_REC_ID + 5,
-                        children: vec![],
-                    },
-                    ArgObject {
-                        id: FIRST_REC_ID + 3,
-                        children: vec![],
-                    },
-                ],
-            }),
-        },
-        PlatformEvent {
-            ws: 6,
-            wlog_offset: 1,
-            new_records: vec![(RecordKind::CRecord, FIRST_CREC_ID + 9)],
-            argument: None,
-        },
-    ];
+    let events = facade_sample_events();
     for (i, e) in events.iter().enumerate() {
         storage.seed_event(P, i as u64 + 1, &event_values(e));
     }
