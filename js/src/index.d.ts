@@ -148,6 +148,139 @@ export declare class Sequencer {
   close(): void;
 }
 
+// ---- the ISequence facade of spec 002 --------------------------------------------------------
+
+/** The workspace kind the facade's system sequences belong to. */
+export declare const SYSTEM_KIND: 0;
+/** The WLog offset of a workspace. */
+export declare const SEQ_WLOG_OFFSET: 1;
+/** Ids of O/W documents and records, and of argument objects. */
+export declare const SEQ_REC_ID: 2;
+/** Ids of C documents and records. */
+export declare const SEQ_CREC_ID: 3;
+/** The first WLog offset of a workspace. */
+export declare const FIRST_WLOG_OFFSET: 1;
+/** The register factor of the platform's record ids: `id = register × factor + base id`. */
+export declare const REGISTER_FACTOR: 5000000000;
+/** The first base record id handed to users. */
+export declare const FIRST_USER_BASE_RECORD_ID: 131072;
+/** The first O/W record id (register 64536). */
+export declare const FIRST_REC_ID: 322680000131072;
+/** The first C record id (register 64537). */
+export declare const FIRST_CREC_ID: 322685000131072;
+
+/**
+ * `params` with the system sequences added under `SYSTEM_KIND` (WLog offset from 1, record ids
+ * from `FIRST_REC_ID`, C record ids from `FIRST_CREC_ID`); other kinds and the limits are kept.
+ * @throws {InvalidParamsError}
+ */
+export declare function systemParams(params?: Partial<SequencerParams>): SequencerParams;
+
+/**
+ * Spec 002's `SequenceStatus`. `'none'` (not created yet) is never reported by an
+ * `EventSequencer`: construction starts recovery.
+ */
+export type SequenceStatus = 'none' | 'recover' | 'ready' | 'eventing' | 'finished';
+
+/**
+ * A clock that may also run timers on its own time (a manual clock in tests). Without both
+ * timer methods, `startEvent` waits with the global `setTimeout`, checking the clock.
+ */
+export interface TimerClock extends Clock {
+  setTimeout?(callback: () => void, ms: number): unknown;
+  clearTimeout?(handle: any): void;
+}
+
+/** Options of `new EventSequencer(...)`: those of `Sequencer`, with optional params. */
+export interface EventSequencerOptions extends Omit<SequencerOptions, 'params' | 'clock'> {
+  /** Limits and other kinds; the system sequences are added (`systemParams`). */
+  params?: Partial<SequencerParams>;
+  /** The driver's clock, also the one `startEvent` waits on. Default `defaultClock`. */
+  clock?: TimerClock;
+}
+
+/** The offsets of an event `startEvent` began. */
+export interface StartedEvent {
+  plogOffset: number;
+  wlogOffset: number;
+}
+
+/**
+ * Spec 002's `ISequence` for one partition. Recovery starts at construction; one event at a
+ * time: `startEvent`, `nextRecId` / `nextCRecId`, then `finishEvent` once the event is in the
+ * PLog or `cancelEvent` if it is not (the same offsets and ids are handed out again).
+ */
+export declare class EventSequencer {
+  constructor(options: EventSequencerOptions);
+  /** Creates an event sequencer and waits until its recovery is done. */
+  static open(options: EventSequencerOptions): Promise<EventSequencer>;
+  /** The status; readable at any time, also after `close()` (`'finished'`). */
+  readonly status: SequenceStatus;
+  /** The driver underneath (diagnostics). */
+  readonly sequencer: Sequencer;
+  /**
+   * Begins an event in workspace `ws`. While recovering (or while too many values wait to be
+   * flushed) waits up to `waitMs` on the clock; `null` ("not now") if that does not end in
+   * time or the sequencer is closed meanwhile.
+   * @throws {TransactionInProgressError | CleanedUpError | InvalidArgumentError | StorageError | UnsafeIntegerError}
+   */
+  startEvent(waitMs: number, ws: number): Promise<StartedEvent | null>;
+  /**
+   * The next O/W document or record id (also for argument objects) of the event's workspace.
+   * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
+   */
+  nextRecId(): number;
+  /**
+   * The next C document or record id of the event's workspace.
+   * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
+   */
+  nextCRecId(): number;
+  /**
+   * The event is in the PLog: its numbers are flushed in the background.
+   * @throws {NoTransactionError | CleanedUpError}
+   */
+  finishEvent(): void;
+  /**
+   * The event failed: recover, then hand out the same offsets and ids again.
+   * @throws {NoTransactionError | CleanedUpError}
+   */
+  cancelEvent(): void;
+  /** Resolves once recovery is done; rejects with `CleanedUpError` on `close()`. */
+  whenReady(): Promise<void>;
+  /** Resolves once every finished event's numbers are durable. */
+  whenFlushed(): Promise<void>;
+  /** Stops at once; unflushed numbers are dropped. Idempotent. */
+  close(): void;
+}
+
+/** The kind of a record an event creates. */
+export type RecordKind = 'CDoc' | 'CRecord' | 'ODoc' | 'ORecord' | 'WDoc' | 'WRecord';
+
+/** An object of an event's argument, with its children. */
+export interface ArgObject {
+  id: number;
+  children?: readonly ArgObject[];
+}
+
+/** What recovery needs of a platform PLog event. */
+export interface PlatformEvent {
+  ws: number;
+  /** The event's WLog offset in its workspace. */
+  wlogOffset: number;
+  /** The records the event creates. */
+  newRecords?: readonly { kind: RecordKind; id: number }[];
+  /** The argument object, if any. */
+  argument?: ArgObject | null;
+}
+
+/**
+ * The sequence values a platform PLog event carries (WLog offset; C records raise the C record
+ * id; O/W records, the argument object and its descendants raise the record id), in the shape
+ * `MemoryStorage.append` / `seedEvent` take. Keys may repeat.
+ * @throws {InvalidArgumentError}
+ */
+export declare function eventValues(event: PlatformEvent): SeqValue[];
+
 /** Stable error codes, one per error class. */
 export type ErrorCode =
   | 'INVALID_PARAMS'

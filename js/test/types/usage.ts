@@ -2,14 +2,25 @@
 // accept what a TypeScript user writes.
 import {
   CleanedUpError,
+  EventSequencer,
+  FIRST_CREC_ID,
+  FIRST_REC_ID,
   MemoryStorage,
   NoTransactionError,
   Sequencer,
   SequencerError,
   StorageError,
   errorClasses,
+  SEQ_REC_ID,
+  SYSTEM_KIND,
+  eventValues,
+  systemParams,
   type ErrorCode,
+  type PlatformEvent,
   type PlogPage,
+  type SequenceStatus,
+  type StartedEvent,
+  type TimerClock,
   type SeqStorage,
   type SeqValues,
   type SequencerStatus,
@@ -73,4 +84,35 @@ export async function usage(): Promise<number> {
   void other.heldNumbers.unflushed;
   other.close();
   return offset + n + fast + status.length;
+}
+
+/** The ISequence facade as a command processor uses it. */
+export async function facadeUsage(): Promise<number> {
+  const storage = new MemoryStorage();
+  const event: PlatformEvent = {
+    ws: 5,
+    wlogOffset: 1,
+    newRecords: [{ kind: 'CDoc', id: FIRST_CREC_ID }, { kind: 'WRecord', id: FIRST_REC_ID }],
+    argument: { id: FIRST_REC_ID + 1, children: [{ id: FIRST_REC_ID + 2 }] },
+  };
+  storage.seedEvent(1, eventValues(event));
+  const params = systemParams({ seqTypes: { 1: { 1: 1 } }, maxUnflushedValues: 100 });
+  void params.seqTypes;
+  let t = 0;
+  const clock: TimerClock = { now: () => t, setTimeout: (cb, ms) => ((t += ms), cb()), clearTimeout: () => {} };
+  const seq = new EventSequencer({ storage, clock, params: { retryDelayMs: 10 } });
+  const opened = await EventSequencer.open({ storage });
+  opened.close();
+  const status: SequenceStatus = seq.status;
+  const started: StartedEvent | null = await seq.startEvent(1000, 5);
+  if (started === null) return 0;
+  const ids: number[] = [seq.nextRecId(), seq.nextCRecId()];
+  storage.append(started.plogOffset, eventValues({ ws: 5, wlogOffset: started.wlogOffset, newRecords: [{ kind: 'ODoc', id: ids[0] }] }));
+  seq.finishEvent();
+  await seq.whenFlushed();
+  if ((await seq.startEvent(0, 5)) !== null) seq.cancelEvent();
+  await seq.whenReady();
+  void seq.sequencer.heldNumbers;
+  seq.close();
+  return started.plogOffset + ids.length + status.length + SYSTEM_KIND + SEQ_REC_ID;
 }
