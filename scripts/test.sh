@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: formatting and lints, the core, the component under wasmtime, the JS package.
-# Installs what it needs (rustup targets, wasm-bindgen-cli, npm packages, chromium) if missing.
+# Every test: formatting and lints, the core, the component under wasmtime, the JS package, and
+# the conformance suite on four runtimes. Installs what it needs (rustup targets,
+# wasm-bindgen-cli, npm packages, chromium, a Python venv) if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
@@ -17,3 +18,6 @@ cargo test --workspace
 
 echo "== JavaScript: the wasm-bindgen package in Node and Chromium"
 bash scripts/test-js.sh
+
+echo "== Conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
+bash scripts/test-conformance.sh

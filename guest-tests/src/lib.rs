@@ -3,6 +3,8 @@
 //! The component must be built first (`scripts/build-component.sh`, which the test command
 //! runs); its path is `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under the cargo target dir.
 
+pub mod conformance;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 

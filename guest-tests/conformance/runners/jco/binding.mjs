@@ -1,0 +1,117 @@
+// The jco binding: the component transpiled by `jco transpile --instantiation sync` into
+// ./gen (see scripts/test-conformance.sh), one fresh instance per `create`. WASI imports
+// (std's wasi:cli and wasi:io, never called) come from @bytecodealliance/preview2-shim.
+//
+// jco maps u64 to BigInt, raises a refused call as a ComponentError whose `payload` is the WIT
+// `error` ({ tag, val }), and takes an import's `err` as a thrown value with a `payload`.
+
+import { readFileSync } from 'node:fs';
+import * as shim from '@bytecodealliance/preview2-shim';
+import { instantiate } from './gen/sequencer.js';
+
+const GEN = new URL('./gen/', import.meta.url);
+const modules = new Map();
+const getCoreModule = (name) => {
+  if (!modules.has(name)) modules.set(name, new WebAssembly.Module(readFileSync(new URL(name, GEN))));
+  return modules.get(name);
+};
+
+/** `wasi:cli/terminal-input` -> shim.cli.terminalInput */
+const wasi = (name) => {
+  const [pkg, iface] = name.slice('wasi:'.length).split('/');
+  return shim[pkg][iface.replace(/-(\w)/g, (_, c) => c.toUpperCase())];
+};
+
+const WASI = [
+  'cli/environment', 'cli/exit', 'cli/stderr', 'cli/stdin', 'cli/stdout', 'cli/terminal-input',
+  'cli/terminal-output', 'cli/terminal-stderr', 'cli/terminal-stdin', 'cli/terminal-stdout',
+  'io/error', 'io/poll', 'io/streams',
+].map((i) => `wasi:${i}`);
+
+const num = (b) => {
+  const n = Number(b);
+  if (!Number.isSafeInteger(n)) throw new Error(`${b} is beyond Number.MAX_SAFE_INTEGER`);
+  return n;
+};
+
+function guard(f) {
+  try {
+    return { value: f() };
+  } catch (e) {
+    if (e && typeof e === 'object' && 'payload' in e && e.payload?.tag) {
+      return { error: e.payload.tag, detail: JSON.stringify(e.payload.val ?? null, (_, v) => (typeof v === 'bigint' ? Number(v) : v)) };
+    }
+    throw e;
+  }
+}
+
+const startOutcome = (o) => (o.tag === 'started' ? { started: num(o.val) } : { not_now: o.val });
+
+function outcome(o) {
+  if (o === 'written') return { tag: 'written' };
+  if ('next_offset' in o) return { tag: 'next-offset', val: BigInt(o.next_offset) };
+  if ('failed' in o) return { tag: 'failed', val: o.failed };
+  const p = o.plog_page;
+  return {
+    tag: 'plog-page',
+    val: {
+      values: p.values.map(([offset, ws, seq, value]) => ({ offset: BigInt(offset), ws: BigInt(ws), seq, value: BigInt(value) })),
+      next: BigInt(p.next),
+      end: p.end,
+    },
+  };
+}
+
+export function makeBinding(host) {
+  const imports = {
+    'sequencer:plugin/storage': {
+      readNumbers(ws, seqs) {
+        const r = host.readNumbers(num(ws), Array.from(seqs));
+        if ('err' in r) throw Object.assign(new Error(r.err), { payload: r.err });
+        return BigUint64Array.from(r.ok.map(BigInt));
+      },
+      beginReadNextOffset: (op) => host.begin('read-next-offset', num(op), []),
+      beginWrite: (op, values, next) =>
+        host.begin('write', num(op), [values.map((v) => [num(v.ws), v.seq, num(v.value)]), num(next)]),
+      beginReadPlog: (op, first) => host.begin('read-plog', num(op), [num(first)]),
+    },
+    'sequencer:plugin/clock': {
+      now: () => BigInt(host.now()),
+      setWake: (at) => host.setWake(at === undefined || at === null ? null : num(at)),
+    },
+    'sequencer:plugin/types': {},
+  };
+  for (const name of WASI) imports[name] = wasi(name);
+  let seq = null;
+  return {
+    create(p) {
+      const root = instantiate(getCoreModule, imports);
+      const { Sequencer } = root.sequencerApi;
+      const ns = (ms) => BigInt(ms) * 1_000_000n;
+      return guard(() => {
+        seq = Sequencer.create({
+          kinds: p.kinds.map(([kind, seqs]) => ({ kind, sequences: seqs.map(([s, i]) => [s, BigInt(i)]) })),
+          maxUnflushedValues: p.max_unflushed_values,
+          lruCacheSize: p.lru_cache_size,
+          batcherDelayNs: ns(p.batcher_delay_ms),
+          retryDelayNs: ns(p.retry_delay_ms),
+          maxRetryDelayNs: ns(p.max_retry_delay_ms),
+        });
+      });
+    },
+    start: (kind, ws) => guard(() => startOutcome(seq.start(kind, BigInt(ws)))),
+    startNext: (kind, ws, seqs) =>
+      guard(() => {
+        const [o, numbers] = seq.startNext(kind, BigInt(ws), Uint16Array.from(seqs));
+        return { ...startOutcome(o), numbers: Array.from(numbers, num) };
+      }),
+    next: (s) => guard(() => num(seq.next(s))),
+    flush: () => guard(() => seq.flush()),
+    actualize: () => guard(() => seq.actualize()),
+    cleanup: () => guard(() => seq.cleanup()),
+    pump: () => guard(() => seq.pump()),
+    status: () => guard(() => seq.status()),
+    heldNumbers: () => guard(() => ({ ...seq.heldNumbers() })),
+    deliver: (op, o) => guard(() => seq.deliver(BigInt(op), outcome(o))),
+  };
+}
