@@ -22,6 +22,8 @@ pub enum WriteRecord {
 #[derive(Default)]
 struct Partition {
     plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
+    /// The payloads of appended events that have one.
+    payloads: BTreeMap<PLogOffset, Vec<u8>>,
     next_offset: PLogOffset,
 }
 
@@ -123,6 +125,15 @@ impl MemoryStorage {
             .partitions
             .get(&partition)
             .map(|p| p.plog.iter().map(|(o, v)| (*o, v.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// The payload of the event at `offset` (empty if it has none or does not exist).
+    pub fn payload(&self, partition: PartitionId, offset: PLogOffset) -> Vec<u8> {
+        self.lock()
+            .partitions
+            .get(&partition)
+            .and_then(|p| p.payloads.get(&offset).cloned())
             .unwrap_or_default()
     }
 
@@ -250,11 +261,12 @@ impl Storage for MemoryStorage {
         .boxed()
     }
 
-    fn append(
+    fn append_event(
         &self,
         partition: PartitionId,
         offset: PLogOffset,
         values: &[SeqValue],
+        payload: &[u8],
     ) -> Result<(), AppendError> {
         let mut g = self.lock();
         if g.faults.down {
@@ -271,6 +283,9 @@ impl Storage for MemoryStorage {
             });
         }
         p.plog.insert(offset, values.to_vec());
+        if !payload.is_empty() {
+            p.payloads.insert(offset, payload.to_vec());
+        }
         Ok(())
     }
 }

@@ -324,6 +324,19 @@ impl PartitionSequencer {
         self.shared.next_call_fuel.store(fuel, Ordering::SeqCst);
     }
 
+    /// Appends an event with its sequence values and a payload at exactly `offset` to this
+    /// partition's PLog (the command processor's side).
+    pub fn append_event(
+        &self,
+        offset: PLogOffset,
+        values: &[sequencer::SeqValue],
+        payload: &[u8],
+    ) -> Result<(), crate::storage::AppendError> {
+        self.shared
+            .storage
+            .append_event(self.shared.partition, offset, values, payload)
+    }
+
     /// Appends an event at `offset` to this partition's PLog (the command processor's side).
     pub fn append(
         &self,

@@ -64,7 +64,8 @@ pub struct PlogPage {
 ///
 /// Promises an implementation must keep: `write` makes the values durable before the offset;
 /// one partition's writes are applied in the order they were begun; a read sees every write
-/// that completed before it began; `append` accepts exactly the PLog's next offset.
+/// that completed before it began; `append_event` (and `append`) accepts exactly the PLog's next
+/// offset and returns only once the event is durable.
 pub trait Storage: Send + Sync + 'static {
     /// The stored last numbers of `seqs` in `ws`, in order, 0 for a key never stored. Called
     /// inside a guest's `start`, so it must answer promptly.
@@ -97,12 +98,25 @@ pub trait Storage: Send + Sync + 'static {
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>>;
 
-    /// Appends an event with its sequence values at exactly `offset` (the command processor's
-    /// side of the PLog).
+    /// Appends an event with its sequence values and its payload at exactly `offset` (the
+    /// command processor's side of the PLog). Returns once the event is durable, or refuses it:
+    /// any offset but the PLog's next one is [`AppendError::WrongOffset`] (the fence against a
+    /// stale writer) and nothing is written.
+    fn append_event(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+        payload: &[u8],
+    ) -> Result<(), AppendError>;
+
+    /// [`append_event`](Self::append_event) with an empty payload.
     fn append(
         &self,
         partition: PartitionId,
         offset: PLogOffset,
         values: &[SeqValue],
-    ) -> Result<(), AppendError>;
+    ) -> Result<(), AppendError> {
+        self.append_event(partition, offset, values, &[])
+    }
 }

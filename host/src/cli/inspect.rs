@@ -1,0 +1,147 @@
+//! `inspect`: the partitions of a data directory, then one partition's PLog tail and view.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use sequencer::SeqValue;
+use sequencer_host::{DataDir, OpenMode};
+
+use super::run::seq_name;
+use super::{CliError, CliResult, DataArgs};
+
+/// Options of `inspect`.
+#[derive(Args, Debug, Clone)]
+pub struct InspectArgs {
+    /// The data directory.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The partition to show.
+    #[arg(long, default_value_t = 0)]
+    pub partition: u32,
+    /// How many of the last PLog events to show.
+    #[arg(long, default_value_t = 10)]
+    pub tail: u64,
+    /// How many rows of the sequences view to show (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub rows: usize,
+    /// Show only this workspace's view rows.
+    #[arg(long)]
+    pub ws: Option<u64>,
+}
+
+/// `inspect`.
+pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
+    let dir = DataDir::open(&args.data.data, OpenMode::Existing)?;
+    let store = dir.store();
+    let size = std::fs::metadata(store.path()).map_or(0, |m| m.len());
+    println!(
+        "data directory {} (format {}, {} {:.1} MiB)",
+        dir.path().display(),
+        sequencer_host::FORMAT_VERSION,
+        sequencer_host::DB_FILE,
+        size as f64 / (1024.0 * 1024.0)
+    );
+    println!();
+    println!(
+        "{:>9}  {:>20}  {:>18}  {:>9}",
+        "partition", "PLog offsets", "stored next offset", "view rows"
+    );
+    let partitions = store.partitions()?;
+    for &p in &partitions {
+        let bounds = match store.plog_bounds(p)? {
+            Some((first, last)) => format!("{first}..={last}"),
+            None => "empty".into(),
+        };
+        println!(
+            "{p:>9}  {bounds:>20}  {:>18}  {:>9}",
+            store.stored_next_offset(p)?,
+            store.view(p)?.len()
+        );
+    }
+    if partitions.is_empty() {
+        println!("(no partitions yet)");
+    }
+
+    let p = args.partition;
+    println!();
+    let Some((first, last)) = store.plog_bounds(p)? else {
+        println!("partition {p}: the PLog is empty");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let from = last.saturating_sub(args.tail.saturating_sub(1)).max(first);
+    let events = store.events(p, from, usize::try_from(args.tail).unwrap_or(usize::MAX))?;
+    println!(
+        "partition {p}: PLog tail ({} of {} events)",
+        events.len(),
+        last - first + 1
+    );
+    println!(
+        "{:>8}  {:>9}  {:<44}  payload",
+        "offset", "workspace", "numbers"
+    );
+    for e in &events {
+        let ws = e
+            .values
+            .first()
+            .map_or_else(|| "-".into(), |v| v.key.ws.to_string());
+        let payload = String::from_utf8_lossy(&e.payload);
+        let shown: String = payload.chars().take(60).collect();
+        let more = if payload.chars().count() > 60 {
+            "…"
+        } else {
+            ""
+        };
+        println!(
+            "{:>8}  {ws:>9}  {:<44}  {shown}{more} ({} bytes)",
+            e.offset,
+            numbers(&e.values),
+            e.payload.len()
+        );
+    }
+
+    let view = store.view(p)?;
+    let rows: Vec<_> = view
+        .iter()
+        .filter(|(ws, _, _)| args.ws.is_none_or(|w| w == *ws))
+        .collect();
+    let limit = if args.rows == 0 {
+        rows.len()
+    } else {
+        args.rows
+    };
+    println!();
+    println!(
+        "partition {p}: sequences view ({} of {} rows{})",
+        rows.len().min(limit),
+        rows.len(),
+        args.ws
+            .map(|w| format!(" of workspace {w}"))
+            .unwrap_or_default()
+    );
+    println!("{:>9}  {:<12}  {:>12}", "workspace", "sequence", "last");
+    for (ws, seq, last) in rows.iter().take(limit) {
+        println!("{ws:>9}  {:<12}  {last:>12}", seq_name(*seq));
+    }
+    if rows.is_empty() && args.ws.is_some() {
+        return Err(CliError(format!(
+            "partition {p}: no view rows for workspace {}",
+            args.ws.unwrap_or_default()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// "wlog-offset=12 rec-id=30,31": an event's numbers grouped by sequence.
+fn numbers(values: &[SeqValue]) -> String {
+    let mut out: Vec<(u16, Vec<String>)> = Vec::new();
+    for v in values {
+        match out.iter_mut().find(|(s, _)| *s == v.key.seq) {
+            Some((_, ns)) => ns.push(v.value.to_string()),
+            None => out.push((v.key.seq, vec![v.value.to_string()])),
+        }
+    }
+    out.iter()
+        .map(|(s, ns)| format!("{}={}", seq_name(*s), ns.join(",")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,130 @@
+//! The command line: arguments, the store choice, and the subcommands.
+
+pub mod check;
+pub mod component;
+pub mod inspect;
+pub mod logging;
+pub mod run;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use clap::{Args, Parser, Subcommand};
+
+use logging::Progress;
+
+/// The default data directory (relative to the working directory).
+pub const DEFAULT_DATA_DIR: &str = "sequencer-data";
+
+/// Runs the sequencer component under wasmtime: a command-processor workload over a durable
+/// store, and tools to inspect and check that store.
+#[derive(Parser, Debug)]
+#[command(name = "sequencer-host", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// More logging (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Warnings and errors only.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// No progress bars (they are hidden anyway when stderr is not a terminal).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the command-processor workload (resumes an existing data directory).
+    Run(run::RunArgs),
+    /// Show a partition's PLog tail and sequences view.
+    Inspect(inspect::InspectArgs),
+    /// Prove every partition's PLog and view consistent; exits 1 on a violation.
+    Check(DataArgs),
+}
+
+/// Where the data directory is.
+#[derive(Args, Debug, Clone)]
+pub struct DataArgs {
+    /// The data directory.
+    #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
+    pub data: PathBuf,
+}
+
+/// Which storage backend to run on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// redb in the data directory: durable.
+    Embedded,
+    /// In memory: nothing is kept after the process ends.
+    Memory,
+    /// An etcd cluster (planned; refused by this build).
+    Etcd(String),
+}
+
+impl FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "embedded" | "redb" => Ok(Self::Embedded),
+            "memory" => Ok(Self::Memory),
+            _ if s.starts_with("etcd://") => Ok(Self::Etcd(s.to_string())),
+            _ => Err(format!(
+                "unknown store {s:?}: expected embedded, memory or etcd://HOST:PORT"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Embedded => f.write_str("embedded"),
+            Self::Memory => f.write_str("memory"),
+            Self::Etcd(url) => f.write_str(url),
+        }
+    }
+}
+
+/// A failed subcommand: one line saying what and where.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<E: std::error::Error> From<E> for CliError {
+    fn from(e: E) -> Self {
+        Self(e.to_string())
+    }
+}
+
+/// The result of a subcommand.
+pub type CliResult<T> = Result<T, CliError>;
+
+/// Makes a message one line: line breaks become "; ".
+pub fn one_line(s: &str) -> String {
+    s.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs the chosen subcommand.
+pub fn dispatch(cli: Cli, progress: &Progress) -> CliResult<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(&args, progress),
+        Command::Inspect(args) => inspect::inspect(&args),
+        Command::Check(args) => check::check(&args),
+    }
+}

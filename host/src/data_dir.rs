@@ -1,0 +1,323 @@
+//! The data directory of the embedded store: a format marker and one redb database.
+//!
+//! ```text
+//! DIR/
+//!   FORMAT        one line: "sequencer-data format=1 store=redb"
+//!   store.redb    the redb database (see `redb_storage`)
+//! ```
+//!
+//! Validation reads only: [`DataDir::validate`] says whether a directory can be opened (or
+//! created) before anything is written, so a bad directory is refused untouched. A new
+//! directory is built under a temporary name beside it and renamed into place, so a crash while
+//! creating it never leaves a half-made data directory behind.
+
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::redb_storage::RedbStorage;
+
+/// The name of the format marker file.
+pub const FORMAT_FILE: &str = "FORMAT";
+/// The name of the database file.
+pub const DB_FILE: &str = "store.redb";
+/// The data directory format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+const MARKER_PREFIX: &str = "sequencer-data";
+
+fn marker_line() -> String {
+    format!("{MARKER_PREFIX} format={FORMAT_VERSION} store=redb\n")
+}
+
+/// Whether a missing directory may be created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Open an existing data directory, or create one (its parent must exist).
+    OpenOrCreate,
+    /// Open an existing data directory only.
+    Existing,
+}
+
+/// What [`DataDir::validate`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirState {
+    /// Nothing there yet (or an empty directory): opening creates the store.
+    New,
+    /// A data directory of this format.
+    Existing,
+}
+
+/// A data directory that cannot be used; the message names the path and what is wrong.
+#[derive(Debug)]
+pub enum DataDirError {
+    /// The directory does not exist (and may not be created).
+    Missing(PathBuf),
+    /// The directory's parent does not exist, so it cannot be created.
+    MissingParent(PathBuf),
+    /// The path is not a directory.
+    NotADirectory(PathBuf),
+    /// The directory is not empty and has no format marker.
+    NotADataDir(PathBuf),
+    /// The format marker is not one this program writes.
+    BadMarker(PathBuf),
+    /// The directory has another format version.
+    UnsupportedVersion {
+        /// The marker file.
+        path: PathBuf,
+        /// The version it names.
+        found: u32,
+    },
+    /// The directory or its database is damaged.
+    Corrupt {
+        /// What is damaged.
+        path: PathBuf,
+        /// How.
+        detail: String,
+    },
+    /// A file-system operation failed.
+    Io {
+        /// Where.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+impl fmt::Display for DataDirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing(p) => write!(f, "data directory {} does not exist", p.display()),
+            Self::MissingParent(p) => write!(
+                f,
+                "cannot create data directory {}: its parent directory does not exist",
+                p.display()
+            ),
+            Self::NotADirectory(p) => {
+                write!(f, "data directory {} is not a directory", p.display())
+            }
+            Self::NotADataDir(p) => write!(
+                f,
+                "{} is not a sequencer data directory: it is not empty and has no {FORMAT_FILE} file",
+                p.display()
+            ),
+            Self::BadMarker(p) => write!(
+                f,
+                "{} is not a sequencer data directory marker (corrupt data directory)",
+                p.display()
+            ),
+            Self::UnsupportedVersion { path, found } => write!(
+                f,
+                "{}: data directory format {found} is not supported (this build reads format {FORMAT_VERSION})",
+                path.display()
+            ),
+            Self::Corrupt { path, detail } => {
+                write!(f, "corrupt data directory {}: {detail}", path.display())
+            }
+            Self::Io {
+                path,
+                action,
+                error,
+            } => write!(f, "cannot {action} {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DataDirError {}
+
+fn io(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> DataDirError {
+    let path = path.to_path_buf();
+    move |error| DataDirError::Io {
+        path,
+        action,
+        error,
+    }
+}
+
+/// An open data directory and its store.
+pub struct DataDir {
+    path: PathBuf,
+    store: RedbStorage,
+    created: bool,
+}
+
+impl DataDir {
+    /// Checks `path` without writing anything: whether it is a data directory of this format
+    /// (with a database file), or may become one.
+    pub fn validate(path: &Path, mode: OpenMode) -> Result<DirState, DataDirError> {
+        let meta = match fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return match mode {
+                    OpenMode::Existing => Err(DataDirError::Missing(path.to_path_buf())),
+                    OpenMode::OpenOrCreate => {
+                        let parent = parent_of(path);
+                        if parent.is_dir() {
+                            Ok(DirState::New)
+                        } else {
+                            Err(DataDirError::MissingParent(path.to_path_buf()))
+                        }
+                    }
+                };
+            }
+            Err(e) => return Err(io(path, "read data directory")(e)),
+        };
+        if !meta.is_dir() {
+            return Err(DataDirError::NotADirectory(path.to_path_buf()));
+        }
+        let marker = path.join(FORMAT_FILE);
+        match fs::read(&marker) {
+            Ok(bytes) => {
+                check_marker(&marker, &bytes)?;
+                let db = path.join(DB_FILE);
+                if !db.is_file() {
+                    return Err(DataDirError::Corrupt {
+                        path: path.to_path_buf(),
+                        detail: format!("the database file {DB_FILE} is missing"),
+                    });
+                }
+                Ok(DirState::Existing)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let empty = fs::read_dir(path)
+                    .map_err(io(path, "list data directory"))?
+                    .next()
+                    .is_none();
+                match (empty, mode) {
+                    (true, OpenMode::OpenOrCreate) => Ok(DirState::New),
+                    _ => Err(DataDirError::NotADataDir(path.to_path_buf())),
+                }
+            }
+            Err(e) => Err(io(&marker, "read")(e)),
+        }
+    }
+
+    /// Validates `path`, then opens its store (creating the directory and the store when
+    /// [`DirState::New`]).
+    pub fn open(path: &Path, mode: OpenMode) -> Result<Self, DataDirError> {
+        let state = Self::validate(path, mode)?;
+        Self::open_validated(path, state)
+    }
+
+    /// Opens a directory [`validate`](Self::validate) found to be in `state`.
+    pub fn open_validated(path: &Path, state: DirState) -> Result<Self, DataDirError> {
+        match state {
+            DirState::Existing => {
+                let store =
+                    RedbStorage::open(&path.join(DB_FILE)).map_err(|e| DataDirError::Corrupt {
+                        path: path.to_path_buf(),
+                        detail: e.0,
+                    })?;
+                Ok(Self {
+                    path: path.to_path_buf(),
+                    store,
+                    created: false,
+                })
+            }
+            DirState::New => {
+                let store = create(path)?;
+                Ok(Self {
+                    path: path.to_path_buf(),
+                    store,
+                    created: true,
+                })
+            }
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The store.
+    pub fn store(&self) -> &RedbStorage {
+        &self.store
+    }
+
+    /// Whether this open created the directory's store.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn check_marker(marker: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
+    let bad = || DataDirError::BadMarker(marker.to_path_buf());
+    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+    let line = text.lines().next().ok_or_else(bad)?;
+    let mut words = line.split_whitespace();
+    if words.next() != Some(MARKER_PREFIX) {
+        return Err(bad());
+    }
+    let version = words
+        .find_map(|w| w.strip_prefix("format="))
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or_else(bad)?;
+    if version != FORMAT_VERSION {
+        return Err(DataDirError::UnsupportedVersion {
+            path: marker.to_path_buf(),
+            found: version,
+        });
+    }
+    Ok(())
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
+    let mut f = fs::File::create(path).map_err(io(path, "create"))?;
+    f.write_all(bytes).map_err(io(path, "write"))?;
+    f.sync_all().map_err(io(path, "sync"))
+}
+
+fn sync_dir(path: &Path) -> Result<(), DataDirError> {
+    fs::File::open(path)
+        .and_then(|d| d.sync_all())
+        .map_err(io(path, "sync directory"))
+}
+
+/// Creates the store in `path`: built under a temporary name and renamed into place when `path`
+/// does not exist; built in place (marker last) when it is an empty directory.
+fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
+    let corrupt = |e: crate::storage::StorageError| DataDirError::Corrupt {
+        path: path.to_path_buf(),
+        detail: e.0,
+    };
+    if path.is_dir() {
+        let store = RedbStorage::create(&path.join(DB_FILE)).map_err(corrupt)?;
+        let tmp = path.join(format!("{FORMAT_FILE}.tmp"));
+        write_synced(&tmp, marker_line().as_bytes())?;
+        fs::rename(&tmp, path.join(FORMAT_FILE)).map_err(io(path, "create the marker in"))?;
+        sync_dir(path)?;
+        return Ok(store);
+    }
+    let parent = parent_of(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sequencer-data".into());
+    let tmp = parent.join(format!(".{name}.init-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir(&tmp).map_err(io(&tmp, "create directory"))?;
+    let built = (|| {
+        // The database is created, closed and reopened at its final path: redb keeps the
+        // path it was opened with only for messages, but reopening proves the file sound.
+        drop(RedbStorage::create(&tmp.join(DB_FILE)).map_err(corrupt)?);
+        write_synced(&tmp.join(FORMAT_FILE), marker_line().as_bytes())?;
+        sync_dir(&tmp)?;
+        fs::rename(&tmp, path).map_err(io(path, "create data directory"))?;
+        sync_dir(&parent)
+    })();
+    if let Err(e) = built {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    RedbStorage::open(&path.join(DB_FILE)).map_err(corrupt)
+}

@@ -1,0 +1,708 @@
+//! Durable storage on redb, an embedded, crash-safe key-value engine (copy-on-write B-trees,
+//! checksummed commit slots).
+//!
+//! One database file holds every partition:
+//!
+//! | table         | key                              | value                              |
+//! |---------------|----------------------------------|------------------------------------|
+//! | `plog`        | (partition, offset)              | the event: its values and payload  |
+//! | `sequences`   | (partition, workspace, sequence) | last number (the view of spec 002) |
+//! | `next_offset` | partition                        | the stored next PLog offset        |
+//! | `meta`        | name                             | `format` → the format version      |
+//!
+//! Writes (flusher writes and PLog appends of every partition) go to one writer thread, which
+//! commits them in groups: everything that arrived while the previous commit ran goes into the
+//! next transaction, and every request in it is acknowledged only after that transaction is
+//! durable (redb's `Durability::Immediate`: one fsync per commit with redb's default 1-phase commit).
+//! A flusher write's values and its next offset are in one transaction, so the values can never
+//! be durable without the offset or the other way round: "values before offset" holds trivially.
+//! Requests are applied in the order they arrived, so one partition's writes are applied in
+//! the order they were begun. An append is checked against the PLog's last offset inside the
+//! transaction that inserts it (which sees earlier appends of the same group).
+//!
+//! Reads run in redb read transactions, which see exactly the committed state: `read_numbers`
+//! on the caller's thread, offset and PLog reads on a reader thread, so the task driver's loop
+//! never blocks on the disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use futures::channel::oneshot;
+use futures::future::{BoxFuture, FutureExt};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, TableDefinition, TableError, WriteTransaction,
+};
+use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+
+use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+
+/// The format version of the database this build reads and writes.
+pub const DB_FORMAT_VERSION: u64 = 1;
+
+const PLOG: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("plog");
+const SEQUENCES: TableDefinition<(u32, u64, u16), u64> = TableDefinition::new("sequences");
+const NEXT_OFFSET: TableDefinition<u32, u64> = TableDefinition::new("next_offset");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const FORMAT_KEY: &str = "format";
+
+/// The most requests one group commit takes; the rest wait for the next one.
+const MAX_GROUP: usize = 8192;
+
+/// Encoding of a PLog event: `[1u8, count: u32 LE, count × (ws u64, seq u16, value u64) LE,
+/// payload...]`.
+const EVENT_VERSION: u8 = 1;
+const VALUE_BYTES: usize = 8 + 2 + 8;
+
+/// Encodes an event's values and payload as stored in the `plog` table.
+pub fn encode_event(values: &[SeqValue], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(5 + values.len() * VALUE_BYTES + payload.len());
+    out.push(EVENT_VERSION);
+    out.extend_from_slice(
+        &u32::try_from(values.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    for v in values {
+        out.extend_from_slice(&v.key.ws.to_le_bytes());
+        out.extend_from_slice(&v.key.seq.to_le_bytes());
+        out.extend_from_slice(&v.value.to_le_bytes());
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Decodes an event stored by [`encode_event`]; `None` if the bytes are not one.
+pub fn decode_event(bytes: &[u8]) -> Option<(Vec<SeqValue>, &[u8])> {
+    let (&version, rest) = bytes.split_first()?;
+    if version != EVENT_VERSION {
+        return None;
+    }
+    let count = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let rest = &rest[4..];
+    let body = rest.get(..count.checked_mul(VALUE_BYTES)?)?;
+    let values = body
+        .chunks_exact(VALUE_BYTES)
+        .map(|c| {
+            let ws = u64::from_le_bytes(c[0..8].try_into().unwrap_or_default());
+            let seq = u16::from_le_bytes(c[8..10].try_into().unwrap_or_default());
+            let value = u64::from_le_bytes(c[10..18].try_into().unwrap_or_default());
+            SeqValue::new(ws, seq, value)
+        })
+        .collect();
+    Some((values, &rest[body.len()..]))
+}
+
+/// One PLog event as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Its offset.
+    pub offset: PLogOffset,
+    /// Its sequence values.
+    pub values: Vec<SeqValue>,
+    /// Its payload.
+    pub payload: Vec<u8>,
+}
+
+/// Counters of what the store did, for reports.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Transactions committed by the writer (each one fsync with redb's 1-phase commit).
+    pub commits: AtomicU64,
+    /// PLog events appended.
+    pub appends: AtomicU64,
+    /// Flusher writes (values and next offset) applied.
+    pub writes: AtomicU64,
+    /// View rows written by flusher writes.
+    pub values_written: AtomicU64,
+    /// Nanoseconds the writer spent in `commit`.
+    pub commit_nanos: AtomicU64,
+}
+
+/// A snapshot of [`StoreStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreCounts {
+    /// Transactions committed.
+    pub commits: u64,
+    /// PLog events appended.
+    pub appends: u64,
+    /// Flusher writes applied.
+    pub writes: u64,
+    /// View rows written.
+    pub values_written: u64,
+    /// Nanoseconds spent committing.
+    pub commit_nanos: u64,
+}
+
+impl StoreStats {
+    fn snapshot(&self) -> StoreCounts {
+        StoreCounts {
+            commits: self.commits.load(Ordering::Relaxed),
+            appends: self.appends.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            values_written: self.values_written.load(Ordering::Relaxed),
+            commit_nanos: self.commit_nanos.load(Ordering::Relaxed),
+        }
+    }
+}
+
+enum Request {
+    Write {
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+        reply: oneshot::Sender<Result<(), StorageError>>,
+    },
+    Append {
+        partition: PartitionId,
+        offset: PLogOffset,
+        event: Vec<u8>,
+        reply: oneshot::Sender<Result<(), AppendError>>,
+    },
+}
+
+type ReadJob = Box<dyn FnOnce(&Database) + Send>;
+
+/// Durable storage of many partitions in one redb file. Clones share the database and its
+/// writer thread; the threads stop when the last clone is dropped.
+#[derive(Clone)]
+pub struct RedbStorage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Arc<Database>,
+    path: PathBuf,
+    writes: Mutex<Option<mpsc::Sender<Request>>>,
+    reads: Mutex<Option<mpsc::Sender<ReadJob>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    stats: Arc<StoreStats>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channels ends the threads once they have answered what they hold.
+        lock(&self.writes).take();
+        lock(&self.reads).take();
+        for t in lock(&self.threads).drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> StorageError {
+    StorageError(format!("{}: {what}: {e}", path.display()))
+}
+
+impl RedbStorage {
+    /// Creates a new database file at `path` (which must not exist) with empty tables.
+    pub fn create(path: &Path) -> Result<Self, StorageError> {
+        if path.exists() {
+            return Err(StorageError(format!(
+                "{}: cannot create the database: the file exists",
+                path.display()
+            )));
+        }
+        let db = Database::create(path).map_err(|e| err(path, "cannot create the database", e))?;
+        let tx = db
+            .begin_write()
+            .map_err(|e| err(path, "cannot initialise the database", e))?;
+        (|| -> Result<(), redb::Error> {
+            tx.open_table(PLOG)?;
+            tx.open_table(SEQUENCES)?;
+            tx.open_table(NEXT_OFFSET)?;
+            tx.open_table(META)?.insert(FORMAT_KEY, DB_FORMAT_VERSION)?;
+            Ok(())
+        })()
+        .map_err(|e| err(path, "cannot initialise the database", e))?;
+        tx.commit()
+            .map_err(|e| err(path, "cannot initialise the database", e))?;
+        Ok(Self::start(db, path))
+    }
+
+    /// Opens the existing database at `path`, verifying every page's checksum (which also
+    /// repairs it after a crash) and its format version. A file that is not a database of this
+    /// format is refused without being written to.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        if !path.is_file() {
+            return Err(StorageError(format!(
+                "{}: the database file is missing",
+                path.display()
+            )));
+        }
+        // redb may panic on a file corrupted outside it unless the integrity check runs; the
+        // check reports such a file as corrupt instead. The catch is a last line of defence.
+        let opened = std::panic::catch_unwind(|| {
+            Database::builder()
+                .set_check_integrity_on_open(true)
+                .open(path)
+        });
+        let db = match opened {
+            Ok(Ok(db)) => db,
+            Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => {
+                return Err(StorageError(format!(
+                    "{}: the database is in use by another process",
+                    path.display()
+                )));
+            }
+            Ok(Err(e)) => return Err(err(path, "not a readable sequencer database", e)),
+            Err(_) => {
+                return Err(StorageError(format!(
+                    "{}: not a readable sequencer database: the engine failed on its contents",
+                    path.display()
+                )));
+            }
+        };
+        let version = (|| -> Result<Option<u64>, redb::Error> {
+            let rx = db.begin_read()?;
+            let meta = match rx.open_table(META) {
+                Ok(t) => t,
+                Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            rx.open_table(PLOG)?;
+            rx.open_table(SEQUENCES)?;
+            rx.open_table(NEXT_OFFSET)?;
+            Ok(meta.get(FORMAT_KEY)?.map(|v| v.value()))
+        })()
+        .map_err(|e| err(path, "not a sequencer database", e))?;
+        match version {
+            Some(DB_FORMAT_VERSION) => Ok(Self::start(db, path)),
+            Some(v) => Err(StorageError(format!(
+                "{}: database format {v} is not supported (this build reads format {DB_FORMAT_VERSION})",
+                path.display()
+            ))),
+            None => Err(StorageError(format!(
+                "{}: not a sequencer database: it has no format record",
+                path.display()
+            ))),
+        }
+    }
+
+    fn start(db: Database, path: &Path) -> Self {
+        let db = Arc::new(db);
+        let stats = Arc::new(StoreStats::default());
+        let (wtx, wrx) = mpsc::channel::<Request>();
+        let (rtx, rrx) = mpsc::channel::<ReadJob>();
+        let mut threads = Vec::new();
+        let (wdb, wstats, wpath) = (db.clone(), stats.clone(), path.to_path_buf());
+        if let Ok(t) = std::thread::Builder::new()
+            .name("redb-writer".into())
+            .spawn(move || writer_loop(&wdb, &wpath, &wrx, &wstats))
+        {
+            threads.push(t);
+        }
+        let rdb = db.clone();
+        if let Ok(t) = std::thread::Builder::new()
+            .name("redb-reader".into())
+            .spawn(move || {
+                while let Ok(job) = rrx.recv() {
+                    job(&rdb);
+                }
+            })
+        {
+            threads.push(t);
+        }
+        Self {
+            inner: Arc::new(Inner {
+                db,
+                path: path.to_path_buf(),
+                writes: Mutex::new(Some(wtx)),
+                reads: Mutex::new(Some(rtx)),
+                threads: Mutex::new(threads),
+                stats,
+            }),
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// What the store has done so far.
+    pub fn counts(&self) -> StoreCounts {
+        self.inner.stats.snapshot()
+    }
+
+    fn send(&self, req: Request) -> Result<(), Request> {
+        match lock(&self.inner.writes).as_ref() {
+            Some(tx) => tx.send(req).map_err(|e| e.0),
+            None => Err(req),
+        }
+    }
+
+    fn closed(&self) -> StorageError {
+        StorageError(format!(
+            "{}: the store is closed",
+            self.inner.path.display()
+        ))
+    }
+
+    /// Runs `f` on the reader thread; its result is the future's.
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        let (tx, rx) = oneshot::channel();
+        let job: ReadJob = Box::new(move |db| {
+            let _ = tx.send(f(db));
+        });
+        let sent = lock(&self.inner.reads)
+            .as_ref()
+            .is_some_and(|r| r.send(job).is_ok());
+        let closed = self.closed();
+        async move {
+            if !sent {
+                return Err(closed);
+            }
+            rx.await.unwrap_or(Err(closed))
+        }
+        .boxed()
+    }
+
+    fn storage_error(&self, e: impl Into<redb::Error>) -> StorageError {
+        err(&self.inner.path, "storage failed", e.into())
+    }
+
+    /// Partitions that have a PLog or a stored next offset, ascending.
+    pub fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        let path = self.inner.path.clone();
+        (|| -> Result<Vec<PartitionId>, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let mut out: Vec<PartitionId> = Vec::new();
+            let next = rx.open_table(NEXT_OFFSET)?;
+            for row in next.iter()? {
+                out.push(row?.0.value());
+            }
+            // Skip-scan the PLog: one seek per partition.
+            let plog = rx.open_table(PLOG)?;
+            let mut from: u32 = 0;
+            while let Some(row) = plog.range((from, 0)..)?.next() {
+                let (p, _) = row?.0.value();
+                out.push(p);
+                match p.checked_add(1) {
+                    Some(n) => from = n,
+                    None => break,
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+            Ok(out)
+        })()
+        .map_err(|e| err(&path, "cannot list partitions", e))
+    }
+
+    /// The first and last offsets of a partition's PLog, `None` if it is empty.
+    pub fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        (|| -> Result<_, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let plog = rx.open_table(PLOG)?;
+            let mut range = plog.range((partition, 0)..=(partition, u64::MAX))?;
+            let first = match range.next() {
+                Some(r) => r?.0.value().1,
+                None => return Ok(None),
+            };
+            let last = match range.next_back() {
+                Some(r) => r?.0.value().1,
+                None => first,
+            };
+            Ok(Some((first, last)))
+        })()
+        .map_err(|e| self.storage_error(e))
+    }
+
+    /// Up to `max` events of a partition's PLog from `from` on, in offset order.
+    pub fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        read_events(&self.inner.db, &self.inner.path, partition, from, max)
+    }
+
+    /// The stored next PLog offset of a partition, 0 if none.
+    pub fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        read_next(&self.inner.db, &self.inner.path, partition)
+    }
+
+    /// The sequences view of a partition: (workspace, sequence, last), in key order.
+    pub fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        (|| -> Result<_, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let t = rx.open_table(SEQUENCES)?;
+            let mut out = Vec::new();
+            for row in t.range((partition, 0, 0)..=(partition, u64::MAX, u16::MAX))? {
+                let (k, v) = row?;
+                let (_, ws, seq) = k.value();
+                out.push((ws, seq, v.value()));
+            }
+            Ok(out)
+        })()
+        .map_err(|e| self.storage_error(e))
+    }
+}
+
+fn read_next(db: &Database, path: &Path, partition: PartitionId) -> Result<u64, StorageError> {
+    (|| -> Result<u64, redb::Error> {
+        let rx = db.begin_read()?;
+        let t = rx.open_table(NEXT_OFFSET)?;
+        Ok(t.get(partition)?.map_or(0, |v| v.value()))
+    })()
+    .map_err(|e| err(path, "cannot read the next PLog offset", e))
+}
+
+fn read_events(
+    db: &Database,
+    path: &Path,
+    partition: PartitionId,
+    from: PLogOffset,
+    max: usize,
+) -> Result<Vec<StoredEvent>, StorageError> {
+    let rows = (|| -> Result<Vec<(u64, Vec<u8>)>, redb::Error> {
+        let rx = db.begin_read()?;
+        let t = rx.open_table(PLOG)?;
+        let mut out = Vec::new();
+        for row in t
+            .range((partition, from)..=(partition, u64::MAX))?
+            .take(max)
+        {
+            let (k, v) = row?;
+            out.push((k.value().1, v.value().to_vec()));
+        }
+        Ok(out)
+    })()
+    .map_err(|e| err(path, "cannot read the PLog", e))?;
+    rows.into_iter()
+        .map(|(offset, bytes)| {
+            let (values, payload) = decode_event(&bytes).ok_or_else(|| {
+                StorageError(format!(
+                    "{}: PLog event {offset} of partition {partition} is corrupt",
+                    path.display()
+                ))
+            })?;
+            Ok(StoredEvent {
+                offset,
+                values,
+                payload: payload.to_vec(),
+            })
+        })
+        .collect()
+}
+
+/// What one request did inside the group's transaction.
+enum Applied {
+    Ok,
+    Refused(AppendError),
+}
+
+fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<Applied, redb::Error> {
+    match req {
+        Request::Write {
+            partition,
+            values,
+            next_offset,
+            ..
+        } => {
+            let mut view = tx.open_table(SEQUENCES)?;
+            for v in values {
+                view.insert((*partition, v.key.ws, v.key.seq), v.value)?;
+            }
+            tx.open_table(NEXT_OFFSET)?
+                .insert(*partition, *next_offset)?;
+            stats.writes.fetch_add(1, Ordering::Relaxed);
+            stats
+                .values_written
+                .fetch_add(values.len() as u64, Ordering::Relaxed);
+            Ok(Applied::Ok)
+        }
+        Request::Append {
+            partition,
+            offset,
+            event,
+            ..
+        } => {
+            let mut plog = tx.open_table(PLOG)?;
+            let expected = match plog
+                .range((*partition, 0)..=(*partition, u64::MAX))?
+                .next_back()
+            {
+                Some(last) => last?.0.value().1 + 1,
+                None => 1,
+            };
+            if *offset != expected {
+                return Ok(Applied::Refused(AppendError::WrongOffset {
+                    expected,
+                    offered: *offset,
+                }));
+            }
+            plog.insert((*partition, *offset), event.as_slice())?;
+            Ok(Applied::Ok)
+        }
+    }
+}
+
+fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, stats: &StoreStats) {
+    while let Ok(first) = requests.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match requests.try_recv() {
+                Ok(r) => group.push(r),
+                Err(_) => break,
+            }
+        }
+        let outcome = (|| -> Result<Vec<Applied>, redb::Error> {
+            // redb's default durability, `Durability::Immediate`: the commit returns once durable.
+            let tx = db.begin_write()?;
+            let mut applied = Vec::with_capacity(group.len());
+            for req in &group {
+                applied.push(apply(&tx, req, stats)?);
+            }
+            let started = std::time::Instant::now();
+            tx.commit()?;
+            stats.commit_nanos.fetch_add(
+                u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
+            stats.commits.fetch_add(1, Ordering::Relaxed);
+            Ok(applied)
+        })();
+        match outcome {
+            Ok(applied) => {
+                for (req, done) in group.into_iter().zip(applied) {
+                    match (req, done) {
+                        (Request::Write { reply, .. }, _) => {
+                            let _ = reply.send(Ok(()));
+                        }
+                        (Request::Append { reply, .. }, Applied::Ok) => {
+                            stats.appends.fetch_add(1, Ordering::Relaxed);
+                            let _ = reply.send(Ok(()));
+                        }
+                        (Request::Append { reply, .. }, Applied::Refused(e)) => {
+                            let _ = reply.send(Err(e));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let e = err(path, "commit failed", e);
+                tracing::error!("{e}");
+                for req in group {
+                    match req {
+                        Request::Write { reply, .. } => {
+                            let _ = reply.send(Err(e.clone()));
+                        }
+                        Request::Append { reply, .. } => {
+                            let _ = reply.send(Err(AppendError::Storage(e.clone())));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Storage for RedbStorage {
+    fn read_numbers(
+        &self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        (|| -> Result<Vec<Number>, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let t = rx.open_table(SEQUENCES)?;
+            seqs.iter()
+                .map(|&seq| Ok(t.get((partition, ws, seq))?.map_or(0, |v| v.value())))
+                .collect()
+        })()
+        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+    }
+
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let path = self.inner.path.clone();
+        self.read(move |db| read_next(db, &path, partition))
+    }
+
+    fn write(
+        &self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> BoxFuture<'static, Result<(), StorageError>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .send(Request::Write {
+                partition,
+                values,
+                next_offset,
+                reply,
+            })
+            .is_ok();
+        let closed = self.closed();
+        async move {
+            if !sent {
+                return Err(closed);
+            }
+            rx.await.unwrap_or(Err(closed))
+        }
+        .boxed()
+    }
+
+    fn read_plog(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+        let path = self.inner.path.clone();
+        self.read(move |db| {
+            // One event more than asked for tells whether the PLog ends with the page.
+            let mut events = read_events(db, &path, partition, from, max_events.saturating_add(1))?;
+            let end = events.len() <= max_events;
+            events.truncate(max_events);
+            let mut page = PlogPage {
+                values: Vec::new(),
+                next: from,
+                end,
+            };
+            for e in events {
+                page.values.extend(e.values.iter().map(|v| (e.offset, *v)));
+                page.next = e.offset + 1;
+            }
+            Ok(page)
+        })
+    }
+
+    fn append_event(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+        payload: &[u8],
+    ) -> Result<(), AppendError> {
+        let (reply, rx) = oneshot::channel();
+        let req = Request::Append {
+            partition,
+            offset,
+            event: encode_event(values, payload),
+            reply,
+        };
+        if self.send(req).is_err() {
+            return Err(AppendError::Storage(self.closed()));
+        }
+        futures::executor::block_on(rx).unwrap_or_else(|_| Err(AppendError::Storage(self.closed())))
+    }
+}

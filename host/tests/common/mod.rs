@@ -1,0 +1,91 @@
+//! Shared by the tests that run the real `sequencer-host` binary.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The host binary cargo built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_sequencer-host");
+
+/// Where the compiled component is: `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under
+/// the cargo target dir (`scripts/build-component.sh` builds it).
+pub fn component_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = target.join("wasm32-wasip2/wasm/sequencer.wasm");
+    assert!(
+        path.is_file(),
+        "no component at {} (build it first: bash scripts/build-component.sh)",
+        path.display()
+    );
+    path
+}
+
+/// The host command with logs limited to warnings and no progress bars.
+pub fn host() -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("SEQUENCER_DATA")
+        .env_remove("SEQUENCER_COMPONENT")
+        .arg("--quiet")
+        .arg("--no-progress");
+    c
+}
+
+/// Runs the host with `args` and returns its output.
+pub fn run_host(args: &[&str]) -> Output {
+    host().args(args).output().expect("start sequencer-host")
+}
+
+/// stdout and stderr as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every file under `dir` with its bytes (empty map when `dir` does not exist).
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.insert(p.clone(), Vec::new());
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// A small workload run that completes: `events` per partition over 4 partitions.
+pub fn small_run(data: &Path, events: u64) -> Output {
+    run_host(&[
+        "run",
+        "--data",
+        data.to_str().expect("utf-8 path"),
+        "--component",
+        component_path().to_str().expect("utf-8 path"),
+        "--partitions",
+        "4",
+        "--workspaces",
+        "50",
+        "--events",
+        &events.to_string(),
+        "--fail-rate",
+        "0.05",
+    ])
+}

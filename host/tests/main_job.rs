@@ -1,0 +1,114 @@
+//! The main job end to end: `run`, a restart that resumes, `inspect` and `check`.
+
+mod common;
+
+use common::{component_path, run_host, small_run, text};
+
+#[test]
+fn a_fresh_run_prints_the_summary_and_a_restart_continues_without_a_gap() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+
+    let first = small_run(&data, 50);
+    let (stdout, stderr) = text(&first);
+    assert!(first.status.success(), "{stdout}{stderr}");
+    for row in [
+        "events  ",
+        "events/s",
+        "numbers wlog-offset",
+        "numbers rec-id",
+        "numbers crec-id",
+        "flushes",
+        "actualizations",
+        "time actualizing",
+        "an empty store",
+    ] {
+        assert!(
+            stdout.contains(row),
+            "{row:?} missing from the summary:\n{stdout}"
+        );
+    }
+    assert!(data.join("FORMAT").is_file() && data.join("store.redb").is_file());
+
+    let second = small_run(&data, 50);
+    let (stdout, stderr) = text(&second);
+    assert!(second.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("started from") && stdout.contains("200 events: replayed"),
+        "the restart resumed from the first run's 200 events:\n{stdout}"
+    );
+    assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
+
+    let check = run_host(&["check", "--data", data.to_str().expect("utf-8")]);
+    let (stdout, stderr) = text(&check);
+    assert!(check.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("check passed: 4 partitions, 400 PLog events"),
+        "{stdout}"
+    );
+    for p in 0..4 {
+        assert!(
+            stdout.contains(&format!("partition {p}: ok: 100 events")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn inspect_shows_the_plog_tail_and_the_sequences_view_of_a_partition() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    assert!(small_run(&data, 30).status.success());
+    let out = run_host(&[
+        "inspect",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--partition",
+        "2",
+        "--tail",
+        "3",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("partition 2: PLog tail (3 of 30 events)"),
+        "{stdout}"
+    );
+    for offset in 28..=30 {
+        assert!(
+            stdout.contains(&format!("\n{offset:>8}  ")),
+            "offset {offset} in the tail:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("wlog-offset="), "{stdout}");
+    assert!(
+        stdout.contains(r#"{"cmd":"c.orders.Place""#),
+        "payloads shown:\n{stdout}"
+    );
+    assert!(stdout.contains("partition 2: sequences view"), "{stdout}");
+    assert!(stdout.contains("rec-id"), "{stdout}");
+}
+
+#[test]
+fn the_memory_store_runs_the_workload_and_writes_no_data_dir() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let out = run_host(&[
+        "run",
+        "--store",
+        "memory",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--component",
+        component_path().to_str().expect("utf-8"),
+        "--partitions",
+        "2",
+        "--events",
+        "200",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("memory (nothing kept)"), "{stdout}");
+    assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
+    assert!(!data.exists());
+}
