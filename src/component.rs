@@ -261,16 +261,29 @@ fn to_wit_error(e: Error) -> wit::Error {
 
 impl GuestEvents for Component {
     fn system_params(base: wit::Params) -> wit::Params {
+        // As the core's `facade::system_params`: the system sequences replace any of the same
+        // ids in kind 0; kind 0's other sequences and the other kinds are kept.
+        let system = [
+            (facade::SEQ_WLOG_OFFSET, facade::FIRST_WLOG_OFFSET),
+            (facade::SEQ_REC_ID, facade::FIRST_REC_ID),
+            (facade::SEQ_CREC_ID, facade::FIRST_CREC_ID),
+        ];
         let mut params = base;
-        params.kinds.retain(|k| k.kind != facade::SYSTEM_KIND);
-        params.kinds.push(wit::KindSequences {
-            kind: facade::SYSTEM_KIND,
-            sequences: vec![
-                (facade::SEQ_WLOG_OFFSET, facade::FIRST_WLOG_OFFSET),
-                (facade::SEQ_REC_ID, facade::FIRST_REC_ID),
-                (facade::SEQ_CREC_ID, facade::FIRST_CREC_ID),
-            ],
-        });
+        if !params.kinds.iter().any(|k| k.kind == facade::SYSTEM_KIND) {
+            params.kinds.push(wit::KindSequences {
+                kind: facade::SYSTEM_KIND,
+                sequences: Vec::new(),
+            });
+        }
+        for kind in params
+            .kinds
+            .iter_mut()
+            .filter(|k| k.kind == facade::SYSTEM_KIND)
+        {
+            kind.sequences
+                .retain(|(seq, _)| !system.iter().any(|(s, _)| s == seq));
+            kind.sequences.extend(system);
+        }
         params
     }
 

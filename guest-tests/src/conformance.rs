@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 
 use sequencer_host::bindings::sequencer::plugin::types::{self as wit, KindSequences};
 use sequencer_host::bindings::{
-    GuestError, GuestParams, GuestSeqValue, NotNowReason, Outcome, PlogPage, PlogValue,
-    SequencerPlugin, StartOutcome, Status, clock, storage,
+    EventStart, GuestError, GuestParams, GuestSeqValue, NotNowReason, Outcome, PlogPage, PlogValue,
+    SequenceStatus, SequencerPlugin, StartOutcome, Status, clock, storage,
 };
 use serde_json::{Value, json};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
@@ -44,7 +44,8 @@ pub fn run_scenario(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let scenario: Value =
         serde_json::from_str(&text).map_err(|e| format!("[{RUNNER}] scenario {name}: {e}"))?;
-    let mut runner = Runner::new(name, scenario);
+    let mut runner = Runner::new(name.clone(), scenario)
+        .map_err(|e| format!("[{RUNNER}] scenario {name}, storage: {e}"))?;
     let steps = runner.scenario["steps"]
         .as_array()
         .cloned()
@@ -318,8 +319,52 @@ fn guest_params(p: &Value) -> Result<GuestParams, Fail> {
     })
 }
 
+/// Scenario params from guest params (the `system_params` call's result), kinds and their
+/// sequences sorted.
+fn params_json(p: &GuestParams) -> Value {
+    let mut kinds: Vec<(u16, Vec<(u16, u64)>)> = p
+        .kinds
+        .iter()
+        .map(|k| {
+            let mut seqs = k.sequences.clone();
+            seqs.sort_unstable();
+            (k.kind, seqs)
+        })
+        .collect();
+    kinds.sort_unstable();
+    json!({
+        "kinds": kinds,
+        "max_unflushed_values": p.max_unflushed_values,
+        "lru_cache_size": p.lru_cache_size,
+        "batcher_delay_ms": p.batcher_delay_ns / MS,
+        "retry_delay_ms": p.retry_delay_ns / MS,
+        "max_retry_delay_ms": p.max_retry_delay_ns / MS,
+    })
+}
+
+/// The storage adapter's half of the facade: the offset and sequence values of a platform
+/// event `{"offset", "ws", "wlog", "records": [[kind, id], ...], "argument": {"id", "children"}}`.
+pub fn event_values(e: &Value) -> Result<(u64, Vec<Row>), String> {
+    let ws = num(e, "ws")?;
+    let mut vals = vec![(ws, 1, num(e, "wlog")?)];
+    for r in e["records"].as_array().into_iter().flatten() {
+        let seq = match r[0].as_str().unwrap_or_default() {
+            "CDoc" | "CRecord" => 3,
+            "ODoc" | "ORecord" | "WDoc" | "WRecord" => 2,
+            other => return Err(format!("unknown record kind {other:?}")),
+        };
+        vals.push((ws, seq, r[1].as_u64().ok_or("a record id")?));
+    }
+    let mut stack: Vec<&Value> = e.get("argument").into_iter().collect();
+    while let Some(obj) = stack.pop() {
+        vals.push((ws, 2, num(obj, "id")?));
+        stack.extend(obj["children"].as_array().into_iter().flatten());
+    }
+    Ok((num(e, "offset")?, vals))
+}
+
 impl Runner {
-    fn new(name: String, scenario: Value) -> Self {
+    fn new(name: String, scenario: Value) -> Result<Self, Fail> {
         let st = &scenario["storage"];
         let mut world = World {
             next_offset: st["next_offset"].as_u64().unwrap_or(0),
@@ -328,6 +373,12 @@ impl Runner {
         };
         for e in st["plog"].as_array().into_iter().flatten() {
             world.plog.insert(e[0].as_u64().unwrap_or(0), values(&e[1]));
+        }
+        for e in st["plog_events"].as_array().into_iter().flatten() {
+            let (offset, vals) = event_values(e)?;
+            if world.plog.insert(offset, vals).is_some() {
+                return Err(format!("two PLog events at offset {offset}"));
+            }
         }
         for (ws, seq, last) in values(&st["view"]) {
             world.view.insert((ws, seq), last);
@@ -340,13 +391,13 @@ impl Runner {
         linker
             .define_unknown_imports_as_traps(component)
             .expect("define unknown imports");
-        Self {
+        Ok(Self {
             name,
             scenario,
             world: Rc::new(RefCell::new(world)),
             linker,
             instance: None,
-        }
+        })
     }
 
     fn step(&mut self, step: &Value, at: &str) -> Result<(), String> {
@@ -369,18 +420,31 @@ impl Runner {
             .ok_or_else(|| "no sequencer: a `create` step must come first".to_owned())
     }
 
-    fn create(&mut self, params: &Value) -> Result<Result<Value, Refusal>, Fail> {
-        let params = guest_params(params)?;
+    fn instantiate(&self) -> Result<(Store<Data>, SequencerPlugin), Fail> {
+        let (engine, component) = compiled();
+        let mut store = Store::new(engine, Data(self.world.clone()));
+        let plugin = SequencerPlugin::instantiate(&mut store, component, &self.linker)
+            .map_err(|e| format!("instantiate: {e:#}"))?;
+        Ok((store, plugin))
+    }
+
+    /// A new sequencer in a fresh instance; `"system": true` in `json_params` passes the params
+    /// through the component's `system-params` first.
+    fn create(&mut self, json_params: &Value) -> Result<Result<Value, Refusal>, Fail> {
+        let mut params = guest_params(json_params)?;
         {
             let mut w = self.world.borrow_mut();
             w.queue.clear();
             w.wake = None;
         }
         self.instance = None;
-        let (engine, component) = compiled();
-        let mut store = Store::new(engine, Data(self.world.clone()));
-        let plugin = SequencerPlugin::instantiate(&mut store, component, &self.linker)
-            .map_err(|e| format!("instantiate: {e:#}"))?;
+        let (mut store, plugin) = self.instantiate()?;
+        if json_params["system"] == true {
+            params = plugin
+                .sequencer_plugin_events()
+                .call_system_params(&mut store, &params)
+                .map_err(|e| format!("trap: {e:#}"))?;
+        }
         let created = plugin
             .sequencer_plugin_sequencer_api()
             .sequencer()
@@ -409,9 +473,19 @@ impl Runner {
                 .clone();
             return self.create(&params);
         }
+        if name == "system_params" {
+            // A free function: a fresh instance, leaving the sequencer's alone.
+            let (mut store, plugin) = self.instantiate()?;
+            let p = plugin
+                .sequencer_plugin_events()
+                .call_system_params(&mut store, &guest_params(&step["params"])?)
+                .map_err(|e| format!("trap: {e:#}"))?;
+            return Ok(Ok(params_json(&p)));
+        }
         let world = self.world.clone();
         let i = self.instance()?;
         let api = i.plugin.sequencer_plugin_sequencer_api().sequencer();
+        let ev = i.plugin.sequencer_plugin_events();
         let (s, h) = (&mut i.store, i.handle);
         let trap = |e: wasmtime::Error| format!("trap: {e:#}");
         let unit = |r: Result<(), GuestError>| r.map(|()| Value::Null).map_err(|e| case(&e));
@@ -478,6 +552,33 @@ impl Runner {
                 world.borrow_mut().queue.retain(|(q, _)| *q != op);
                 unit(api.call_deliver(s, h, op, &o).map_err(trap)?)
             }
+            "start_event" => {
+                let r = ev.call_start_event(s, h, num(step, "ws")?).map_err(trap)?;
+                r.map(|o| match o {
+                    EventStart::Started(o) => {
+                        json!({ "started": { "plog": o.plog_offset, "wlog": o.wlog_offset } })
+                    }
+                    EventStart::NotNow(r) => start_outcome(&StartOutcome::NotNow(r)),
+                })
+                .map_err(|e| case(&e))
+            }
+            "next_rec_id" | "next_c_rec_id" => {
+                let r = if name == "next_rec_id" {
+                    ev.call_next_rec_id(s, h)
+                } else {
+                    ev.call_next_c_rec_id(s, h)
+                };
+                r.map_err(trap)?.map(|n| json!(n)).map_err(|e| case(&e))
+            }
+            "finish_event" => unit(ev.call_finish_event(s, h).map_err(trap)?),
+            "cancel_event" => unit(ev.call_cancel_event(s, h).map_err(trap)?),
+            "event_status" => Ok(json!(match ev.call_status(s, h).map_err(trap)? {
+                SequenceStatus::None => "none",
+                SequenceStatus::Recover => "recover",
+                SequenceStatus::Ready => "ready",
+                SequenceStatus::Eventing => "eventing",
+                SequenceStatus::Finished => "finished",
+            })),
             other => return Err(format!("unknown call {other:?}")),
         };
         Ok(result)
@@ -593,7 +694,9 @@ impl Runner {
             }
             let got = r.map_err(|(c, p)| format!("refused: {c} {p}"))?;
             if let Some(want) = step.get("expect") {
-                let got = if step["call"] == "held_numbers" {
+                let got = if ["held_numbers", "system_params"]
+                    .contains(&step["call"].as_str().unwrap_or_default())
+                {
                     let keys = want.as_object().cloned().unwrap_or_default();
                     Value::Object(keys.keys().map(|k| (k.clone(), got[k].clone())).collect())
                 } else {
@@ -631,8 +734,11 @@ impl Runner {
                 }
                 w.faults.insert(k.clone(), v.as_u64().unwrap_or(0));
             }
-        } else if let Some(a) = step.get("append") {
-            let offset = a[0].as_u64().ok_or("append: an offset")?;
+        } else if step.get("append").is_some() || step.get("append_event").is_some() {
+            let (offset, vals) = match step.get("append") {
+                Some(a) => (a[0].as_u64().ok_or("append: an offset")?, values(&a[1])),
+                None => event_values(&step["append_event"])?,
+            };
             let mut w = self.world.borrow_mut();
             let expected = w.plog.keys().next_back().map_or(1, |o| o + 1);
             if offset != expected {
@@ -640,7 +746,7 @@ impl Runner {
                     "append at {offset}: the PLog's next offset is {expected}"
                 ));
             }
-            w.plog.insert(offset, values(&a[1]));
+            w.plog.insert(offset, vals);
         } else if let Some(want) = step.get("expect_storage") {
             self.expect_storage(want)?;
         } else if let Some(want) = step.get("expect_pending") {

@@ -83,22 +83,51 @@ export function makeBinding(host) {
   };
   for (const name of WASI) imports[name] = wasi(name);
   let seq = null;
+  let events = null;
+  const ns = (ms) => BigInt(ms) * 1_000_000n;
+  const ms = (n) => num(n / 1_000_000n);
+  const guestParams = (p) => ({
+    kinds: (p.kinds ?? []).map(([kind, seqs]) => ({ kind, sequences: seqs.map(([s, i]) => [s, BigInt(i)]) })),
+    maxUnflushedValues: p.max_unflushed_values,
+    lruCacheSize: p.lru_cache_size,
+    batcherDelayNs: ns(p.batcher_delay_ms),
+    retryDelayNs: ns(p.retry_delay_ms),
+    maxRetryDelayNs: ns(p.max_retry_delay_ms),
+  });
   return {
     create(p) {
       const root = instantiate(getCoreModule, imports);
       const { Sequencer } = root.sequencerApi;
-      const ns = (ms) => BigInt(ms) * 1_000_000n;
+      events = root.events;
       return guard(() => {
-        seq = Sequencer.create({
-          kinds: p.kinds.map(([kind, seqs]) => ({ kind, sequences: seqs.map(([s, i]) => [s, BigInt(i)]) })),
-          maxUnflushedValues: p.max_unflushed_values,
-          lruCacheSize: p.lru_cache_size,
-          batcherDelayNs: ns(p.batcher_delay_ms),
-          retryDelayNs: ns(p.retry_delay_ms),
-          maxRetryDelayNs: ns(p.max_retry_delay_ms),
-        });
+        const params = guestParams(p);
+        seq = Sequencer.create(p.system ? events.systemParams(params) : params);
       });
     },
+    systemParams: (p) =>
+      guard(() => {
+        const r = instantiate(getCoreModule, imports).events.systemParams(guestParams(p));
+        return {
+          kinds: r.kinds.map(({ kind, sequences }) => [kind, sequences.map(([s, i]) => [s, num(i)])]),
+          max_unflushed_values: r.maxUnflushedValues,
+          lru_cache_size: r.lruCacheSize,
+          batcher_delay_ms: ms(r.batcherDelayNs),
+          retry_delay_ms: ms(r.retryDelayNs),
+          max_retry_delay_ms: ms(r.maxRetryDelayNs),
+        };
+      }),
+    startEvent: (ws) =>
+      guard(() => {
+        const o = events.startEvent(seq, BigInt(ws));
+        return o.tag === 'started'
+          ? { started: { plog: num(o.val.plogOffset), wlog: num(o.val.wlogOffset) } }
+          : { not_now: o.val };
+      }),
+    nextRecId: () => guard(() => num(events.nextRecId(seq))),
+    nextCRecId: () => guard(() => num(events.nextCRecId(seq))),
+    finishEvent: () => guard(() => events.finishEvent(seq)),
+    cancelEvent: () => guard(() => events.cancelEvent(seq)),
+    eventStatus: () => guard(() => events.status(seq)),
     start: (kind, ws) => guard(() => startOutcome(seq.start(kind, BigInt(ws)))),
     startNext: (kind, ws, seqs) =>
       guard(() => {

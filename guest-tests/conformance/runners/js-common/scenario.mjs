@@ -7,8 +7,11 @@
 //   host.begin(kind, op, args)  kind: 'write' (args [values, nextOffset]), 'read-next-offset',
 //                               'read-plog' (args [first])
 //   host.now() -> nanoseconds (Number);  host.setWake(atNs | null)
-// and exposes create(params), start, startNext, next, flush, actualize, cleanup, pump, status,
-// heldNumbers, deliver(op, outcome); each returns { value } or { error: 'wit-case-name' }.
+// and exposes create(params) (params.system: apply `system-params` first), start, startNext,
+// next, flush, actualize, cleanup, pump, status, heldNumbers, deliver(op, outcome), and the
+// facade: systemParams(params) (-> params in the scenario's form), startEvent(ws) (-> { started:
+// { plog, wlog } } | { not_now }), nextRecId, nextCRecId, finishEvent, cancelEvent, eventStatus;
+// each returns { value } or { error: 'wit-case-name' }.
 // All numbers crossing this interface are plain JS Numbers (scenarios keep to safe integers).
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -52,6 +55,24 @@ function subst(value, i) {
   return value;
 }
 
+const SEQ_OF_RECORD = { CDoc: 3, CRecord: 3, ODoc: 2, ORecord: 2, WDoc: 2, WRecord: 2 };
+
+/** The storage adapter's half of the facade: a platform event's offset and sequence values. */
+export function eventValues(e) {
+  const values = [[e.ws, 1, e.wlog]];
+  for (const [kind, id] of e.records ?? []) {
+    if (!(kind in SEQ_OF_RECORD)) throw new StepFailed(`unknown record kind ${JSON.stringify(kind)}`);
+    values.push([e.ws, SEQ_OF_RECORD[kind], id]);
+  }
+  const stack = e.argument ? [e.argument] : [];
+  while (stack.length) {
+    const obj = stack.pop();
+    values.push([e.ws, 2, obj.id]);
+    stack.push(...(obj.children ?? []));
+  }
+  return [e.offset, values];
+}
+
 const json = (v) => JSON.stringify(v);
 const same = (a, b) => json(a) === json(b);
 const sortRows = (rows) => [...rows].map((r) => [...r]).sort((a, b) => {
@@ -65,6 +86,10 @@ class Runner {
     this.scenario = scenario;
     const st = scenario.storage ?? {};
     this.plog = new Map((st.plog ?? []).map(([o, vals]) => [o, vals.map((v) => [...v])]));
+    for (const [offset, values] of (st.plog_events ?? []).map(eventValues)) {
+      if (this.plog.has(offset)) throw new StepFailed(`[${runner}] scenario ${scenario.name}: two PLog events at offset ${offset}`);
+      this.plog.set(offset, values);
+    }
     this.view = new Map((st.view ?? []).map(([w, s, v]) => [`${w}/${s}`, v]));
     this.nextOffset = st.next_offset ?? 0;
     this.writes = 0;
@@ -101,6 +126,12 @@ class Runner {
       this.created = !('error' in r);
       return r;
     }
+    if (name === 'system_params') {
+      const r = b.systemParams(fullParams(step.params));
+      if ('error' in r) return r;
+      const kinds = r.value.kinds.map(([k, seqs]) => [k, sortRows(seqs)]).sort((x, y) => x[0] - y[0]);
+      return { value: { ...r.value, kinds } };
+    }
     if (!this.created) throw new StepFailed('no sequencer: a `create` step must come first');
     switch (name) {
       case 'start':
@@ -126,6 +157,18 @@ class Runner {
       case 'deliver':
         this.queue = this.queue.filter((q) => q.op !== step.op);
         return b.deliver(step.op, step.outcome);
+      case 'start_event':
+        return b.startEvent(step.ws);
+      case 'next_rec_id':
+        return b.nextRecId();
+      case 'next_c_rec_id':
+        return b.nextCRecId();
+      case 'finish_event':
+        return b.finishEvent();
+      case 'cancel_event':
+        return b.cancelEvent();
+      case 'event_status':
+        return b.eventStatus();
       default:
         throw new StepFailed(`unknown call ${json(name)}`);
     }
@@ -209,7 +252,7 @@ class Runner {
       if ('error' in r) throw new StepFailed(`refused: ${r.error} ${r.detail ?? ''}`);
       if ('expect' in step) {
         let got = r.value;
-        if (step.call === 'held_numbers') got = Object.fromEntries(Object.keys(step.expect).map((k) => [k, got[k]]));
+        if (step.call === 'held_numbers' || step.call === 'system_params') got = Object.fromEntries(Object.keys(step.expect).map((k) => [k, got[k]]));
         if (!same(got, step.expect)) throw new StepFailed(`expected ${json(step.expect)}, got ${json(got)}`);
       }
     } else if ('run' in step) {
@@ -228,8 +271,8 @@ class Runner {
         if (!(k in this.faults)) throw new StepFailed(`unknown fault ${json(k)}`);
         this.faults[k] = v;
       }
-    } else if ('append' in step) {
-      const [offset, values] = step.append;
+    } else if ('append' in step || 'append_event' in step) {
+      const [offset, values] = 'append' in step ? step.append : eventValues(step.append_event);
       const expected = this.plog.size ? Math.max(...this.plog.keys()) + 1 : 1;
       if (offset !== expected) throw new StepFailed(`append at ${offset}: the PLog's next offset is ${expected}`);
       this.plog.set(offset, values.map((v) => [...v]));

@@ -17,6 +17,7 @@ RUNNER = "python"
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parent.parent / "scenarios"
 API = "sequencer:plugin/sequencer-api@0.1.0"
+EVENTS = "sequencer:plugin/events@0.1.0"
 DEFAULTS = {
     "max_unflushed_values": 500,
     "lru_cache_size": 100000,
@@ -80,6 +81,11 @@ class Runner:
         self.scenario = scenario
         st = scenario.get("storage", {})
         self.plog = {o: [tuple(v) for v in vals] for o, vals in st.get("plog", [])}
+        for e in st.get("plog_events", []):
+            offset, vals = event_values(e)
+            if offset in self.plog:
+                raise StepFailed(f"[{RUNNER}] scenario {scenario['name']}: two PLog events at offset {offset}")
+            self.plog[offset] = vals
         self.view = {(w, s): v for w, s, v in st.get("view", [])}
         self.next_offset = st.get("next_offset", 0)
         self.writes = 0
@@ -125,18 +131,12 @@ class Runner:
         f.post_return(self.store)
         return r
 
-    def _create(self, params):
-        p = dict(DEFAULTS, **params)
-        kinds = [record(kind=k, sequences=[tuple(s) for s in seqs]) for k, seqs in p["kinds"]]
-        rec = record(kinds=kinds, max_unflushed_values=p["max_unflushed_values"],
-                     lru_cache_size=p["lru_cache_size"], batcher_delay_ns=p["batcher_delay_ms"] * MS,
-                     retry_delay_ns=p["retry_delay_ms"] * MS, max_retry_delay_ns=p["max_retry_delay_ms"] * MS)
-        self.queue.clear()
-        self.wake = None
+    def _instantiate(self):
         self.store = wasmtime.Store(self.linker.engine)
         self.store.set_wasi(wasmtime.WasiConfig())
         inst = self.linker.instantiate(self.store, self.component)
         api = inst.get_export_index(self.store, API)
+        events = inst.get_export_index(self.store, EVENTS)
         self.funcs = {}
         for kind, names in (("static", ["create"]), ("method", ["start", "next", "flush", "actualize", "cleanup",
                                                                 "status", "held-numbers", "deliver", "pump",
@@ -144,6 +144,23 @@ class Runner:
             for n in names:
                 idx = inst.get_export_index(self.store, f"[{kind}]sequencer.{n}", api)
                 self.funcs[n] = inst.get_func(self.store, idx)
+        for n in ("system-params", "start-event", "next-rec-id", "next-c-rec-id", "finish-event", "cancel-event",
+                  "status"):
+            self.funcs[f"events.{n}"] = inst.get_func(self.store, inst.get_export_index(self.store, n, events))
+
+    def _system_params(self, rec):
+        f = self.funcs["events.system-params"]
+        r = f(self.store, rec)
+        f.post_return(self.store)
+        return r
+
+    def _create(self, params):
+        rec = guest_params(params)
+        self.queue.clear()
+        self.wake = None
+        self._instantiate()
+        if params.get("system"):
+            rec = self._system_params(rec)
         create = self.funcs["create"]
         r = create(self.store, rec)
         create.post_return(self.store)
@@ -169,6 +186,16 @@ class Runner:
         name = step["call"]
         if name == "create":
             return self._create(step.get("params", self.scenario.get("params", {})))
+        if name == "system_params":
+            old = self.store, self.funcs  # a fresh instance, leaving the sequencer's alone
+            self._instantiate()
+            p = self._system_params(guest_params(step["params"]))
+            self.store, self.funcs = old
+            out = {k: getattr(p, k.replace("_", "-")) for k in ("max_unflushed_values", "lru_cache_size")}
+            for k in ("batcher_delay", "retry_delay", "max_retry_delay"):
+                out[f"{k}_ms"] = getattr(p, f"{k}_ns".replace("_", "-")) // MS
+            out["kinds"] = sorted([k.kind, sorted(list(s) for s in k.sequences)] for k in p.kinds)
+            return out
         if self.handle is None:
             raise StepFailed("no sequencer: a `create` step must come first")
         if name == "start":
@@ -198,6 +225,15 @@ class Runner:
         if name == "deliver":
             self.queue = [q for q in self.queue if q[1] != step["op"]]
             return self._call("deliver", step["op"], self._outcome(step["outcome"]))
+        if name == "start_event":
+            r = self._call("events.start-event", step["ws"])
+            if is_error(r) or isinstance(r, str):  # untagged: a str is the `not-now` reason
+                return r if is_error(r) else {"not_now": r}
+            return {"started": {"plog": getattr(r, "plog-offset"), "wlog": getattr(r, "wlog-offset")}}
+        if name in ("next_rec_id", "next_c_rec_id", "finish_event", "cancel_event"):
+            return self._call("events." + name.replace("_", "-"))
+        if name == "event_status":
+            return self._call("events.status")
         raise StepFailed(f"unknown call {name!r}")
 
     # ---- the task driver ----------------------------------------------------------------------
@@ -278,7 +314,7 @@ class Runner:
             if "expect" in step:
                 want = step["expect"]
                 got = r
-                if step["call"] == "held_numbers":
+                if step["call"] in ("held_numbers", "system_params"):
                     got = {k: r[k] for k in want}
                 if got != want:
                     raise StepFailed(f"expected {json.dumps(want)}, got {json.dumps(got)}")
@@ -298,8 +334,8 @@ class Runner:
                 if k not in self.faults:
                     raise StepFailed(f"unknown fault {k!r}")
                 self.faults[k] = v
-        elif "append" in step:
-            offset, values = step["append"]
+        elif "append" in step or "append_event" in step:
+            offset, values = step["append"] if "append" in step else event_values(step["append_event"])
             expected = max(self.plog) + 1 if self.plog else 1
             if offset != expected:
                 raise StepFailed(f"append at {offset}: the PLog's next offset is {expected}")
@@ -355,6 +391,33 @@ class Runner:
     def run(self):
         for i, step in enumerate(self.scenario["steps"]):
             self.step(step, f"steps[{i}]")
+
+
+def guest_params(params):
+    p = dict(DEFAULTS, **params)
+    kinds = [record(kind=k, sequences=[tuple(s) for s in seqs]) for k, seqs in p.get("kinds", [])]
+    return record(kinds=kinds, max_unflushed_values=p["max_unflushed_values"],
+                  lru_cache_size=p["lru_cache_size"], batcher_delay_ns=p["batcher_delay_ms"] * MS,
+                  retry_delay_ns=p["retry_delay_ms"] * MS, max_retry_delay_ns=p["max_retry_delay_ms"] * MS)
+
+
+SEQ_OF_RECORD = {"CDoc": 3, "CRecord": 3, "ODoc": 2, "ORecord": 2, "WDoc": 2, "WRecord": 2}
+
+
+def event_values(e):
+    """The storage adapter's half of the facade: a platform event's offset and sequence values."""
+    ws = e["ws"]
+    values = [(ws, 1, e["wlog"])]
+    for kind, rid in e.get("records", []):
+        if kind not in SEQ_OF_RECORD:
+            raise StepFailed(f"unknown record kind {kind!r}")
+        values.append((ws, SEQ_OF_RECORD[kind], rid))
+    stack = [e["argument"]] if "argument" in e else []
+    while stack:
+        obj = stack.pop()
+        values.append((ws, 2, obj["id"]))
+        stack.extend(obj.get("children", []))
+    return e["offset"], values
 
 
 def start_outcome(r):

@@ -4,7 +4,10 @@
 // polls every piece of work now due and "begins" it (hands it to the host), then tells the host
 // the core's next wake-up; start performs the numbers read inline. The package's own async
 // driver (`Sequencer`) runs on real timers and hides operation ids, so it cannot replay a
-// scenario step by step.
+// scenario step by step. The facade (the WIT `events` interface) is likewise done here as the
+// glue's `impl GuestEvents` does it: system params in kind 0, `start-event` = start kind 0 +
+// next of sequence 1 (recovering if that next is refused), ids = next of 2 and 3, finish =
+// flush, cancel = actualize. (js/src/facade.js's `EventSequencer` sits on the async driver.)
 //
 // Error codes: the package's SCREAMING_SNAKE codes map to the WIT `error` case names.
 
@@ -18,6 +21,22 @@ const START_NOT_NOW_TOO_MANY_UNFLUSHED = -3;
 const START_LOAD = -4;
 const WORK = { 1: 'write', 2: 'read-next-offset', 3: 'read-plog' };
 const STATUS = ['actualizing', 'ready', 'in-transaction', 'cleaned-up'];
+const EVENT_STATUS = ['recover', 'ready', 'eventing', 'finished'];
+
+// src/facade.rs: the system kind, its sequences and their first numbers.
+const SYSTEM_KIND = 0;
+const [SEQ_WLOG_OFFSET, SEQ_REC_ID, SEQ_CREC_ID] = [1, 2, 3];
+const SYSTEM_SEQS = [[SEQ_WLOG_OFFSET, 1], [SEQ_REC_ID, 322680000131072], [SEQ_CREC_ID, 322685000131072]];
+
+/** src/component.rs `system_params`: kind 0 gets the system sequences (replacing those ids);
+ * its other sequences and the other kinds are kept. */
+const systemParams = (p) => {
+  const kinds = (p.kinds ?? []).map(([k, seqs]) => [k, [...seqs]]);
+  let system = kinds.find(([k]) => k === SYSTEM_KIND);
+  if (!system) kinds.push((system = [SYSTEM_KIND, []]));
+  system[1] = [...system[1].filter(([s]) => !SYSTEM_SEQS.some(([x]) => x === s)), ...SYSTEM_SEQS];
+  return { ...p, kinds };
+};
 
 /** The WIT case for a package error code. */
 export function witCase(code) {
@@ -80,14 +99,20 @@ export function makeBinding(host) {
     return { value: null };
   };
 
+  const next = (s) => {
+    const n = core.next(s);
+    return n < 0 ? refused(core) : { value: n };
+  };
+
   return {
     create(p) {
+      if (p.system) p = systemParams(p);
       const params = new CoreParams();
       try {
         const ok = (b) => {
           if (!b) throw refused(params);
         };
-        for (const [kind, seqs] of p.kinds) for (const [s, initial] of seqs) ok(params.addSeq(kind, s, initial));
+        for (const [kind, seqs] of p.kinds ?? []) for (const [s, initial] of seqs) ok(params.addSeq(kind, s, initial));
         ok(params.setMaxUnflushedValues(p.max_unflushed_values));
         ok(params.setLruCacheSize(p.lru_cache_size));
         ok(params.setBatcherDelayMs(p.batcher_delay_ms));
@@ -120,10 +145,7 @@ export function makeBinding(host) {
       }
       return { value: { ...r.value, numbers } };
     },
-    next(s) {
-      const n = core.next(s);
-      return n < 0 ? refused(core) : { value: n };
-    },
+    next,
     flush: () => done(core.flush()),
     actualize: () => done(core.actualize()),
     cleanup() {
@@ -140,6 +162,23 @@ export function makeBinding(host) {
       const [cached, unflushed, transaction] = core.heldNumbers();
       return { value: { cached, unflushed, transaction } };
     },
+    systemParams: (p) => ({ value: systemParams(p) }),
+    startEvent(ws) {
+      const r = start(SYSTEM_KIND, ws);
+      if ('error' in r || !('started' in r.value)) return r;
+      const wlog = next(SEQ_WLOG_OFFSET);
+      if ('error' in wlog) {
+        core.actualize(); // no half-started event stays behind a refusal
+        pumpCore();
+        return wlog;
+      }
+      return { value: { started: { plog: r.value.started, wlog: wlog.value } } };
+    },
+    nextRecId: () => next(SEQ_REC_ID),
+    nextCRecId: () => next(SEQ_CREC_ID),
+    finishEvent: () => done(core.flush()),
+    cancelEvent: () => done(core.actualize()),
+    eventStatus: () => ({ value: EVENT_STATUS[core.status()] }),
     deliver(op, o) {
       let r;
       if (o === 'written') r = core.completeWrite(op);
