@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Every test: formatting and lints, the core, the component under wasmtime, the JS package, and
 # the conformance suite on four runtimes. Installs what it needs (rustup targets,
-# wasm-bindgen-cli, npm packages, chromium, a Python venv) if missing.
+# wasm-bindgen-cli, npm packages, chromium, a Python venv, etcd and protoc) if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
+
+echo "== etcd, etcdctl and protoc (Debian packages) for the etcd store and its tests"
+bash scripts/etcd-ensure.sh
 
 echo "== formatting and lints"
 cargo fmt --all -- --check

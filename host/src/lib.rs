@@ -5,7 +5,8 @@
 //!   performs the storage work the guests begin, delivers outcomes, and wakes guests at the
 //!   times they ask for (retries with backoff, replay hold-back).
 //! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory,
-//!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`].
+//!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
+//!   on an etcd cluster shared by many hosts (fenced appends).
 //! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
 
 #![warn(missing_docs)]
@@ -16,6 +17,7 @@ mod clock;
 mod data_dir;
 mod driver;
 mod error;
+mod etcd_storage;
 mod gate;
 mod memory;
 mod partition;
@@ -31,6 +33,7 @@ pub use data_dir::{
 };
 pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
+pub use etcd_storage::{EtcdConfig, EtcdStats, EtcdStorage, PAGE_EVENTS, VALUES_PER_TXN};
 pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};

@@ -241,7 +241,7 @@ fn a_truncated_database_file_is_refused_and_nothing_is_written() {
 }
 
 #[test]
-fn an_etcd_store_is_refused_until_it_exists() {
+fn an_unreachable_etcd_store_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let out = run_host(&[

@@ -2,22 +2,55 @@
 
 use std::process::ExitCode;
 
-use sequencer_host::{DataDir, OpenMode, PlogChecker, RedbStorage};
+use sequencer_host::{DataDir, EtcdStorage, OpenMode, PlogChecker, RedbStorage};
+
+use clap::Args;
 
 use super::run::initial;
-use super::{CliResult, DataArgs};
+use super::{CliResult, DataArgs, StoreKind};
+
+/// Options of `check`.
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// The data directory (embedded store).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The store to check: embedded (redb in --data) or etcd://HOST:PORT,... (memory keeps
+    /// nothing to check).
+    #[arg(long, default_value = "embedded")]
+    pub store: StoreKind,
+}
 
 /// How many events one read takes while checking.
 const PAGE: usize = 16_384;
 
 /// `check`: prints one line per partition; the first violation is the error.
-pub fn check(args: &DataArgs) -> CliResult<ExitCode> {
-    let dir = DataDir::open(&args.data, OpenMode::Existing)?;
-    let store = dir.store();
+pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
+    let (dir, etcd) = match &args.store {
+        StoreKind::Embedded => (
+            Some(DataDir::open(&args.data.data, OpenMode::Existing)?),
+            None,
+        ),
+        StoreKind::Etcd(url) => (None, Some(EtcdStorage::connect_url(url)?)),
+        StoreKind::Memory => {
+            return Err(super::CliError(
+                "the memory store keeps nothing to check (use --store embedded or etcd://...)"
+                    .into(),
+            ));
+        }
+    };
     let mut total = 0;
-    let partitions = store.partitions()?;
+    let partitions = match (&dir, &etcd) {
+        (Some(d), _) => d.store().partitions()?,
+        (_, Some(e)) => e.partitions()?,
+        _ => Vec::new(),
+    };
     for &p in &partitions {
-        let report = check_partition(store, p)?;
+        let report = match (&dir, &etcd) {
+            (Some(d), _) => check_partition(d.store(), p)?,
+            (_, Some(e)) => check_etcd_partition(e, p)?,
+            _ => unreachable!("one store is open"),
+        };
         println!(
             "partition {p}: ok: {} events, {} numbers over {} keys, {} view rows",
             report.events, report.numbers, report.keys, report.view_rows
@@ -41,6 +74,32 @@ pub fn check_store(store: &RedbStorage) -> CliResult<u64> {
 }
 
 fn check_partition(store: &RedbStorage, p: u32) -> CliResult<sequencer_host::CheckReport> {
+    let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
+    let mut from = 1;
+    loop {
+        let events = store.events(p, from, PAGE)?;
+        let Some(last) = events.last().map(|e| e.offset) else {
+            break;
+        };
+        for e in &events {
+            checker.event(e.offset, &e.values)?;
+        }
+        from = last + 1;
+    }
+    Ok(checker.finish(&store.view(p)?)?)
+}
+
+/// Checks every partition of an etcd store; returns the number of events checked.
+pub fn check_etcd(store: &EtcdStorage) -> CliResult<u64> {
+    let mut total = 0;
+    for p in store.partitions()? {
+        total += check_etcd_partition(store, p)?.events;
+    }
+    Ok(total)
+}
+
+/// Checks one partition of an etcd store, reading its PLog in pages.
+pub fn check_etcd_partition(store: &EtcdStorage, p: u32) -> CliResult<sequencer_host::CheckReport> {
     let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
     let mut from = 1;
     loop {

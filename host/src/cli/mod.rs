@@ -45,7 +45,7 @@ pub enum Command {
     /// Show a partition's PLog tail and sequences view.
     Inspect(inspect::InspectArgs),
     /// Prove every partition's PLog and view consistent; exits 1 on a violation.
-    Check(DataArgs),
+    Check(check::CheckArgs),
 }
 
 /// Where the data directory is.
@@ -63,7 +63,7 @@ pub enum StoreKind {
     Embedded,
     /// In memory: nothing is kept after the process ends.
     Memory,
-    /// An etcd cluster (planned; refused by this build).
+    /// An etcd cluster, `etcd://HOST:PORT,HOST:PORT,...`: shared by many hosts, fenced appends.
     Etcd(String),
 }
 

@@ -18,9 +18,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
-    AppendError, DataDir, DirState, Driver, DriverConfig, HostError, Limits, MemoryStorage,
-    MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker, PlogPage, Runtime,
-    Storage, StorageError,
+    AppendError, DataDir, DirState, Driver, DriverConfig, EtcdStorage, HostError, Limits,
+    MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
+    PlogPage, Runtime, Storage, StorageError,
 };
 
 use super::logging::Progress;
@@ -81,8 +81,8 @@ pub struct RunArgs {
     /// The data directory (created if missing; resumed if it exists).
     #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
-    /// Storage backend: embedded (redb in --data), memory, or etcd://HOST:PORT (not yet
-    /// available).
+    /// Storage backend: embedded (redb in --data), memory, or etcd://HOST:PORT,HOST:PORT,... (an
+    /// etcd cluster shared by many hosts; --data is not used).
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
     /// The sequencer component (.wasm), as scripts/build-component.sh prints it.
@@ -180,6 +180,7 @@ impl Storage for CountingStorage {
 enum Backend {
     Embedded(DataDir),
     Memory(MemoryStorage),
+    Etcd(EtcdStorage),
 }
 
 /// What one partition's command processor did.
@@ -189,6 +190,7 @@ struct Tally {
     numbers: [u64; SEQS.len()],
     actualizations: u64,
     append_failures: u64,
+    fenced: u64,
     actualizing: Duration,
     not_now: u64,
 }
@@ -214,6 +216,9 @@ struct Workload<'a> {
     storage: &'a Arc<dyn Storage>,
     events_bar: &'a ProgressBar,
     actualizations: &'a AtomicU64,
+    /// A shared store (etcd): another host may hold the same partition, so an append refused
+    /// by the fence means "actualize and go on", not a bug.
+    shared: bool,
 }
 
 impl Workload<'_> {
@@ -275,6 +280,16 @@ impl Workload<'_> {
                     actualizing_since = Some(Instant::now());
                     continue;
                 }
+                Err(e @ AppendError::WrongOffset { .. }) if self.shared => {
+                    // Another host committed this offset: catch up from the PLog and go on.
+                    tracing::warn!("partition {p}: {e}; actualizing");
+                    seq.actualize().map_err(host)?;
+                    t.fenced += 1;
+                    t.actualizations += 1;
+                    self.actualizations.fetch_add(1, Ordering::Relaxed);
+                    actualizing_since = Some(Instant::now());
+                    continue;
+                }
                 Err(e @ AppendError::WrongOffset { .. }) => {
                     return Err(CliError(format!("partition {p}: {e}")));
                 }
@@ -322,11 +337,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let dir_state = match &args.store {
         StoreKind::Embedded => Some(DataDir::validate(&args.data, OpenMode::OpenOrCreate)?),
         StoreKind::Memory => None,
-        StoreKind::Etcd(url) => {
-            return Err(CliError(format!(
-                "store {url}: the etcd store is not available in this build (use --store embedded or memory)"
-            )));
-        }
+        StoreKind::Etcd(_) => None,
     };
     let loading = Instant::now();
     let runtime = component::load(&args.component, Limits::default())?;
@@ -349,11 +360,24 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             );
             Backend::Embedded(dir)
         }
-        None => Backend::Memory(MemoryStorage::new()),
+        None => match &args.store {
+            StoreKind::Etcd(url) => {
+                let unavailable = |e: StorageError| {
+                    CliError(format!(
+                        "store {url}: the etcd cluster is not available: {e}"
+                    ))
+                };
+                let store = EtcdStorage::connect_url(url).map_err(unavailable)?;
+                store.probe(Duration::from_secs(5)).map_err(unavailable)?;
+                Backend::Etcd(store)
+            }
+            _ => Backend::Memory(MemoryStorage::new()),
+        },
     };
     let base: Arc<dyn Storage> = match &backend {
         Backend::Embedded(d) => Arc::new(d.store().clone()),
         Backend::Memory(m) => Arc::new(m.clone()),
+        Backend::Etcd(e) => Arc::new(e.clone()),
     };
     let replayed = Arc::new(AtomicU64::new(0));
     let storage: Arc<dyn Storage> = Arc::new(CountingStorage {
@@ -364,13 +388,15 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     // What a restart has to replay: from the stored next offset to the PLog's end.
     let mut to_replay = 0u64;
     let mut resumed_events = 0u64;
-    if let Backend::Embedded(d) = &backend {
-        for p in 0..args.partitions {
-            if let Some((_, last)) = d.store().plog_bounds(p)? {
-                let from = d.store().stored_next_offset(p)?.max(1);
-                to_replay += (last + 1).saturating_sub(from);
-                resumed_events += last;
-            }
+    for p in 0..args.partitions {
+        let (bounds, stored) = match &backend {
+            Backend::Embedded(d) => (d.store().plog_bounds(p)?, d.store().stored_next_offset(p)?),
+            Backend::Etcd(e) => (e.plog_bounds(p)?, e.stored_next_offset(p)?),
+            Backend::Memory(_) => (None, 0),
+        };
+        if let Some((_, last)) = bounds {
+            to_replay += (last + 1).saturating_sub(stored.max(1));
+            resumed_events += last;
         }
     }
 
@@ -423,10 +449,11 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         storage: &storage,
         events_bar: &events_bar,
         actualizations: &actualizations,
+        shared: matches!(backend, Backend::Etcd(_)),
     };
     let counts_before = match &backend {
         Backend::Embedded(d) => d.store().counts(),
-        Backend::Memory(_) => Default::default(),
+        Backend::Memory(_) | Backend::Etcd(_) => Default::default(),
     };
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
@@ -473,6 +500,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         }
         tally.actualizations += t.actualizations;
         tally.append_failures += t.append_failures;
+        tally.fenced += t.fenced;
         tally.actualizing += t.actualizing;
         tally.not_now += t.not_now;
     }
@@ -492,18 +520,20 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 c,
             ))
         }
-        Backend::Memory(_) => None,
+        Backend::Memory(_) | Backend::Etcd(_) => None,
     };
 
     // Prove what is stored.
     let checked = match &backend {
         Backend::Embedded(d) => check::check_store(d.store())?,
         Backend::Memory(m) => check_memory(m, args.partitions)?,
+        Backend::Etcd(e) => check::check_etcd(e)?,
     };
 
     let store_line = match &backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
         Backend::Memory(_) => "memory (nothing kept)".to_string(),
+        Backend::Etcd(e) => format!("{} (3-way replicated, fenced appends)", e.label()),
     };
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mut rows: Vec<(String, String)> = vec![
@@ -548,13 +578,32 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 ),
             ));
         }
-        None => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
+        None => match &backend {
+            Backend::Etcd(e) => {
+                let s = e.stats();
+                rows.push((
+                    "flushes (view writes)".into(),
+                    s.writes.load(Ordering::Relaxed).to_string(),
+                ));
+                rows.push((
+                    "etcd transactions".into(),
+                    format!(
+                        "{} ({} retried, {} appends decided by read-back, {} refused by the fence)",
+                        s.txns.load(Ordering::Relaxed),
+                        s.retries.load(Ordering::Relaxed),
+                        s.read_backs.load(Ordering::Relaxed),
+                        s.fenced.load(Ordering::Relaxed)
+                    ),
+                ));
+            }
+            _ => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
+        },
     }
     rows.push((
         "actualizations".into(),
         format!(
-            "{} ({} after failed appends)",
-            tally.actualizations, tally.append_failures
+            "{} ({} after failed appends, {} after appends refused by the fence)",
+            tally.actualizations, tally.append_failures, tally.fenced
         ),
     ));
     rows.push((

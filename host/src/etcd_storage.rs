@@ -1,0 +1,872 @@
+//! Storage on an etcd cluster (Raft-replicated, linearizable), for partitions spread over many
+//! hosts that share one store.
+//!
+//! Keys (numbers zero-padded so that keys sort in numeric order):
+//!
+//! | key                                  | value                                       |
+//! |--------------------------------------|---------------------------------------------|
+//! | `plog/<partition>/<offset:020>`      | the event, as [`encode_event`] encodes it   |
+//! | `seq/<partition>/<ws:020>/<seq:05>`  | last number, 8 bytes big-endian             |
+//! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE     |
+//!
+//! - **The fence.** An append is one transaction that puts `plog/P/O` only if that key does
+//!   not exist and `plog/P/O-1` does (or `O` is 1). Two hosts that both believe they own a
+//!   partition can never both commit an offset: the stale one's transaction fails and it gets
+//!   [`AppendError::WrongOffset`] with the PLog's real next offset (read in the same
+//!   transaction's else branch).
+//! - **Ambiguous outcomes.** After a transport error or timeout the append may or may not have
+//!   been applied. The writer retries the same conditional transaction; when a retry fails, its
+//!   else branch also returns the key at the offset, and the append counts as the writer's own
+//!   only if the stored value is byte-for-byte its event (payloads should name their writer, so
+//!   that two hosts' events are never equal).
+//! - **Values, then offset.** A flusher write puts its view rows in transactions of at most
+//!   [`VALUES_PER_TXN`] rows, then the next offset. Each row is a max-merge (a nested
+//!   transaction that puts only if the key is missing or holds a smaller number), so a stale
+//!   host's late flusher write can never move the view backwards.
+//! - **Reads** are linearizable (served through the leader's read index), so a read sees every
+//!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
+//! - Requests that fail on the transport (a member died, no leader) are retried with backoff
+//!   until [`EtcdConfig::retry_for`] has passed, then reported as a one-line error.
+//!
+//! etcd-client is built on tonic, which needs a tokio runtime; the host's driver is a plain
+//! `futures` loop. So the store owns a small multi-thread tokio runtime: every operation is
+//! spawned on it and answered through a oneshot channel, which any executor (or a blocking
+//! wait, for the synchronous `read_numbers` and `append_event`) can await.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse,
+};
+use futures::channel::oneshot;
+use futures::future::{BoxFuture, FutureExt};
+use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use tonic::Code as tonic_code;
+
+use crate::redb_storage::{StoredEvent, decode_event, encode_event};
+use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+
+/// View rows per flusher transaction (etcd allows 128 operations per transaction by default).
+pub const VALUES_PER_TXN: usize = 100;
+
+/// Most PLog events one range read returns (keeps responses well under the client's limit).
+pub const PAGE_EVENTS: usize = 1024;
+
+/// The largest response the client accepts (etcd-client's default is 4 MiB).
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How the store talks to the cluster.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// Client endpoints, `http://host:port`.
+    pub endpoints: Vec<String>,
+    /// Time limit of one request.
+    pub request_timeout: Duration,
+    /// How long a failing request is retried before its error is reported.
+    pub retry_for: Duration,
+    /// Serve reads from the member the client is connected to, without asking the leader
+    /// (for looking at one member's copy; not for running a partition).
+    pub serializable_reads: bool,
+}
+
+impl EtcdConfig {
+    /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        Self {
+            endpoints,
+            request_timeout: Duration::from_secs(2),
+            retry_for: Duration::from_secs(10),
+            serializable_reads: false,
+        }
+    }
+
+    /// Parses `etcd://host:port,host:port,...` into a configuration with defaults.
+    pub fn from_url(url: &str) -> Result<Self, StorageError> {
+        let rest = url.strip_prefix("etcd://").ok_or_else(|| {
+            StorageError(format!("{url:?} is not an etcd URL (etcd://HOST:PORT,...)"))
+        })?;
+        let endpoints: Vec<String> = rest
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                if s.starts_with("http://") {
+                    s.to_string()
+                } else {
+                    format!("http://{s}")
+                }
+            })
+            .collect();
+        if endpoints.is_empty() {
+            return Err(StorageError(format!("{url:?} names no etcd endpoint")));
+        }
+        Ok(Self::new(endpoints))
+    }
+}
+
+/// Counters of what the store did, for reports.
+#[derive(Debug, Default)]
+pub struct EtcdStats {
+    /// PLog events appended by this store.
+    pub appends: AtomicU64,
+    /// Appends refused by the fence.
+    pub fenced: AtomicU64,
+    /// Flusher writes (values and next offset) applied.
+    pub writes: AtomicU64,
+    /// Transactions sent (appends, view chunks, offsets), retries included.
+    pub txns: AtomicU64,
+    /// Requests retried after a transport error or timeout.
+    pub retries: AtomicU64,
+    /// Appends found committed by an earlier attempt whose answer was lost.
+    pub read_backs: AtomicU64,
+}
+
+/// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
+#[derive(Clone)]
+pub struct EtcdStorage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Client,
+    config: EtcdConfig,
+    label: String,
+    stats: EtcdStats,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn plog_prefix(p: PartitionId) -> String {
+    format!("plog/{p}/")
+}
+
+fn plog_key(p: PartitionId, offset: PLogOffset) -> String {
+    format!("plog/{p}/{offset:020}")
+}
+
+fn seq_prefix(p: PartitionId) -> String {
+    format!("seq/{p}/")
+}
+
+fn seq_ws_prefix(p: PartitionId, ws: WsId) -> String {
+    format!("seq/{p}/{ws:020}/")
+}
+
+fn seq_key(p: PartitionId, ws: WsId, seq: SeqId) -> String {
+    format!("seq/{p}/{ws:020}/{seq:05}")
+}
+
+fn next_key(p: PartitionId) -> String {
+    format!("next/{p}")
+}
+
+/// The end of a prefix range: the prefix with its last byte incremented ('/' + 1 is '0').
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+fn parse_u64(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.try_into().ok()?))
+}
+
+fn offset_of(key: &[u8]) -> Option<PLogOffset> {
+    std::str::from_utf8(key)
+        .ok()?
+        .rsplit('/')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A request's failure: the transport (retry) or a definite answer (report).
+enum Failure {
+    Transient(String),
+    Fatal(String),
+}
+
+fn classify(e: etcd_client::Error) -> Failure {
+    use etcd_client::Error as E;
+    match &e {
+        E::GRpcStatus(s) => match s.code() {
+            tonic_code::InvalidArgument
+            | tonic_code::FailedPrecondition
+            | tonic_code::OutOfRange
+            | tonic_code::PermissionDenied
+            | tonic_code::Unauthenticated
+            | tonic_code::Unimplemented => Failure::Fatal(one_line(s.message())),
+            _ => Failure::Transient(one_line(&format!("{:?}: {}", s.code(), s.message()))),
+        },
+        _ => Failure::Transient(one_line(&e.to_string())),
+    }
+}
+
+impl EtcdStorage {
+    /// Connects to the cluster (lazily: members may come up later; requests retry).
+    pub fn connect(config: EtcdConfig) -> Result<Self, StorageError> {
+        let label = format!("etcd {}", config.endpoints.join(","));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("etcd-client")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError(format!("{label}: cannot start the client runtime: {e}")))?;
+        let options = ConnectOptions::new()
+            .with_timeout(config.request_timeout)
+            .with_connect_timeout(config.request_timeout)
+            // Without a leader a member answers at once instead of holding the request.
+            .with_require_leader(true);
+        let endpoints = config.endpoints.clone();
+        let client = runtime
+            .block_on(async move { Client::connect(endpoints, Some(options)).await })
+            .map_err(|e| {
+                StorageError(format!(
+                    "{label}: cannot connect: {}",
+                    one_line(&e.to_string())
+                ))
+            })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                runtime: Some(runtime),
+                client,
+                config,
+                label,
+                stats: EtcdStats::default(),
+            }),
+        })
+    }
+
+    /// Connects to the cluster named by `etcd://host:port,...`.
+    pub fn connect_url(url: &str) -> Result<Self, StorageError> {
+        Self::connect(EtcdConfig::from_url(url)?)
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.inner.config
+    }
+
+    /// "etcd http://…": names the cluster in messages.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// What the store has done so far.
+    pub fn stats(&self) -> &EtcdStats {
+        &self.inner.stats
+    }
+
+    fn kv(&self) -> KvClient {
+        self.inner
+            .client
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
+    }
+
+    fn err(&self, what: &str, e: &str) -> StorageError {
+        StorageError(format!("{}: {what}: {e}", self.inner.label))
+    }
+
+    fn get_options(&self) -> GetOptions {
+        if self.inner.config.serializable_reads {
+            GetOptions::new().with_serializable()
+        } else {
+            GetOptions::new()
+        }
+    }
+
+    /// Runs `fut` on the store's runtime; the returned future answers on any executor.
+    fn spawn<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        let (tx, rx) = oneshot::channel();
+        let closed = self.err("the store is closed", "its runtime stopped");
+        match &self.inner.runtime {
+            Some(rt) => {
+                rt.spawn(async move {
+                    let _ = tx.send(fut.await);
+                });
+            }
+            None => return futures::future::ready(Err(closed)).boxed(),
+        }
+        async move { rx.await.unwrap_or(Err(closed)) }.boxed()
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it on this (non-tokio) thread.
+    fn block<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
+    ) -> Result<T, StorageError> {
+        futures::executor::block_on(self.spawn(fut))
+    }
+
+    /// Retries `attempt` on transient failures, with backoff, until `retry_for` has passed.
+    async fn retrying<T, F, Fut>(self, what: String, attempt: F) -> Result<T, StorageError>
+    where
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let retry_for = self.inner.config.retry_for;
+        self.retrying_for(what, retry_for, attempt).await
+    }
+
+    /// Retries `attempt` on transient failures, with backoff, until `retry_for` has passed.
+    async fn retrying_for<T, F, Fut>(
+        self,
+        what: String,
+        retry_for: Duration,
+        mut attempt: F,
+    ) -> Result<T, StorageError>
+    where
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = Instant::now() + retry_for;
+        let mut delay = Duration::from_millis(20);
+        loop {
+            match attempt(self.kv()).await.map_err(classify) {
+                Ok(v) => return Ok(v),
+                Err(Failure::Fatal(e)) => return Err(self.err(&what, &e)),
+                Err(Failure::Transient(e)) => {
+                    if Instant::now() + delay > deadline {
+                        return Err(self.err(
+                            &what,
+                            &format!(
+                                "{e} (gave up after {:.1} s: is a majority of the cluster up?)",
+                                retry_for.as_secs_f64()
+                            ),
+                        ));
+                    }
+                    self.inner.stats.retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!("{}: {what}: {e}; retrying", self.inner.label);
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    async fn append_async(
+        self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        event: Vec<u8>,
+    ) -> Result<(), AppendError> {
+        if offset == 0 {
+            return Err(AppendError::WrongOffset {
+                expected: self
+                    .clone()
+                    .next_plog_offset_async(partition)
+                    .await
+                    .map_err(AppendError::Storage)?,
+                offered: 0,
+            });
+        }
+        let key = plog_key(partition, offset);
+        let prefix = plog_prefix(partition);
+        let mut when = vec![Compare::create_revision(key.clone(), CompareOp::Equal, 0)];
+        if offset > 1 {
+            when.push(Compare::create_revision(
+                plog_key(partition, offset - 1),
+                CompareOp::Greater,
+                0,
+            ));
+        }
+        let txn = Txn::new()
+            .when(when)
+            .and_then(vec![TxnOp::put(key.clone(), event.clone(), None)])
+            .or_else(vec![
+                TxnOp::get(key.clone(), None),
+                TxnOp::get(
+                    prefix.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_range(prefix_end(&prefix))
+                            .with_sort(SortTarget::Key, SortOrder::Descend)
+                            .with_limit(1),
+                    ),
+                ),
+            ]);
+        let stats_txns = &self.inner.stats.txns;
+        let mut attempts = 0u32;
+        let resp = self
+            .clone()
+            .retrying(
+                format!("append at partition {partition} offset {offset}"),
+                |mut kv| {
+                    attempts += 1;
+                    stats_txns.fetch_add(1, Ordering::Relaxed);
+                    let txn = txn.clone();
+                    async move { kv.txn(txn).await }
+                },
+            )
+            .await
+            .map_err(AppendError::Storage)?;
+        if resp.succeeded() {
+            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let mut at_offset: Option<Vec<u8>> = None;
+        let mut last: PLogOffset = 0;
+        for (i, r) in resp.op_responses().into_iter().enumerate() {
+            if let TxnOpResponse::Get(g) = r {
+                match i {
+                    0 => at_offset = g.kvs().first().map(|kv| kv.value().to_vec()),
+                    _ => {
+                        last = g
+                            .kvs()
+                            .first()
+                            .and_then(|kv| offset_of(kv.key()))
+                            .unwrap_or(0);
+                    }
+                }
+            }
+        }
+        // Only after an attempt whose outcome is unknown can the event at the offset be ours:
+        // a first attempt that was answered "no" wrote nothing (and another writer's event
+        // may be byte-for-byte equal to this one).
+        if attempts > 1 && at_offset.as_deref() == Some(event.as_slice()) {
+            self.inner.stats.read_backs.fetch_add(1, Ordering::Relaxed);
+            // An earlier attempt whose answer was lost did commit: the event is ours.
+            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.inner.stats.fenced.fetch_add(1, Ordering::Relaxed);
+        Err(AppendError::WrongOffset {
+            expected: last + 1,
+            offered: offset,
+        })
+    }
+
+    async fn next_plog_offset_async(
+        self,
+        partition: PartitionId,
+    ) -> Result<PLogOffset, StorageError> {
+        let prefix = plog_prefix(partition);
+        let opts = self
+            .get_options()
+            .with_range(prefix_end(&prefix))
+            .with_sort(SortTarget::Key, SortOrder::Descend)
+            .with_limit(1);
+        let resp = self
+            .clone()
+            .retrying(
+                format!("read the PLog end of partition {partition}"),
+                |mut kv| {
+                    let (prefix, opts) = (prefix.clone(), opts.clone());
+                    async move { kv.get(prefix, Some(opts)).await }
+                },
+            )
+            .await?;
+        Ok(resp
+            .kvs()
+            .first()
+            .and_then(|kv| offset_of(kv.key()))
+            .unwrap_or(0)
+            + 1)
+    }
+
+    async fn events_async(
+        self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        if max == 0 {
+            // etcd reads a limit of 0 as "no limit".
+            return Ok(Vec::new());
+        }
+        let prefix = plog_prefix(partition);
+        let limit = max.min(PAGE_EVENTS);
+        let opts = self
+            .get_options()
+            .with_range(prefix_end(&prefix))
+            .with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        let start = plog_key(partition, from);
+        let resp = self
+            .clone()
+            .retrying(
+                format!("read the PLog of partition {partition} from {from}"),
+                |mut kv| {
+                    let (start, opts) = (start.clone(), opts.clone());
+                    async move { kv.get(start, Some(opts)).await }
+                },
+            )
+            .await?;
+        resp.kvs()
+            .iter()
+            .map(|kv| {
+                let offset = offset_of(kv.key()).ok_or_else(|| {
+                    self.err("PLog key is not ours", &String::from_utf8_lossy(kv.key()))
+                })?;
+                let (values, payload) = decode_event(kv.value()).ok_or_else(|| {
+                    self.err(
+                        "corrupt PLog event",
+                        &format!("partition {partition} offset {offset}"),
+                    )
+                })?;
+                Ok(StoredEvent {
+                    offset,
+                    values,
+                    payload: payload.to_vec(),
+                })
+            })
+            .collect()
+    }
+
+    async fn get_u64(self, key: String, what: String) -> Result<Option<u64>, StorageError> {
+        let opts = self.get_options();
+        let resp = self
+            .clone()
+            .retrying(what.clone(), |mut kv| {
+                let (key, opts) = (key.clone(), opts.clone());
+                async move { kv.get(key, Some(opts)).await }
+            })
+            .await?;
+        match resp.kvs().first() {
+            None => Ok(None),
+            Some(kv) => parse_u64(kv.value())
+                .map(Some)
+                .ok_or_else(|| self.err(&what, "the stored value is not a number")),
+        }
+    }
+
+    async fn write_async(
+        self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> Result<(), StorageError> {
+        for chunk in values.chunks(VALUES_PER_TXN) {
+            let ops: Vec<TxnOp> = chunk
+                .iter()
+                .map(|v| {
+                    let key = seq_key(partition, v.key.ws, v.key.seq);
+                    let value = v.value.to_be_bytes().to_vec();
+                    let put = TxnOp::put(key.clone(), value.clone(), None);
+                    // Max-merge: put if missing, else put if the stored number is smaller.
+                    TxnOp::txn(
+                        Txn::new()
+                            .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
+                            .and_then(vec![put.clone()])
+                            .or_else(vec![TxnOp::txn(
+                                Txn::new()
+                                    .when(vec![Compare::value(key, CompareOp::Less, value)])
+                                    .and_then(vec![put]),
+                            )]),
+                    )
+                })
+                .collect();
+            let txn = Txn::new().and_then(ops);
+            let stats = &self.inner.stats;
+            self.clone()
+                .retrying(
+                    format!("write the view of partition {partition}"),
+                    |mut kv| {
+                        stats.txns.fetch_add(1, Ordering::Relaxed);
+                        let txn = txn.clone();
+                        async move { kv.txn(txn).await }
+                    },
+                )
+                .await?;
+        }
+        let key = next_key(partition);
+        let value = next_offset.to_be_bytes().to_vec();
+        let stats = &self.inner.stats;
+        self.clone()
+            .retrying(
+                format!("write the next offset of partition {partition}"),
+                |mut kv| {
+                    stats.txns.fetch_add(1, Ordering::Relaxed);
+                    let (key, value) = (key.clone(), value.clone());
+                    async move { kv.put(key, value, None).await }
+                },
+            )
+            .await?;
+        self.inner.stats.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn numbers_async(
+        self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: Vec<SeqId>,
+    ) -> Result<Vec<Number>, StorageError> {
+        let prefix = seq_ws_prefix(partition, ws);
+        let opts = self.get_options().with_range(prefix_end(&prefix));
+        let resp = self
+            .clone()
+            .retrying(
+                format!("read numbers of partition {partition} workspace {ws}"),
+                |mut kv| {
+                    let (prefix, opts) = (prefix.clone(), opts.clone());
+                    async move { kv.get(prefix, Some(opts)).await }
+                },
+            )
+            .await?;
+        let stored: Vec<(SeqId, Number)> = resp
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let seq = std::str::from_utf8(kv.key())
+                    .ok()?
+                    .rsplit('/')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                Some((seq, parse_u64(kv.value())?))
+            })
+            .collect();
+        Ok(seqs
+            .iter()
+            .map(|s| stored.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n))
+            .collect())
+    }
+
+    async fn view_async(
+        self,
+        partition: PartitionId,
+    ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        let prefix = seq_prefix(partition);
+        let mut out = Vec::new();
+        let mut start = prefix.clone();
+        loop {
+            let opts = self
+                .get_options()
+                .with_range(prefix_end(&prefix))
+                .with_limit(i64::try_from(PAGE_EVENTS * 8).unwrap_or(i64::MAX));
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("read the view of partition {partition}"),
+                    |mut kv| {
+                        let (start, opts) = (start.clone(), opts.clone());
+                        async move { kv.get(start, Some(opts)).await }
+                    },
+                )
+                .await?;
+            for kv in resp.kvs() {
+                let key = String::from_utf8_lossy(kv.key()).into_owned();
+                let mut parts = key.rsplit('/');
+                let seq = parts.next().and_then(|s| s.parse().ok());
+                let ws = parts.next().and_then(|s| s.parse().ok());
+                match (ws, seq, parse_u64(kv.value())) {
+                    (Some(ws), Some(seq), Some(n)) => out.push((ws, seq, n)),
+                    _ => return Err(self.err("view key is not ours", &key)),
+                }
+            }
+            match resp.kvs().last() {
+                Some(last) if resp.more() => {
+                    let mut next = last.key().to_vec();
+                    next.push(0);
+                    start = String::from_utf8_lossy(&next).into_owned();
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    async fn partitions_async(self) -> Result<Vec<PartitionId>, StorageError> {
+        let mut out = Vec::new();
+        // next/<p> keys.
+        let opts = self.get_options().with_range(prefix_end("next/"));
+        let resp = self
+            .clone()
+            .retrying("list partitions".into(), |mut kv| {
+                let opts = opts.clone();
+                async move { kv.get("next/", Some(opts)).await }
+            })
+            .await?;
+        out.extend(
+            resp.kvs()
+                .iter()
+                .filter_map(|kv| offset_of(kv.key()).and_then(|p| u32::try_from(p).ok())),
+        );
+        // Skip-scan the PLog: one read per partition.
+        let mut start = "plog/".to_string();
+        loop {
+            let opts = self
+                .get_options()
+                .with_range(prefix_end("plog/"))
+                .with_limit(1);
+            let resp = self
+                .clone()
+                .retrying("list partitions".into(), |mut kv| {
+                    let (start, opts) = (start.clone(), opts.clone());
+                    async move { kv.get(start, Some(opts)).await }
+                })
+                .await?;
+            let Some(kv) = resp.kvs().first() else { break };
+            let key = String::from_utf8_lossy(kv.key()).into_owned();
+            let Some(p) = key.split('/').nth(1).and_then(|p| p.parse::<u32>().ok()) else {
+                return Err(self.err("PLog key is not ours", &key));
+            };
+            out.push(p);
+            start = String::from_utf8_lossy(&prefix_end(&plog_prefix(p))).into_owned();
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Checks that the cluster answers a linearizable read (so has a leader and a majority),
+    /// retrying for at most `within`.
+    pub fn probe(&self, within: Duration) -> Result<(), StorageError> {
+        let this = self.clone();
+        self.block(async move {
+            this.retrying_for("reach the cluster".into(), within, |mut kv| async move {
+                kv.get("next/0", None).await
+            })
+            .await
+            .map(|_| ())
+        })
+    }
+
+    /// Partitions that have a PLog or a stored next offset, ascending.
+    pub fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        self.block(self.clone().partitions_async())
+    }
+
+    /// The first and last offsets of a partition's PLog, `None` if it is empty.
+    pub fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        let first = self.events(partition, 0, 1)?.first().map(|e| e.offset);
+        let Some(first) = first else { return Ok(None) };
+        let next = self.block(self.clone().next_plog_offset_async(partition))?;
+        Ok(Some((first, next - 1)))
+    }
+
+    /// Up to `max` events of a partition's PLog from `from` on (at most [`PAGE_EVENTS`] per
+    /// call), in offset order.
+    pub fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        self.block(self.clone().events_async(partition, from, max))
+    }
+
+    /// The stored next PLog offset of a partition, 0 if none.
+    pub fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        self.block(self.clone().get_u64(
+            next_key(partition),
+            format!("read the next offset of partition {partition}"),
+        ))
+        .map(Option::unwrap_or_default)
+    }
+
+    /// The sequences view of a partition: (workspace, sequence, last), in key order.
+    pub fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        self.block(self.clone().view_async(partition))
+    }
+}
+
+impl Storage for EtcdStorage {
+    fn read_numbers(
+        &self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.block(self.clone().numbers_async(partition, ws, seqs.to_vec()))
+    }
+
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let fut = self.clone().get_u64(
+            next_key(partition),
+            format!("read the next offset of partition {partition}"),
+        );
+        self.spawn(async move { fut.await.map(Option::unwrap_or_default) })
+    }
+
+    fn write(
+        &self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> BoxFuture<'static, Result<(), StorageError>> {
+        self.spawn(self.clone().write_async(partition, values, next_offset))
+    }
+
+    fn read_plog(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+        let this = self.clone();
+        self.spawn(async move {
+            // One event more than asked for tells whether the PLog ends with the page.
+            let want = max_events.min(PAGE_EVENTS - 1);
+            let mut events = this.events_async(partition, from, want + 1).await?;
+            let end = events.len() <= want;
+            events.truncate(want);
+            let mut page = PlogPage {
+                values: Vec::new(),
+                next: from,
+                end,
+            };
+            for e in events {
+                page.values.extend(e.values.iter().map(|v| (e.offset, *v)));
+                page.next = e.offset + 1;
+            }
+            Ok(page)
+        })
+    }
+
+    fn append_event(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+        payload: &[u8],
+    ) -> Result<(), AppendError> {
+        let fut = self
+            .clone()
+            .append_async(partition, offset, encode_event(values, payload));
+        let (tx, rx) = oneshot::channel();
+        let Some(rt) = &self.inner.runtime else {
+            return Err(AppendError::Storage(
+                self.err("the store is closed", "its runtime stopped"),
+            ));
+        };
+        rt.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        futures::executor::block_on(rx).unwrap_or_else(|_| {
+            Err(AppendError::Storage(
+                self.err("the store is closed", "its runtime stopped"),
+            ))
+        })
+    }
+}

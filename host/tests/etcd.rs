@@ -1,0 +1,522 @@
+//! The etcd store against a real 3-member cluster on loopback ports (`scripts/etcd-cluster.sh`
+//! installs Debian's etcd if missing, starts the cluster in a temp dir and stops exactly its
+//! processes; a guard stops it even when a test panics).
+//!
+//! Without etcd these tests fail under CI (`CI` set) and are skipped with a message otherwise.
+//! The only waits are bounded polls on real processes: cluster health, PLog progress.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{component_path, host, run_host, text};
+use sequencer::{Params, SeqValue};
+use sequencer_host::bindings::StartOutcome;
+use sequencer_host::{
+    AppendError, Driver, DriverConfig, EtcdConfig, EtcdStorage, Limits, MonotonicClock,
+    PartitionSequencer, Runtime, Storage, StoredEvent,
+};
+
+/// One partition's PLog as a member holds it.
+type Plog = Vec<StoredEvent>;
+
+/// The payload of the append tried while two members are down.
+const OUTAGE: &[u8] = br#"{"during":"outage"}"#;
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/etcd-cluster.sh");
+
+/// A 3-member cluster in a temp dir; stopped on drop.
+struct Cluster {
+    dir: tempfile::TempDir,
+    endpoints: Vec<String>,
+}
+
+impl Cluster {
+    /// Starts a cluster, or `None` (skip) when etcd is unavailable outside CI.
+    fn start() -> Option<Self> {
+        let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+        let have_etcd = Command::new("etcd")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !have_etcd && !in_ci {
+            eprintln!(
+                "SKIPPED: etcd is not installed (bash scripts/etcd-ensure.sh installs it; under CI=true these tests fail instead)"
+            );
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = Command::new("bash")
+            .arg(SCRIPT)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("run etcd-cluster.sh");
+        let (stdout, stderr) = text(&out);
+        let cluster = Self {
+            endpoints: stdout.trim().split(',').map(str::to_string).collect(),
+            dir,
+        };
+        assert!(
+            out.status.success(),
+            "the etcd cluster did not start:\n{stdout}{stderr}"
+        );
+        assert_eq!(cluster.endpoints.len(), 3, "{stdout}");
+        Some(cluster)
+    }
+
+    fn url(&self) -> String {
+        let hosts: Vec<&str> = self
+            .endpoints
+            .iter()
+            .map(|e| e.trim_start_matches("http://"))
+            .collect();
+        format!("etcd://{}", hosts.join(","))
+    }
+
+    fn script(&self, args: &[&str]) {
+        let out = Command::new("bash")
+            .arg(SCRIPT)
+            .arg(args[0])
+            .arg(self.dir.path())
+            .args(&args[1..])
+            .output()
+            .expect("run etcd-cluster.sh");
+        let (stdout, stderr) = text(&out);
+        assert!(
+            out.status.success(),
+            "etcd-cluster.sh {args:?}:\n{stdout}{stderr}"
+        );
+    }
+
+    fn kill(&self, member: usize) {
+        self.script(&["kill", &member.to_string()]);
+    }
+
+    fn restart(&self, member: usize) {
+        self.script(&["restart", &member.to_string()]);
+    }
+
+    fn wait_healthy(&self) {
+        self.script(&["wait"]);
+    }
+
+    /// Whether `member` is the leader, by `etcdctl endpoint status`.
+    fn is_leader(&self, member: usize) -> bool {
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &self.endpoints[member], "endpoint", "status"])
+            .output()
+            .expect("run etcdctl");
+        // "URL, ID, version, db size, isLeader, isLearner, term, index, applied, errors"
+        let line = String::from_utf8_lossy(&out.stdout).into_owned();
+        line.split(", ").nth(4) == Some("true")
+    }
+
+    /// A store on the whole cluster, retrying for `retry_for`.
+    fn store(&self, retry_for: Duration) -> EtcdStorage {
+        let mut config = EtcdConfig::new(self.endpoints.clone());
+        config.retry_for = retry_for;
+        EtcdStorage::connect(config).expect("connect to etcd")
+    }
+
+    /// A store that reads only `member`'s own copy.
+    fn member_store(&self, member: usize) -> EtcdStorage {
+        let mut config = EtcdConfig::new(vec![self.endpoints[member].clone()]);
+        config.serializable_reads = true;
+        EtcdStorage::connect(config).expect("connect to an etcd member")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(SCRIPT)
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// The workload's sequences (as `sequencer-host run` defines them).
+fn params() -> Params {
+    Params::new()
+        .with_seq(1, 1, 1)
+        .with_seq(1, 2, 1_000_000)
+        .with_seq(1, 3, 1)
+}
+
+fn run_args<'a>(
+    url: &'a str,
+    component: &'a Path,
+    partitions: &'a str,
+    events: &'a str,
+) -> Vec<String> {
+    [
+        "run",
+        "--store",
+        url,
+        "--component",
+        component.to_str().expect("utf-8"),
+        "--partitions",
+        partitions,
+        "--workspaces",
+        "50",
+        "--events",
+        events,
+        "--fail-rate",
+        "0.05",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn check_passes(url: &str) -> String {
+    let out = run_host(&["check", "--store", url]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "check failed:\n{stdout}{stderr}");
+    stdout
+}
+
+fn spawn_run(url: &str, partitions: &str, events: &str, log: &Path) -> Child {
+    let component: PathBuf = component_path();
+    host()
+        .args(run_args(url, &component, partitions, events))
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("start sequencer-host run")
+}
+
+/// Polls until partition 0's PLog has at least `events` events (bounded).
+fn wait_for_events(store: &EtcdStorage, events: u64, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let last = store
+            .plog_bounds(0)
+            .expect("read bounds")
+            .map_or(0, |b| b.1);
+        if last >= events {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {last} events after {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One command processor on one partition: commits `events` events; an append refused by the
+/// fence means actualize and go on. Returns the offsets it committed and how often it was fenced.
+fn command_processor(
+    name: &str,
+    seq: &PartitionSequencer,
+    storage: &dyn Storage,
+    ws: u64,
+    events: usize,
+) -> (Vec<u64>, u64) {
+    let mut committed = Vec::new();
+    let mut fenced = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed.len() < events {
+        assert!(Instant::now() < deadline, "no progress");
+        let (outcome, numbers) = seq.start_next(1, ws, &[1, 2, 3]).expect("start_next");
+        let StartOutcome::Started(offset) = outcome else {
+            // Actualizing: the driver is replaying the PLog.
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        };
+        let values: Vec<SeqValue> = [1u16, 2, 3]
+            .iter()
+            .zip(&numbers)
+            .map(|(&s, &n)| SeqValue::new(ws, s, n))
+            .collect();
+        let payload = format!(r#"{{"host":"{name}","offset":{offset}}}"#);
+        match storage.append_event(seq.partition(), offset, &values, payload.as_bytes()) {
+            Ok(()) => {
+                seq.flush().expect("flush");
+                committed.push(offset);
+            }
+            Err(AppendError::WrongOffset { expected, offered }) => {
+                assert!(expected > offered, "the fence names a later offset");
+                fenced += 1;
+                seq.actualize().expect("actualize");
+            }
+            Err(AppendError::Storage(e)) => panic!("append failed: {e}"),
+        }
+    }
+    (committed, fenced)
+}
+
+#[test]
+fn the_main_job_runs_on_the_cluster_and_a_restart_continues_without_reusing_numbers() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let component = component_path();
+    let args = run_args(&url, &component, "4", "100");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let first = run_host(&args);
+    let (stdout, stderr) = text(&first);
+    assert!(first.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("an empty store"), "{stdout}");
+    assert!(stdout.contains("etcd http://127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
+
+    let second = run_host(&args);
+    let (stdout, stderr) = text(&second);
+    assert!(second.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("400 events: replayed"),
+        "the restart actualized:\n{stdout}"
+    );
+    assert!(stdout.contains("ok: 800 PLog events"), "{stdout}");
+
+    let checked = check_passes(&url);
+    assert!(
+        checked.contains("check passed: 4 partitions, 800 PLog events"),
+        "{checked}"
+    );
+}
+
+#[test]
+fn two_hosts_on_one_partition_never_both_commit_an_offset_and_the_loser_goes_on_without_reuse() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let hosts: Vec<(EtcdStorage, Driver)> = (0..2)
+        .map(|_| {
+            let store = cluster.store(Duration::from_secs(10));
+            let driver = Driver::spawn(
+                Arc::new(store.clone()),
+                Arc::new(MonotonicClock::new()),
+                DriverConfig::default(),
+            );
+            (store, driver)
+        })
+        .collect();
+    let seqs: Vec<PartitionSequencer> = hosts
+        .iter()
+        .map(|(_, d)| d.open(&runtime, 0, &params()).expect("open partition 0"))
+        .collect();
+    let per_host = 150;
+    let results: Vec<(Vec<u64>, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = seqs
+            .iter()
+            .zip(&hosts)
+            .zip(["A", "B"])
+            .map(|((seq, (store, _)), name)| {
+                s.spawn(move || command_processor(name, seq, store, 7, per_host))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("host thread"))
+            .collect()
+    });
+    for (seq, (_, driver)) in seqs.iter().zip(&hosts) {
+        driver.idle();
+        seq.cleanup();
+    }
+    let (a, b) = (&results[0], &results[1]);
+    assert!(
+        a.0.iter().all(|o| !b.0.contains(o)),
+        "an offset committed by both hosts"
+    );
+    let mut all: Vec<u64> = a.0.iter().chain(&b.0).copied().collect();
+    all.sort_unstable();
+    let dense: Vec<u64> = (1..=2 * per_host as u64).collect();
+    assert_eq!(
+        all, dense,
+        "together the hosts committed offsets 1..=300 once each"
+    );
+    assert!(
+        a.1 + b.1 > 0,
+        "the hosts raced: at least one append was fenced"
+    );
+    let checked = check_passes(&cluster.url());
+    assert!(
+        checked.contains("check passed: 1 partitions, 300 PLog events"),
+        "{checked}"
+    );
+    eprintln!("fenced appends: host A {}, host B {}", a.1, b.1);
+}
+
+#[test]
+fn kill_9_of_one_member_mid_run_loses_nothing_and_the_run_continues() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let log = cluster.dir.path().join("run.log");
+    let observer = cluster.store(Duration::from_secs(10));
+    let child = spawn_run(&url, "4", "400", &log);
+    wait_for_events(&observer, 50, Duration::from_secs(60));
+    let leader = (0..3).find(|&m| cluster.is_leader(m)).unwrap_or(0);
+    cluster.kill(leader);
+    let out = child.wait_with_output().expect("wait for the run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "the run failed after member {leader} died:\n{stdout}{stderr}"
+    );
+    assert!(stdout.contains("ok: 1600 PLog events"), "{stdout}");
+    cluster.restart(leader);
+    cluster.wait_healthy();
+    let checked = check_passes(&url);
+    assert!(
+        checked.contains("check passed: 4 partitions, 1600 PLog events"),
+        "{checked}"
+    );
+}
+
+#[test]
+fn with_two_members_down_appends_fail_with_a_clear_error_and_continue_after_they_return() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let store = cluster.store(Duration::from_secs(3));
+    let driver = Driver::spawn(
+        Arc::new(store.clone()),
+        Arc::new(MonotonicClock::new()),
+        DriverConfig::default(),
+    );
+    let seq = driver
+        .open(&runtime, 0, &params())
+        .expect("open partition 0");
+    let (before, _) = command_processor("A", &seq, &store, 3, 20);
+    assert_eq!(before, (1..=20).collect::<Vec<_>>());
+
+    cluster.kill(1);
+    cluster.kill(2);
+    let (offset, numbers) = loop {
+        match seq.start_next(1, 3, &[1, 2, 3]).expect("start_next") {
+            (StartOutcome::Started(o), numbers) => break (o, numbers),
+            (StartOutcome::NotNow(_), _) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    let values: Vec<SeqValue> = [1u16, 2, 3]
+        .iter()
+        .zip(&numbers)
+        .map(|(&s, &n)| SeqValue::new(3, s, n))
+        .collect();
+    let started = Instant::now();
+    let err = store
+        .append_event(0, offset, &values, OUTAGE)
+        .expect_err("no quorum: the append fails");
+    let message = err.to_string();
+    assert!(matches!(err, AppendError::Storage(_)), "{message}");
+    assert!(!message.contains('\n'), "one line: {message}");
+    assert!(
+        message.contains("append at partition 0 offset 21")
+            && message.contains("majority of the cluster"),
+        "a clear error: {message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "failed within the retry limit"
+    );
+    seq.actualize().expect("actualize after the failed append");
+
+    cluster.restart(1);
+    cluster.restart(2);
+    cluster.wait_healthy();
+    let (after, _) = command_processor("A", &seq, &store, 3, 20);
+    // A proposal the lone member took before it lost its leader may still commit when the
+    // others return: then offset 21 holds that event and the run went on at 22.
+    let kept = store.events(0, 21, 1).expect("read offset 21")[0].payload == OUTAGE;
+    let first = if kept { 22 } else { 21 };
+    assert_eq!(
+        after,
+        (first..first + 20).collect::<Vec<_>>(),
+        "the run went on densely"
+    );
+    driver.idle();
+    seq.cleanup();
+    let checked = check_passes(&cluster.url());
+    let total = if kept { 41 } else { 40 };
+    assert!(
+        checked.contains(&format!("check passed: 1 partitions, {total} PLog events")),
+        "{checked}"
+    );
+}
+
+#[test]
+fn after_repeated_kill_and_restart_of_a_follower_every_member_holds_the_same_dense_plog() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let log = cluster.dir.path().join("run.log");
+    let observer = cluster.store(Duration::from_secs(10));
+    let child = spawn_run(&url, "2", "1500", &log);
+    let follower = (0..3).find(|&m| !cluster.is_leader(m)).unwrap_or(2);
+    for round in 1..=3u64 {
+        wait_for_events(&observer, round * 150, Duration::from_secs(60));
+        cluster.kill(follower);
+        wait_for_events(&observer, round * 150 + 75, Duration::from_secs(60));
+        cluster.restart(follower);
+    }
+    let out = child.wait_with_output().expect("wait for the run");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("ok: 3000 PLog events"), "{stdout}");
+    cluster.wait_healthy();
+
+    // Each member's own copy (serializable reads), once it has caught up.
+    let copies: Vec<Vec<Plog>> = (0..3)
+        .map(|m| {
+            let store = cluster.member_store(m);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let plogs: Vec<Plog> = (0..2)
+                    .map(|p| {
+                        let mut events = Vec::new();
+                        let mut from = 1;
+                        loop {
+                            let page = store.events(p, from, 1024).expect("read a member's PLog");
+                            let Some(last) = page.last().map(|e| e.offset) else {
+                                break;
+                            };
+                            events.extend(page);
+                            from = last + 1;
+                        }
+                        events
+                    })
+                    .collect();
+                if plogs.iter().all(|p| p.len() == 1500) || Instant::now() > deadline {
+                    break plogs;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+        .collect();
+    for (m, copy) in copies.iter().enumerate() {
+        for (p, plog) in copy.iter().enumerate() {
+            let offsets: Vec<u64> = plog.iter().map(|e| e.offset).collect();
+            assert_eq!(
+                offsets,
+                (1..=1500).collect::<Vec<_>>(),
+                "member {m} partition {p}: a dense PLog of 1500 events"
+            );
+        }
+        assert!(
+            copy == &copies[0],
+            "member {m} holds the same PLog as member 0"
+        );
+    }
+    check_passes(&url);
+}
