@@ -35,6 +35,8 @@ impl Guest for Component {
 struct Plugin {
     core: RefCell<Sequencer>,
     wake: Cell<Option<Option<u64>>>,
+    /// The clock as last read.
+    last_now: Cell<u64>,
 }
 
 fn now() -> Instant {
@@ -44,7 +46,16 @@ fn now() -> Instant {
 impl Plugin {
     /// Begins every storage operation now due and keeps the host's wake-up current.
     fn pump_core(&self, core: &mut Sequencer) {
-        let now = now();
+        // The core makes no decision by the time unless it has a deadline (`poll_timeout`), so
+        // the clock (an import call) is read only then; a flush usually has none.
+        let now = match core.poll_timeout() {
+            Some(_) => {
+                let now = now();
+                self.last_now.set(now.as_nanos());
+                now
+            }
+            None => Instant::from_nanos(self.last_now.get()),
+        };
         while let Some(work) = core.poll_work(now) {
             match work {
                 Work::Write(w) => {
@@ -102,6 +113,7 @@ impl GuestSequencer for Plugin {
         let plugin = Plugin {
             core: RefCell::new(core),
             wake: Cell::new(None),
+            last_now: Cell::new(0),
         };
         plugin.pump_core(&mut plugin.core.borrow_mut());
         Ok(Handle::new(plugin))
@@ -193,19 +205,46 @@ impl GuestSequencer for Plugin {
         ws: u64,
         seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
+        self.start_next_core(&mut self.core.borrow_mut(), kind, ws, &seqs)
+    }
+
+    fn flush_start_next(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: Vec<u16>,
+    ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
         let mut core = self.core.borrow_mut();
-        let outcome = Self::start_core(&mut core, kind, ws)?;
+        core.flush().map_err(to_wit_error)?;
+        let result = self.start_next_core(&mut core, kind, ws, &seqs);
+        // After the start, so the write the flush made due carries nothing the start changed,
+        // and one pump serves both.
+        self.pump_core(&mut core);
+        result
+    }
+}
+
+impl Plugin {
+    /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
+    fn start_next_core(
+        &self,
+        core: &mut Sequencer,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+    ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
+        let outcome = Self::start_core(core, kind, ws)?;
         if !matches!(outcome, wit::StartOutcome::Started(_)) {
             return Ok((outcome, Vec::new()));
         }
         let mut numbers = Vec::with_capacity(seqs.len());
-        for seq in seqs {
+        for &seq in seqs {
             match core.next(seq) {
                 Ok(n) => numbers.push(n),
                 Err(e) => {
                     // The call is refused as a whole: no transaction stays open behind it.
                     let _ = core.actualize();
-                    self.pump_core(&mut core);
+                    self.pump_core(core);
                     return Err(to_wit_error(e));
                 }
             }

@@ -329,8 +329,14 @@ impl Sequencer {
     pub fn flush(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
-        for s in self.slots.iter().filter(|s| s.touched) {
-            self.unflushed.raise(tx.ws, s.seq, s.last);
+        if self.slots.iter().any(|s| s.touched) {
+            self.unflushed.raise_ws(
+                tx.ws,
+                self.slots
+                    .iter()
+                    .filter(|s| s.touched)
+                    .map(|s| (s.seq, s.last)),
+            );
         }
         self.cache
             .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
@@ -526,10 +532,18 @@ impl Sequencer {
                 cursor = offset;
                 break;
             }
+            // The event's values, a run of one workspace at a time (one lookup per run).
             while i < values.len() && values[i].0 == offset {
-                let v = values[i].1;
-                self.unflushed.raise(v.key.ws, v.key.seq, v.value);
-                i += 1;
+                let ws = values[i].1.key.ws;
+                let run = values[i..]
+                    .iter()
+                    .take_while(|(o, v)| *o == offset && v.key.ws == ws)
+                    .count();
+                self.unflushed.raise_ws(
+                    ws,
+                    values[i..i + run].iter().map(|(_, v)| (v.key.seq, v.value)),
+                );
+                i += run;
             }
             cursor = offset + 1;
         }

@@ -24,6 +24,22 @@ impl ValueSet {
         }
     }
 
+    /// Raises several values of one workspace with one lookup.
+    fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
+        let nums = self.by_ws.entry(ws).or_default();
+        for (seq, value) in values {
+            if nums.raise(seq, value) {
+                self.count += 1;
+            }
+        }
+    }
+
+    /// Forgets every value, keeping the map's memory for reuse.
+    fn clear(&mut self) {
+        self.by_ws.clear();
+        self.count = 0;
+    }
+
     fn to_values(&self) -> Vec<SeqValue> {
         let mut out = Vec::with_capacity(self.count);
         for (&ws, nums) in &self.by_ws {
@@ -47,6 +63,9 @@ pub(crate) struct Unflushed {
     waiting: ValueSet,
     waiting_offset: Option<PLogOffset>,
     in_flight: Option<InFlight>,
+    /// An empty set with the memory of the last batch written, to wait in next (so a write
+    /// cycle allocates no map).
+    spare: ValueSet,
 }
 
 impl Unflushed {
@@ -58,10 +77,10 @@ impl Unflushed {
             .or_else(|| self.in_flight.as_ref().and_then(|f| f.values.get(ws, seq)))
     }
 
-    /// Raises a key's waiting value to at least `value`.
+    /// Raises the waiting values of the keys of `ws` in `values` (one lookup for them all).
     #[inline]
-    pub(crate) fn raise(&mut self, ws: WsId, seq: SeqId, value: Number) {
-        self.waiting.raise(ws, seq, value);
+    pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
+        self.waiting.raise_ws(ws, values);
     }
 
     /// Raises the offset the next write will store.
@@ -94,7 +113,7 @@ impl Unflushed {
         fallback_offset: PLogOffset,
     ) -> (Vec<SeqValue>, PLogOffset) {
         debug_assert!(self.in_flight.is_none());
-        let values = core::mem::take(&mut self.waiting);
+        let values = core::mem::replace(&mut self.waiting, core::mem::take(&mut self.spare));
         let offset = self.waiting_offset.take().unwrap_or(fallback_offset);
         let list = values.to_values();
         self.in_flight = Some(InFlight {
@@ -107,7 +126,10 @@ impl Unflushed {
 
     /// The batch under `ticket` reached storage: forget it.
     pub(crate) fn write_done(&mut self) -> Option<PLogOffset> {
-        self.in_flight.take().map(|f| f.offset)
+        let mut f = self.in_flight.take()?;
+        f.values.clear();
+        self.spare = f.values;
+        Some(f.offset)
     }
 
     /// The batch failed: its values and offset wait again, merged with newer ones by maximum.
@@ -132,5 +154,6 @@ impl Unflushed {
     pub(crate) fn clear_all(&mut self) {
         self.clear_waiting();
         self.in_flight = None;
+        self.spare = ValueSet::default();
     }
 }

@@ -3,28 +3,55 @@
 
 use crate::types::{Number, SeqId};
 
+/// How many sequences a workspace keeps without a heap allocation: a kind has a handful.
+const INLINE: usize = 4;
+
 /// Last number per sequence of one workspace. Small (a kind has a handful of sequences), so a
-/// vector searched linearly beats any map.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct WsNumbers(Vec<(SeqId, Number)>);
+/// linear search beats any map; the first [`INLINE`] live inline, so the cache and the
+/// unflushed values allocate nothing per workspace for a typical kind.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WsNumbers {
+    inline: [(SeqId, Number); INLINE],
+    len: u8,
+    more: Vec<(SeqId, Number)>,
+}
 
 impl WsNumbers {
+    #[inline]
+    fn inline(&self) -> &[(SeqId, Number)] {
+        &self.inline[..usize::from(self.len)]
+    }
+
     /// The last number of `seq`, if known.
     #[inline]
     pub(crate) fn get(&self, seq: SeqId) -> Option<Number> {
-        self.0.iter().find(|(s, _)| *s == seq).map(|(_, n)| *n)
+        self.inline()
+            .iter()
+            .chain(&self.more)
+            .find(|(s, _)| *s == seq)
+            .map(|(_, n)| *n)
     }
 
     /// Records `value` for `seq` unless a larger number is known; true if `seq` was new.
     #[inline]
     pub(crate) fn raise(&mut self, seq: SeqId, value: Number) -> bool {
-        match self.0.iter_mut().find(|(s, _)| *s == seq) {
+        let len = usize::from(self.len);
+        match self.inline[..len]
+            .iter_mut()
+            .chain(&mut self.more)
+            .find(|(s, _)| *s == seq)
+        {
             Some((_, n)) => {
                 *n = (*n).max(value);
                 false
             }
             None => {
-                self.0.push((seq, value));
+                if len < INLINE {
+                    self.inline[len] = (seq, value);
+                    self.len += 1;
+                } else {
+                    self.more.push((seq, value));
+                }
                 true
             }
         }
@@ -33,12 +60,43 @@ impl WsNumbers {
     /// How many sequences have a number.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        usize::from(self.len) + self.more.len()
     }
 
     /// Every (sequence, last number) pair.
     #[inline]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (SeqId, Number)> + '_ {
-        self.0.iter().copied()
+        self.inline().iter().chain(&self.more).copied()
+    }
+}
+
+impl PartialEq for WsNumbers {
+    fn eq(&self, other: &Self) -> bool {
+        self.inline() == other.inline() && self.more == other.more
+    }
+}
+
+impl Eq for WsNumbers {}
+
+#[cfg(test)]
+mod tests {
+    use super::WsNumbers;
+
+    #[test]
+    fn inline_then_spilled_sequences_are_all_found_and_raised() {
+        let mut w = WsNumbers::default();
+        for seq in 1..=7u16 {
+            assert!(w.raise(seq, u64::from(seq) * 10));
+        }
+        assert_eq!(w.len(), 7);
+        for seq in 1..=7u16 {
+            assert!(!w.raise(seq, 1), "a smaller value never lowers a number");
+            assert_eq!(w.get(seq), Some(u64::from(seq) * 10));
+            assert!(!w.raise(seq, 1000 + u64::from(seq)));
+            assert_eq!(w.get(seq), Some(1000 + u64::from(seq)));
+        }
+        assert_eq!(w.get(8), None);
+        let all: Vec<_> = w.iter().map(|(s, _)| s).collect();
+        assert_eq!(all, [1, 2, 3, 4, 5, 6, 7]);
     }
 }

@@ -151,6 +151,27 @@ impl PartitionSequencer {
         )
     }
 
+    /// `flush`, then `start_next`, in one guest call: completes the transaction in progress
+    /// and begins the next with its numbers (one crossing per event). An error `NoTransaction`
+    /// or `CleanedUp` comes from the flush (nothing was done); any other error comes from the
+    /// start: the flush is done and no transaction is open.
+    pub fn flush_start_next(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+    ) -> Result<(StartOutcome, Vec<u64>), HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_flush_start_next(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            |(outcome, _)| Some(started_status(outcome)),
+        )
+    }
+
     /// The next number of sequence `seq` in the transaction.
     pub fn next(&self, seq: u16) -> Result<u64, HostError> {
         self.shared.call(|i| {
