@@ -341,7 +341,9 @@ impl Sequencer {
         self.cache
             .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
         self.unflushed.raise_offset(tx.offset);
-        self.next_offset = tx.offset + 1;
+        // Inputs never put an offset at the end of the range (see `validate_page`), so this
+        // cannot saturate short of 2^64 - 2 events; it must not panic all the same.
+        self.next_offset = tx.offset.saturating_add(1);
         Ok(())
     }
 
@@ -487,6 +489,12 @@ impl Sequencer {
         match &mut self.phase {
             Phase::Actualizing(a) if matches!(a.step, Step::ReadOffset { issued: Some(t) } if t == ticket) =>
             {
+                if offset == PLogOffset::MAX {
+                    return Err(Error::MalformedPlogPage {
+                        from: offset,
+                        reason: "the stored next offset is the last there is: no event could follow",
+                    });
+                }
                 a.step = Step::Replay {
                     from: offset.max(1),
                     issued: None,
@@ -683,6 +691,9 @@ fn validate_page(from: PLogOffset, page: &PlogPage<'_>) -> Result<(), Error> {
     let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
     if page.next < from {
         return bad("next offset is before the requested offset");
+    }
+    if page.next == PLogOffset::MAX {
+        return bad("next offset is the last there is: no event could follow");
     }
     let mut last = from;
     for &(offset, _) in page.values {

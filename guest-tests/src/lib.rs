@@ -4,6 +4,7 @@
 //! runs); its path is `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under the cargo target dir.
 
 pub mod conformance;
+pub mod sim;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

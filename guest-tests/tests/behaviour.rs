@@ -265,6 +265,7 @@ fn a_guest_trap_is_contained_and_the_new_instance_reuses_nothing() {
     for ws in 0..5u64 {
         h.event(&seq, 1, ws % 3, &[1, 2, 3]).unwrap();
     }
+    h.storage.write_gate.wait_for_waiters(1); // a write of the old instance is held
     seq.set_next_call_fuel(1);
     match seq.start(1, 1) {
         Err(HostError::Trapped { partition, message }) => {

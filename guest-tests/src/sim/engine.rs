@@ -1,0 +1,652 @@
+//! The two engines the simulator drives through one interface, the calls of the WIT contract:
+//! the native core behind a mirror of the component glue, and the compiled component under
+//! wasmtime ([`super::component`]). [`Lockstep`] runs both on every call and fails on the first
+//! difference in what they return or ask of their host.
+
+use core::fmt;
+use core::time::Duration;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use sequencer::{
+    Error, HeldNumbers, Instant, NotNowReason, PLogOffset, Params, PlogPage, SeqValue, Sequencer,
+    Start, Status, Ticket, Work,
+};
+use sequencer_host::bindings::GuestParams;
+
+use super::storage::SimStorage;
+
+/// What the guest's imports see during one call, and what the guest asked of them.
+///
+/// The simulator owns it; an engine borrows it for a call (the component engine moves it into
+/// its store for the duration of the call), so both engines see exactly the same world.
+#[derive(Debug, Default)]
+pub struct Io {
+    /// The clock's reading for the whole call (`clock.now`).
+    pub now: u64,
+    /// The partition's storage (only `read-numbers` touches it during a call, and only reads).
+    pub storage: SimStorage,
+    /// How `read-numbers` answers during the call.
+    pub numbers: NumbersAnswer,
+    /// What the guest asked of its host, in order.
+    pub effects: Vec<Effect>,
+}
+
+/// How the `read-numbers` import answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum NumbersAnswer {
+    /// From the storage view.
+    #[default]
+    FromStorage,
+    /// With this error.
+    Fail(String),
+    /// With exactly these numbers, however many were asked for (fuzzing only).
+    Fixed(Vec<u64>),
+}
+
+impl Io {
+    /// The `read-numbers` import.
+    pub fn read_numbers(&mut self, ws: u64, seqs: &[u16]) -> Result<Vec<u64>, String> {
+        self.effects.push(Effect::ReadNumbers {
+            ws,
+            seqs: seqs.to_vec(),
+        });
+        match &self.numbers {
+            NumbersAnswer::FromStorage if self.storage.down => Err("storage is down".into()),
+            NumbersAnswer::FromStorage => Ok(self.storage.read_numbers(ws, seqs)),
+            NumbersAnswer::Fail(m) => Err(m.clone()),
+            NumbersAnswer::Fixed(n) => Ok(n.clone()),
+        }
+    }
+
+    /// The `begin-write` import; values are kept sorted, since their order carries no meaning
+    /// and comes from a hash map whose order differs between native code and the component.
+    pub fn begin_write(&mut self, op: u64, mut values: Vec<SeqValue>, next_offset: PLogOffset) {
+        values.sort_by_key(|v| (v.key, v.value));
+        self.effects.push(Effect::Begin(Begun::Write {
+            op,
+            values,
+            next_offset,
+        }));
+    }
+}
+
+/// Something the guest asked of its host during a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// `read-numbers` (answered during the call).
+    ReadNumbers {
+        /// The workspace.
+        ws: u64,
+        /// The sequences, in the order asked.
+        seqs: Vec<u16>,
+    },
+    /// A storage operation to perform and report with `deliver`.
+    Begin(Begun),
+    /// `set-wake`: pump at this time (`None`: never).
+    SetWake(Option<u64>),
+}
+
+/// A storage operation the guest began.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Begun {
+    /// Read the stored next PLog offset.
+    ReadNextOffset {
+        /// The operation id to deliver under.
+        op: u64,
+    },
+    /// Write values (sorted by key), then the next PLog offset.
+    Write {
+        /// The operation id to deliver under.
+        op: u64,
+        /// The values, sorted by key.
+        values: Vec<SeqValue>,
+        /// The next PLog offset.
+        next_offset: PLogOffset,
+    },
+    /// Read PLog events from `from` on.
+    ReadPlog {
+        /// The operation id to deliver under.
+        op: u64,
+        /// The first offset to read.
+        from: PLogOffset,
+    },
+}
+
+impl Begun {
+    /// The operation id.
+    pub fn op(&self) -> u64 {
+        match self {
+            Self::ReadNextOffset { op } | Self::Write { op, .. } | Self::ReadPlog { op, .. } => *op,
+        }
+    }
+}
+
+/// The outcome of a storage operation, as `deliver` takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// The write is durable.
+    Written,
+    /// The stored next PLog offset.
+    NextOffset(u64),
+    /// PLog events read.
+    PlogPage {
+        /// The values with their events' offsets.
+        values: Vec<(PLogOffset, SeqValue)>,
+        /// The offset after the last event read.
+        next: PLogOffset,
+        /// No event exists at or after `next`.
+        end: bool,
+    },
+    /// The operation failed.
+    Failed(String),
+}
+
+/// One call of the WIT `sequencer` resource (`create` is [`boot`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// `start`.
+    Start {
+        /// Workspace kind.
+        kind: u16,
+        /// Workspace.
+        ws: u64,
+    },
+    /// `start-next`.
+    StartNext {
+        /// Workspace kind.
+        kind: u16,
+        /// Workspace.
+        ws: u64,
+        /// The sequences to take a number of.
+        seqs: Vec<u16>,
+    },
+    /// `next`.
+    Next {
+        /// The sequence.
+        seq: u16,
+    },
+    /// `flush`.
+    Flush,
+    /// `actualize`.
+    Actualize,
+    /// `cleanup`.
+    Cleanup,
+    /// `status`.
+    Status,
+    /// `held-numbers`.
+    HeldNumbers,
+    /// `deliver`.
+    Deliver {
+        /// The operation id.
+        op: u64,
+        /// Its outcome.
+        outcome: Delivery,
+    },
+    /// `pump`.
+    Pump,
+}
+
+/// The outcome of a successful `start`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Started {
+    /// The transaction began at this PLog offset.
+    Offset(PLogOffset),
+    /// Not now.
+    NotNow(NotNowReason),
+}
+
+/// A call the sequencer refused: the WIT `error` variant, comparable across engines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Invalid params. (The text is left out: which rule is reported first depends on hash
+    /// map order, which differs between engines.)
+    InvalidParams,
+    /// Cleaned up.
+    CleanedUp,
+    /// `start` during a transaction.
+    TransactionInProgress,
+    /// `next`/`flush` without a transaction.
+    NoTransaction,
+    /// Unknown workspace kind.
+    UnknownWsKind(u16),
+    /// Unknown sequence of the transaction's kind.
+    UnknownSeqId {
+        /// Kind.
+        kind: u16,
+        /// Sequence.
+        seq: u16,
+    },
+    /// `actualize` while actualizing.
+    AlreadyActualizing,
+    /// A sequence reached `u64::MAX`.
+    SequenceExhausted {
+        /// Kind.
+        kind: u16,
+        /// Sequence.
+        seq: u16,
+    },
+    /// `deliver` for no outstanding operation.
+    UnknownOperation(u64),
+    /// `deliver` with the wrong kind of outcome.
+    WrongOutcome(u64),
+    /// `read-numbers` returned the wrong count.
+    MalformedNumbers(String),
+    /// A PLog page broke its contract.
+    MalformedPlogPage(String),
+    /// `read-numbers` failed.
+    Storage(String),
+}
+
+/// What a call returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// From `start`.
+    Start(Result<Started, Refusal>),
+    /// From `start-next`.
+    StartNext(Result<(Started, Vec<u64>), Refusal>),
+    /// From `next`.
+    Number(Result<u64, Refusal>),
+    /// From `flush`, `actualize`, `deliver`.
+    Done(Result<(), Refusal>),
+    /// From `status`.
+    Status(Status),
+    /// From `held-numbers`.
+    Held(HeldNumbers),
+    /// From `cleanup`, `pump`.
+    Nothing,
+}
+
+/// An engine failed in a way no call may: a bug, not a refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineFault {
+    /// The component trapped (a guest panic, running out of fuel or memory, a bad import).
+    Trap(String),
+    /// Native code panicked.
+    Panic(String),
+    /// The two engines of a [`Lockstep`] disagreed.
+    Divergence {
+        /// The call.
+        call: String,
+        /// What the native core returned and asked for.
+        native: String,
+        /// What the component returned and asked for.
+        component: String,
+    },
+}
+
+impl fmt::Display for EngineFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Trap(m) => write!(f, "the component trapped: {m}"),
+            Self::Panic(m) => write!(f, "native code panicked: {m}"),
+            Self::Divergence {
+                call,
+                native,
+                component,
+            } => write!(
+                f,
+                "engines diverged on {call}:\n    native:    {native}\n    component: {component}"
+            ),
+        }
+    }
+}
+
+/// A sequencer the simulator can drive: one call at a time, against an [`Io`].
+pub trait Engine {
+    /// Performs one call.
+    fn call(&mut self, call: &Call, io: &mut Io) -> Result<Reply, EngineFault>;
+
+    /// The most linear memory the engine's instance has grown to, in bytes (component only).
+    fn memory_peak(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Which engine a simulation runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The native core (fast: for volume).
+    Native,
+    /// The compiled component under wasmtime.
+    Component,
+    /// Both in lockstep, compared call by call.
+    Both,
+}
+
+impl EngineKind {
+    /// Parses `native`, `component` or `both`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "native" => Some(Self::Native),
+            "component" => Some(Self::Component),
+            "both" => Some(Self::Both),
+            _ => None,
+        }
+    }
+}
+
+/// A created engine, or the refusal of `create`.
+pub type Booted = Result<Box<dyn Engine>, Refusal>;
+
+/// Creates a sequencer with `params` in an engine of `kind` (`create`, which begins its first
+/// storage operations through `io`).
+pub fn boot(kind: EngineKind, params: &GuestParams, io: &mut Io) -> Result<Booted, EngineFault> {
+    match kind {
+        EngineKind::Native => {
+            Ok(NativeEngine::create(params, io)?.map(|e| Box::new(e) as Box<dyn Engine>))
+        }
+        EngineKind::Component => Ok(super::component::ComponentEngine::create(params, io)?
+            .map(|e| Box::new(e) as Box<dyn Engine>)),
+        EngineKind::Both => {
+            let mark = io.effects.len();
+            let native = NativeEngine::create(params, io)?;
+            let native_effects = io.effects.split_off(mark);
+            let component = super::component::ComponentEngine::create(params, io)?;
+            let component_effects = io.effects.split_off(mark);
+            let (native_ok, component_ok) = (native.is_ok(), component.is_ok());
+            let n_err = native.as_ref().err().cloned();
+            let c_err = component.as_ref().err().cloned();
+            if native_ok != component_ok || n_err != c_err || native_effects != component_effects {
+                return Err(EngineFault::Divergence {
+                    call: "create".into(),
+                    native: format!("{n_err:?} {native_effects:?}"),
+                    component: format!("{c_err:?} {component_effects:?}"),
+                });
+            }
+            io.effects.extend(native_effects);
+            match (native, component) {
+                (Ok(a), Ok(b)) => Ok(Ok(Box::new(Lockstep {
+                    native: Box::new(a),
+                    component: Box::new(b),
+                }))),
+                (Err(e), _) | (_, Err(e)) => Ok(Err(e)),
+            }
+        }
+    }
+}
+
+/// Runs the native engine and the component on every call and fails on the first difference
+/// in replies or effects.
+pub struct Lockstep {
+    native: Box<dyn Engine>,
+    component: Box<dyn Engine>,
+}
+
+impl Lockstep {
+    /// Two engines created over the same params and I/O, compared from now on.
+    pub fn new(native: Box<dyn Engine>, component: Box<dyn Engine>) -> Self {
+        Self { native, component }
+    }
+}
+
+impl Engine for Lockstep {
+    fn call(&mut self, call: &Call, io: &mut Io) -> Result<Reply, EngineFault> {
+        let mark = io.effects.len();
+        let native = self.native.call(call, io)?;
+        let native_effects = io.effects.split_off(mark);
+        let component = self.component.call(call, io)?;
+        let component_effects = io.effects.split_off(mark);
+        if native != component || native_effects != component_effects {
+            return Err(EngineFault::Divergence {
+                call: format!("{call:?}"),
+                native: format!("{native:?} {native_effects:?}"),
+                component: format!("{component:?} {component_effects:?}"),
+            });
+        }
+        io.effects.extend(native_effects);
+        Ok(native)
+    }
+
+    fn memory_peak(&self) -> Option<usize> {
+        self.component.memory_peak()
+    }
+}
+
+/// Core params from the WIT record, exactly as the component glue builds them.
+pub fn params_from_guest(p: &GuestParams) -> Params {
+    let mut params = Params::new()
+        .with_max_unflushed_values(p.max_unflushed_values as usize)
+        .with_lru_cache_size(p.lru_cache_size as usize)
+        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
+        .with_retry_delay(
+            Duration::from_nanos(p.retry_delay_ns),
+            Duration::from_nanos(p.max_retry_delay_ns),
+        );
+    for k in &p.kinds {
+        params.seq_types.entry(k.kind).or_default();
+        for &(seq, initial) in &k.sequences {
+            params = params.with_seq(k.kind, seq, initial);
+        }
+    }
+    params
+}
+
+/// The native core behind a line-by-line mirror of the component glue (`src/component.rs`):
+/// the same calls of the core in the same order, the same storage operations begun, the same
+/// wake-ups asked for. Where the two differ, [`Lockstep`] says so.
+pub struct NativeEngine {
+    core: Sequencer,
+    /// The wake-up last asked of the host (`None`: unknown, ask afresh).
+    wake: Option<Option<u64>>,
+}
+
+fn refusal(e: Error) -> Refusal {
+    match e {
+        Error::InvalidParams(_) => Refusal::InvalidParams,
+        Error::CleanedUp => Refusal::CleanedUp,
+        Error::TransactionInProgress => Refusal::TransactionInProgress,
+        Error::NoTransaction => Refusal::NoTransaction,
+        Error::UnknownWsKind(k) => Refusal::UnknownWsKind(k),
+        Error::UnknownSeqId { kind, seq } => Refusal::UnknownSeqId { kind, seq },
+        Error::AlreadyActualizing => Refusal::AlreadyActualizing,
+        Error::SequenceExhausted { kind, seq } => Refusal::SequenceExhausted { kind, seq },
+        Error::UnknownTicket(t) => Refusal::UnknownOperation(t.0),
+        Error::WrongResultKind { ticket, .. } => Refusal::WrongOutcome(ticket.0),
+        e @ Error::MalformedNumbers { .. } => Refusal::MalformedNumbers(e.to_string()),
+        e @ Error::MalformedPlogPage { .. } => Refusal::MalformedPlogPage(e.to_string()),
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+impl NativeEngine {
+    /// `create`: a new core over `params`, which at once begins its first storage work.
+    pub fn create(params: &GuestParams, io: &mut Io) -> Result<Result<Self, Refusal>, EngineFault> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let core = Sequencer::new(params_from_guest(params)).map_err(refusal)?;
+            let mut engine = Self { core, wake: None };
+            engine.pump_core(io);
+            Ok(engine)
+        }))
+        .map_err(|p| EngineFault::Panic(panic_message(p)))
+    }
+
+    fn pump_core(&mut self, io: &mut Io) {
+        let now = Instant::from_nanos(io.now);
+        while let Some(work) = self.core.poll_work(now) {
+            match work {
+                Work::Write(w) => io.begin_write(w.ticket.0, w.values, w.next_plog_offset),
+                Work::ReadNextOffset { ticket } => io
+                    .effects
+                    .push(Effect::Begin(Begun::ReadNextOffset { op: ticket.0 })),
+                Work::ReadPlog { ticket, from } => io
+                    .effects
+                    .push(Effect::Begin(Begun::ReadPlog { op: ticket.0, from })),
+            }
+        }
+        let wake = self.core.poll_timeout().map(Instant::as_nanos);
+        if Some(wake) != self.wake {
+            self.wake = Some(wake);
+            io.effects.push(Effect::SetWake(wake));
+        }
+    }
+
+    fn start_core(&mut self, kind: u16, ws: u64, io: &mut Io) -> Result<Started, Refusal> {
+        let mut outcome = self.core.start(kind, ws).map_err(refusal)?;
+        for _ in 0..2 {
+            let Start::Load(read) = outcome else { break };
+            outcome = match io.read_numbers(read.ws, &read.seqs) {
+                Ok(numbers) => self
+                    .core
+                    .complete_numbers(read.ticket, &numbers)
+                    .map_err(refusal)?,
+                Err(message) => {
+                    let _ = self.core.fail(read.ticket, Instant::from_nanos(io.now));
+                    return Err(Refusal::Storage(message));
+                }
+            };
+        }
+        match outcome {
+            Start::Started(offset) => Ok(Started::Offset(offset)),
+            Start::NotNow(reason) => Ok(Started::NotNow(reason)),
+            Start::Load(_) => Err(Refusal::Storage(
+                "numbers read for start did not stay in memory".into(),
+            )),
+        }
+    }
+
+    fn deliver(&mut self, op: u64, outcome: &Delivery, io: &mut Io) -> Result<(), Refusal> {
+        let ticket = Ticket(op);
+        let now = Instant::from_nanos(io.now);
+        let result = match outcome {
+            Delivery::Written => self.core.complete_write(ticket),
+            Delivery::NextOffset(offset) => self.core.complete_next_offset(ticket, *offset),
+            Delivery::PlogPage { values, next, end } => {
+                let page = PlogPage {
+                    values,
+                    next: *next,
+                    end: *end,
+                };
+                self.core.complete_plog_read(ticket, page, now).map(|_| ())
+            }
+            Delivery::Failed(_) => self.core.fail(ticket, now),
+        };
+        result.map_err(refusal)?;
+        self.pump_core(io);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, call: &Call, io: &mut Io) -> Reply {
+        match call {
+            Call::Start { kind, ws } => Reply::Start(self.start_core(*kind, *ws, io)),
+            Call::StartNext { kind, ws, seqs } => {
+                Reply::StartNext(self.start_core(*kind, *ws, io).and_then(|outcome| {
+                    if !matches!(outcome, Started::Offset(_)) {
+                        return Ok((outcome, Vec::new()));
+                    }
+                    let mut numbers = Vec::with_capacity(seqs.len());
+                    for &seq in seqs {
+                        match self.core.next(seq) {
+                            Ok(n) => numbers.push(n),
+                            Err(e) => {
+                                let _ = self.core.actualize();
+                                self.pump_core(io);
+                                return Err(refusal(e));
+                            }
+                        }
+                    }
+                    Ok((outcome, numbers))
+                }))
+            }
+            Call::Next { seq } => Reply::Number(self.core.next(*seq).map_err(refusal)),
+            Call::Flush => Reply::Done(self.core.flush().map_err(refusal).map(|()| {
+                self.pump_core(io);
+            })),
+            Call::Actualize => Reply::Done(self.core.actualize().map_err(refusal).map(|()| {
+                self.pump_core(io);
+            })),
+            Call::Cleanup => {
+                self.core.cleanup();
+                if self.wake.replace(None) != Some(None) {
+                    io.effects.push(Effect::SetWake(None));
+                }
+                Reply::Nothing
+            }
+            Call::Status => Reply::Status(self.core.status()),
+            Call::HeldNumbers => {
+                // The component reports these as u32, clamped.
+                let h = self.core.held_numbers();
+                let clamp = |n: usize| n.min(u32::MAX as usize);
+                Reply::Held(HeldNumbers {
+                    cached: clamp(h.cached),
+                    unflushed: clamp(h.unflushed),
+                    transaction: clamp(h.transaction),
+                })
+            }
+            Call::Deliver { op, outcome } => Reply::Done(self.deliver(*op, outcome, io)),
+            Call::Pump => {
+                self.wake = None;
+                self.pump_core(io);
+                Reply::Nothing
+            }
+        }
+    }
+}
+
+impl Engine for NativeEngine {
+    fn call(&mut self, call: &Call, io: &mut Io) -> Result<Reply, EngineFault> {
+        catch_unwind(AssertUnwindSafe(|| self.dispatch(call, io)))
+            .map_err(|p| EngineFault::Panic(panic_message(p)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+
+    /// A native engine that misreports its status: what a broken engine looks like.
+    struct Skewed(NativeEngine);
+
+    impl Engine for Skewed {
+        fn call(&mut self, call: &Call, io: &mut Io) -> Result<Reply, EngineFault> {
+            match self.0.call(call, io)? {
+                Reply::Status(Status::Actualizing) => Ok(Reply::Status(Status::Ready)),
+                other => Ok(other),
+            }
+        }
+    }
+
+    fn params() -> GuestParams {
+        GuestParams {
+            kinds: vec![KindSequences {
+                kind: 1,
+                sequences: vec![(1, 1)],
+            }],
+            max_unflushed_values: 4,
+            lru_cache_size: 8,
+            batcher_delay_ns: 1,
+            retry_delay_ns: 1,
+            max_retry_delay_ns: 1,
+        }
+    }
+
+    #[test]
+    fn lockstep_reports_the_first_call_on_which_engines_differ() {
+        let mut io = Io::default();
+        let a = NativeEngine::create(&params(), &mut io).unwrap().unwrap();
+        let b = NativeEngine::create(&params(), &mut io).unwrap().unwrap();
+        let mut both = Lockstep::new(Box::new(a), Box::new(Skewed(b)));
+        assert_eq!(
+            both.call(&Call::Pump, &mut io),
+            Ok(Reply::Nothing),
+            "equal engines agree"
+        );
+        match both.call(&Call::Status, &mut io) {
+            Err(EngineFault::Divergence {
+                call,
+                native,
+                component,
+            }) => {
+                assert_eq!(call, "Status");
+                assert!(native.contains("Actualizing") && component.contains("Ready"));
+            }
+            other => panic!("expected a divergence, got {other:?}"),
+        }
+    }
+}
