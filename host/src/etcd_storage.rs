@@ -828,19 +828,12 @@ impl Storage for EtcdStorage {
         self.spawn(async move {
             // One event more than asked for tells whether the PLog ends with the page.
             let want = max_events.min(PAGE_EVENTS - 1);
-            let mut events = this.events_async(partition, from, want + 1).await?;
-            let end = events.len() <= want;
-            events.truncate(want);
-            let mut page = PlogPage {
-                values: Vec::new(),
-                next: from,
-                end,
-            };
-            for e in events {
-                page.values.extend(e.values.iter().map(|v| (e.offset, *v)));
-                page.next = e.offset + 1;
-            }
-            Ok(page)
+            let events = this.events_async(partition, from, want + 1).await?;
+            Ok(PlogPage::collect(
+                from,
+                want,
+                events.into_iter().map(|e| (e.offset, e.values)),
+            ))
         })
     }
 

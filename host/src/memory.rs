@@ -243,20 +243,12 @@ impl Storage for MemoryStorage {
             if let Some(e) = Self::take_read_fault(&mut g) {
                 return Err(e);
             }
-            let mut page = PlogPage {
-                values: Vec::new(),
-                next: from,
-                end: true,
-            };
-            if let Some(p) = g.partitions.get(&partition) {
-                let mut events = p.plog.range(from..);
-                for (&offset, event) in events.by_ref().take(max_events) {
-                    page.values.extend(event.iter().map(|v| (offset, *v)));
-                    page.next = offset + 1;
-                }
-                page.end = events.next().is_none();
-            }
-            Ok(page)
+            let events = g
+                .partitions
+                .get(&partition)
+                .into_iter()
+                .flat_map(|p| p.plog.range(from..).map(|(&o, event)| (o, event)));
+            Ok(PlogPage::collect(from, max_events, events))
         }
         .boxed()
     }

@@ -670,19 +670,12 @@ impl Storage for RedbStorage {
         let path = self.inner.path.clone();
         self.read(move |db| {
             // One event more than asked for tells whether the PLog ends with the page.
-            let mut events = read_events(db, &path, partition, from, max_events.saturating_add(1))?;
-            let end = events.len() <= max_events;
-            events.truncate(max_events);
-            let mut page = PlogPage {
-                values: Vec::new(),
-                next: from,
-                end,
-            };
-            for e in events {
-                page.values.extend(e.values.iter().map(|v| (e.offset, *v)));
-                page.next = e.offset + 1;
-            }
-            Ok(page)
+            let events = read_events(db, &path, partition, from, max_events.saturating_add(1))?;
+            Ok(PlogPage::collect(
+                from,
+                max_events,
+                events.into_iter().map(|e| (e.offset, e.values)),
+            ))
         })
     }
 

@@ -60,6 +60,31 @@ pub struct PlogPage {
     pub end: bool,
 }
 
+impl PlogPage {
+    /// The page a read from `from` returns: the values of the first `max_events` of `events`
+    /// (in offset order, each with its values), and `end` when `events` holds nothing more, so a
+    /// backend reads one event beyond the page to tell whether the PLog ends with it.
+    pub fn collect<V: AsRef<[SeqValue]>>(
+        from: PLogOffset,
+        max_events: usize,
+        events: impl IntoIterator<Item = (PLogOffset, V)>,
+    ) -> Self {
+        let mut page = Self {
+            values: Vec::new(),
+            next: from,
+            end: true,
+        };
+        let mut events = events.into_iter();
+        for (offset, values) in events.by_ref().take(max_events) {
+            page.values
+                .extend(values.as_ref().iter().map(|v| (offset, *v)));
+            page.next = offset + 1;
+        }
+        page.end = events.next().is_none();
+        page
+    }
+}
+
 /// Storage of many partitions.
 ///
 /// Promises an implementation must keep: `write` makes the values durable before the offset;
