@@ -29,6 +29,12 @@ impl NumberCache {
         self.lru.get(&ws)
     }
 
+    /// The numbers of `ws`, leaving the order of use alone.
+    #[inline]
+    pub(crate) fn peek(&self, ws: WsId) -> Option<&WsNumbers> {
+        self.lru.peek(&ws)
+    }
+
     /// Raises the numbers of `ws` to at least `values`, marking it most recently used, then
     /// evicts other workspaces while over capacity.
     pub(crate) fn raise(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {

@@ -22,7 +22,8 @@ pub enum Status {
     Actualizing,
     /// Ready for a transaction.
     Ready,
-    /// A transaction is in progress.
+    /// A transaction is in progress: an event is open, or events are staged for the next
+    /// `flush`.
     InTransaction,
     /// Cleaned up; every call is refused.
     CleanedUp,
@@ -35,7 +36,8 @@ pub struct HeldNumbers {
     pub cached: usize,
     /// Waiting to be written or being written.
     pub unflushed: usize,
-    /// In the transaction in progress (the sequences of its workspace kind).
+    /// In the transaction in progress: the sequences of the open event's workspace kind, plus
+    /// the values of staged events.
     pub transaction: usize,
 }
 
@@ -201,7 +203,9 @@ impl Sequencer {
         match self.phase {
             Phase::CleanedUp => Status::CleanedUp,
             Phase::Actualizing(_) => Status::Actualizing,
-            Phase::Ready if self.tx.is_some() => Status::InTransaction,
+            Phase::Ready if self.tx.is_some() || self.unflushed.has_staged() => {
+                Status::InTransaction
+            }
             Phase::Ready => Status::Ready,
         }
     }
@@ -211,19 +215,22 @@ impl Sequencer {
         HeldNumbers {
             cached: self.cache.numbers(),
             unflushed: self.unflushed.count(),
-            transaction: if self.tx.is_some() {
-                self.slots.len()
-            } else {
-                0
-            },
+            transaction: self.unflushed.staged_count()
+                + if self.tx.is_some() {
+                    self.slots.len()
+                } else {
+                    0
+                },
         }
     }
 
-    /// Begins a sequencing transaction for workspace `ws` of kind `kind`.
+    /// Begins a sequencing transaction for workspace `ws` of kind `kind` (or, after
+    /// [`stage`](Self::stage), the next event of the same transaction).
     ///
     /// Returns the PLog offset of the event being numbered (not consumed until `flush`), "not
-    /// now" while actualizing or while more than `max_unflushed_values` values wait, or a read
-    /// to perform first when some of the workspace's numbers are not in memory.
+    /// now" while actualizing or while more than `max_unflushed_values` values wait (staged
+    /// ones included), or a read to perform first when some of the workspace's numbers are not
+    /// in memory.
     pub fn start(&mut self, kind: WsKind, ws: WsId) -> Result<Start, Error> {
         self.check_alive()?;
         if self.tx.is_some() {
@@ -234,7 +241,7 @@ impl Sequencer {
         if matches!(self.phase, Phase::Actualizing(_)) {
             return Ok(Start::NotNow(NotNowReason::Actualizing));
         }
-        if self.unflushed.count() > self.max_unflushed {
+        if self.unflushed.count() + self.unflushed.staged_count() > self.max_unflushed {
             return Ok(Start::NotNow(NotNowReason::TooManyUnflushed));
         }
 
@@ -324,11 +331,110 @@ impl Sequencer {
         Ok(n)
     }
 
-    /// Completes the transaction in progress: its event is in the PLog, so its numbers and its
-    /// offset are consumed and will be written by the flusher.
-    pub fn flush(&mut self) -> Result<(), Error> {
+    /// Whether a transaction of kind `kind` may take numbers of every one of `seqs`: the error
+    /// `start` or `next` would give otherwise. Changes nothing (for callers that number many
+    /// events at once and must refuse a bad request before the first).
+    pub fn check_seqs(&self, kind: WsKind, seqs: &[SeqId]) -> Result<(), Error> {
+        self.check_alive()?;
+        let known = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        match seqs.iter().find(|&&s| known.initial(s).is_none()) {
+            Some(&seq) => Err(Error::UnknownSeqId { kind, seq }),
+            None => Ok(()),
+        }
+    }
+
+    /// The sequences of kind `kind`, in the order [`preload`](Self::preload) takes their
+    /// numbers.
+    pub fn kind_seqs(&self, kind: WsKind) -> Result<impl Iterator<Item = SeqId> + '_, Error> {
+        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        Ok(seqs.0.iter().map(|&(seq, _)| seq))
+    }
+
+    /// Adds to `out` each workspace of `ws` (once) for which a `start` of kind `kind` would
+    /// now have to load numbers: for a caller about to start events on many workspaces, to
+    /// read all their numbers in one storage call and [`preload`](Self::preload) them. Adds
+    /// nothing unless the sequencer is ready (a `start` would say "not now").
+    pub fn loads_ahead(&self, kind: WsKind, ws: &[WsId], out: &mut Vec<WsId>) {
+        let (Phase::Ready, Some(seqs)) = (&self.phase, self.kinds.get(&kind)) else {
+            return;
+        };
+        for &w in ws {
+            let cached = self.cache.peek(w);
+            let held = |seq| {
+                cached.and_then(|c| c.get(seq)).is_some() || self.unflushed.get(w, seq).is_some()
+            };
+            if !seqs.0.iter().all(|&(seq, _)| held(seq)) && !out.contains(&w) {
+                out.push(w);
+            }
+        }
+    }
+
+    /// Takes the stored last numbers of workspace `ws` read outside a `start` (one per sequence
+    /// of [`kind_seqs`](Self::kind_seqs), 0 for a key never stored), so that its next `start`
+    /// needs no load. Only numbers not already in memory are taken: memory is never older than
+    /// storage. Does nothing unless the sequencer is ready.
+    pub fn preload(&mut self, kind: WsKind, ws: WsId, stored: &[Number]) -> Result<(), Error> {
+        self.check_alive()?;
+        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        if stored.len() != seqs.0.len() {
+            return Err(Error::MalformedNumbers {
+                expected: seqs.0.len(),
+                got: stored.len(),
+            });
+        }
+        if !matches!(self.phase, Phase::Ready) {
+            return Ok(());
+        }
+        let cached = self.cache.peek(ws);
+        let missing: Vec<(SeqId, Number)> = seqs
+            .0
+            .iter()
+            .zip(stored)
+            .filter(|((seq, _), _)| {
+                cached.and_then(|c| c.get(*seq)).is_none() && self.unflushed.get(ws, *seq).is_none()
+            })
+            .map(|(&(seq, initial), &stored)| (seq, continue_from(stored, initial)))
+            .collect();
+        if !missing.is_empty() {
+            self.cache.raise(ws, missing.into_iter());
+        }
+        Ok(())
+    }
+
+    /// Ends the open event without completing the transaction: its offset and numbers are
+    /// taken (the next `start` continues after them), but they reach storage only once a
+    /// `flush` says the events are in the PLog, and `actualize` drops them with the rest of the
+    /// transaction. This numbers several events in one transaction, for a command processor
+    /// that appends them to the PLog together.
+    pub fn stage(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
+        self.unflushed.stage_ws(
+            tx.ws,
+            self.slots
+                .iter()
+                .filter(|s| s.touched)
+                .map(|s| (s.seq, s.last)),
+            tx.offset,
+        );
+        self.cache
+            .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        // As in `flush`: cannot saturate short of 2^64 - 2 events, and must not panic.
+        self.next_offset = tx.offset.saturating_add(1);
+        Ok(())
+    }
+
+    /// Completes the transaction in progress: its events (the open one, if any, and every
+    /// staged one) are in the PLog, so their numbers and offsets are consumed and will be
+    /// written by the flusher.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.check_alive()?;
+        if self.tx.is_none() && self.unflushed.has_staged() {
+            self.unflushed.commit_staged();
+            return Ok(());
+        }
+        let tx = self.tx.take().ok_or(Error::NoTransaction)?;
+        self.unflushed.commit_staged();
         if self.slots.iter().any(|s| s.touched) {
             self.unflushed.raise_ws(
                 tx.ws,
@@ -347,9 +453,9 @@ impl Sequencer {
         Ok(())
     }
 
-    /// Drops the transaction in progress, if any, and everything not yet written, and recovers
-    /// from storage and the PLog: `start` says "not now" until that is done, then hands out the
-    /// same offset and numbers the dropped transaction had.
+    /// Drops the transaction in progress, if any (staged events included), and everything not
+    /// yet written, and recovers from storage and the PLog: `start` says "not now" until that is
+    /// done, then hands out the same offset and numbers the dropped transaction had.
     pub fn actualize(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         if matches!(self.phase, Phase::Actualizing(_)) {

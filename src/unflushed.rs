@@ -1,4 +1,5 @@
-//! Values waiting to reach storage: those not yet handed out, and the batch being written.
+//! Values waiting to reach storage: those of staged events (not yet in the PLog, so not yet
+//! writable), those not yet handed out, and the batch being written.
 
 use hashbrown::HashMap;
 
@@ -57,9 +58,13 @@ struct InFlight {
 }
 
 /// The flusher's memory: values and the next PLog offset waiting to be written, and at most one
-/// batch being written. Values leave memory only when their write is reported done.
+/// batch being written. Values leave memory only when their write is reported done. Values of
+/// staged events wait apart until their transaction is flushed, so no write carries them early.
 #[derive(Default)]
 pub(crate) struct Unflushed {
+    staged: ValueSet,
+    /// The offset of the last staged event, if any event is staged.
+    staged_offset: Option<PLogOffset>,
     waiting: ValueSet,
     waiting_offset: Option<PLogOffset>,
     in_flight: Option<InFlight>,
@@ -72,8 +77,9 @@ impl Unflushed {
     /// The newest unwritten number of a key, if one is held.
     #[inline]
     pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
-        self.waiting
+        self.staged
             .get(ws, seq)
+            .or_else(|| self.waiting.get(ws, seq))
             .or_else(|| self.in_flight.as_ref().and_then(|f| f.values.get(ws, seq)))
     }
 
@@ -81,6 +87,42 @@ impl Unflushed {
     #[inline]
     pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
         self.waiting.raise_ws(ws, values);
+    }
+
+    /// Keeps the values of a staged event of `ws` at `offset` apart until
+    /// [`Unflushed::commit_staged`], which raises the offset to write as `raise_offset` would.
+    pub(crate) fn stage_ws(
+        &mut self,
+        ws: WsId,
+        values: impl Iterator<Item = (SeqId, Number)>,
+        offset: PLogOffset,
+    ) {
+        self.staged.raise_ws(ws, values);
+        self.staged_offset = Some(self.staged_offset.map_or(offset, |o| o.max(offset)));
+    }
+
+    /// True if events are staged.
+    #[inline]
+    pub(crate) fn has_staged(&self) -> bool {
+        self.staged_offset.is_some()
+    }
+
+    /// Values of staged events.
+    #[inline]
+    pub(crate) fn staged_count(&self) -> usize {
+        self.staged.count
+    }
+
+    /// The staged events are in the PLog: their values and offset wait to be written.
+    pub(crate) fn commit_staged(&mut self) {
+        let Some(offset) = self.staged_offset.take() else {
+            return;
+        };
+        for (&ws, nums) in &self.staged.by_ws {
+            self.waiting.raise_ws(ws, nums.iter());
+        }
+        self.staged.clear();
+        self.raise_offset(offset);
     }
 
     /// Raises the offset the next write will store.
@@ -144,8 +186,11 @@ impl Unflushed {
         }
     }
 
-    /// Forgets what waits (the batch being written, if any, stays until it is reported).
+    /// Forgets what waits and what is staged (the batch being written, if any, stays until it
+    /// is reported).
     pub(crate) fn clear_waiting(&mut self) {
+        self.staged = ValueSet::default();
+        self.staged_offset = None;
         self.waiting = ValueSet::default();
         self.waiting_offset = None;
     }

@@ -60,6 +60,25 @@ enum Op {
     Crash { tear: bool },
     /// The caller asks for actualization outside a transaction.
     Actualize,
+    /// Several events numbered in one transaction (`stage` after each), with the flusher
+    /// running in between, then appended together and flushed, dropped (actualize), or lost
+    /// to a crash before the append.
+    /// The workspaces' numbers are read first in one go (`loads_ahead` + `preload`) when
+    /// `preload` is set.
+    Batch {
+        kind: u16,
+        events: Vec<(u64, Vec<u8>)>,
+        preload: bool,
+        run_between: bool,
+        end: BatchEnd,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum BatchEnd {
+    Commit,
+    Actualize,
+    Crash,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -73,6 +92,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::HoldWrites),
         1 => any::<bool>().prop_map(|tear| Op::Crash { tear }),
         1 => Just(Op::Actualize),
+        3 => (
+            1u16..=2,
+            prop::collection::vec((0u64..8, prop::collection::vec(0u8..4, 0..4)), 1..5),
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![6 => Just(BatchEnd::Commit), 1 => Just(BatchEnd::Actualize), 1 => Just(BatchEnd::Crash)],
+        )
+            .prop_map(|(kind, events, preload, run_between, end)| Op::Batch { kind, events, preload, run_between, end }),
     ]
 }
 
@@ -99,8 +126,58 @@ fn check_memory(d: &Driver) -> Result<(), TestCaseError> {
         held.unflushed,
         MAX_UNFLUSHED + WIDEST_KIND
     );
-    prop_assert!(held.transaction <= WIDEST_KIND);
+    // Staged events count in the backpressure, so a transaction holds at most the limit
+    // plus one event's numbers.
+    prop_assert!(
+        held.unflushed + held.transaction <= MAX_UNFLUSHED + WIDEST_KIND,
+        "unflushed {} + transaction {} > {}",
+        held.unflushed,
+        held.transaction,
+        MAX_UNFLUSHED + WIDEST_KIND
+    );
     Ok(())
+}
+
+/// Numbers one event of a batch (start, `nexts`, stage); its offset and values if it started.
+fn stage_event(
+    d: &mut Driver,
+    model: &Model,
+    kind: u16,
+    ws: u64,
+    nexts: &[u8],
+    local: &mut HashMap<NumberKey, u64>,
+) -> Result<Option<(u64, Vec<SeqValue>)>, TestCaseError> {
+    let offset = match d.start(kind, ws).unwrap() {
+        Start::Started(o) => o,
+        Start::NotNow(NotNowReason::TooManyUnflushed) => {
+            let held = d.seq.held_numbers();
+            prop_assert!(held.unflushed + held.transaction > MAX_UNFLUSHED);
+            return Ok(None);
+        }
+        Start::NotNow(NotNowReason::Actualizing) | Start::Load(_) => return Ok(None),
+    };
+    let mut values = Vec::new();
+    for &i in nexts {
+        let seq = seqs_of(kind)[i as usize % seqs_of(kind).len()];
+        let key = NumberKey { ws, seq };
+        let want = local
+            .get(&key)
+            .map_or_else(|| model.expected_next(kind, ws, seq), |n| n + 1);
+        let got = d.seq.next(seq).unwrap();
+        prop_assert_eq!(
+            got,
+            want,
+            "next({}) in ws {} kind {} of a batch",
+            seq,
+            ws,
+            kind
+        );
+        local.insert(key, got);
+        values.push(SeqValue::new(ws, seq, got));
+    }
+    d.seq.stage().unwrap();
+    prop_assert_eq!(d.seq.status(), Status::InTransaction);
+    Ok(Some((offset, values)))
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -177,6 +254,65 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Actualize => {
                 let was_actualizing = d.seq.status() == Status::Actualizing;
                 prop_assert_eq!(d.seq.actualize().is_err(), was_actualizing);
+            }
+            Op::Batch {
+                kind,
+                events,
+                preload,
+                run_between,
+                end,
+            } => {
+                if preload {
+                    let all: Vec<u64> = events.iter().map(|(ws, _)| *ws).collect();
+                    let mut ahead = Vec::new();
+                    d.seq.loads_ahead(kind, &all, &mut ahead);
+                    let seqs: Vec<u16> = d.seq.kind_seqs(kind).unwrap().collect();
+                    for ws in ahead {
+                        let stored = d.storage.read_numbers(ws, &seqs);
+                        d.seq.preload(kind, ws, &stored).unwrap();
+                    }
+                }
+                let mut local = HashMap::new();
+                let mut staged: Vec<(u64, Vec<SeqValue>)> = Vec::new();
+                for (ws, nexts) in events {
+                    let Some(event) = stage_event(&mut d, &model, kind, ws, &nexts, &mut local)?
+                    else {
+                        break;
+                    };
+                    let expected = staged.last().map_or(d.storage.plog_next(), |(o, _)| o + 1);
+                    prop_assert_eq!(event.0, expected, "a batch's offsets are dense");
+                    staged.push(event);
+                    check_memory(&d)?;
+                    if run_between {
+                        // The flusher may write older values, never staged ones: a crash
+                        // here must not skip a number (the model checks after restart).
+                        d.run().unwrap();
+                    }
+                }
+                if staged.is_empty() {
+                    prop_assert_eq!(d.seq.flush().unwrap_err(), sequencer::Error::NoTransaction);
+                    continue;
+                }
+                match end {
+                    BatchEnd::Commit => {
+                        for (offset, values) in &staged {
+                            d.storage.append(*offset, values).unwrap();
+                        }
+                        d.seq.flush().unwrap();
+                        prop_assert_ne!(d.seq.status(), Status::InTransaction);
+                        for (_, values) in staged {
+                            for v in values {
+                                model.committed.insert(v.key, v.value);
+                            }
+                        }
+                    }
+                    BatchEnd::Actualize => d.seq.actualize().unwrap(),
+                    BatchEnd::Crash => {
+                        d.run().unwrap();
+                        d.restart(params()).unwrap();
+                        d.faults.hold_writes = false;
+                    }
+                }
             }
         }
         check_memory(&d)?;
