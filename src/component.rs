@@ -222,6 +222,64 @@ impl GuestSequencer for Plugin {
         self.pump_core(&mut core);
         result
     }
+
+    fn start_next_quad(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::QuadNumbers, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut core = self.core.borrow_mut();
+        let mut numbers = [0; 4];
+        let outcome = self.start_next_into(&mut core, kind, ws, &seqs[..count], &mut numbers)?;
+        Ok(quad_numbers(outcome, numbers))
+    }
+
+    fn flush_start_next_quad(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::QuadNumbers, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut core = self.core.borrow_mut();
+        core.flush().map_err(to_wit_error)?;
+        let mut numbers = [0; 4];
+        let result = self.start_next_into(&mut core, kind, ws, &seqs[..count], &mut numbers);
+        // As in `flush_start_next`: one pump after the start serves the flush too.
+        self.pump_core(&mut core);
+        Ok(quad_numbers(result?, numbers))
+    }
+
+    fn stage(&self) -> Result<(), wit::Error> {
+        self.core.borrow_mut().stage().map_err(to_wit_error)
+    }
+
+    fn start_batch(
+        &self,
+        kind: u16,
+        ws: Vec<u64>,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::BatchNumbers, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        self.start_batch_core(&mut self.core.borrow_mut(), kind, &ws, &seqs[..count])
+    }
+
+    fn flush_start_batch(
+        &self,
+        kind: u16,
+        ws: Vec<u64>,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::BatchNumbers, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut core = self.core.borrow_mut();
+        core.flush().map_err(to_wit_error)?;
+        let result = self.start_batch_core(&mut core, kind, &ws, &seqs[..count]);
+        // After the batch, so one pump serves the flush and any recovery the batch began.
+        self.pump_core(&mut core);
+        result
+    }
 }
 
 impl Plugin {
@@ -233,23 +291,137 @@ impl Plugin {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
-        let outcome = Self::start_core(core, kind, ws)?;
+        let mut numbers = vec![0; seqs.len()];
+        let outcome = self.start_next_into(core, kind, ws, seqs, &mut numbers)?;
         if !matches!(outcome, wit::StartOutcome::Started(_)) {
-            return Ok((outcome, Vec::new()));
-        }
-        let mut numbers = Vec::with_capacity(seqs.len());
-        for &seq in seqs {
-            match core.next(seq) {
-                Ok(n) => numbers.push(n),
-                Err(e) => {
-                    // The call is refused as a whole: no transaction stays open behind it.
-                    let _ = core.actualize();
-                    self.pump_core(core);
-                    return Err(to_wit_error(e));
-                }
-            }
+            numbers.clear();
         }
         Ok((outcome, numbers))
+    }
+
+    /// `start`, then `next` of each of `seqs` into the same places of `numbers` (untouched
+    /// unless started); on a refused `next` the transaction is dropped.
+    fn start_next_into(
+        &self,
+        core: &mut Sequencer,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        numbers: &mut [u64],
+    ) -> Result<wit::StartOutcome, wit::Error> {
+        let outcome = Self::start_core(core, kind, ws)?;
+        if !matches!(outcome, wit::StartOutcome::Started(_)) {
+            return Ok(outcome);
+        }
+        for (&seq, number) in seqs.iter().zip(numbers.iter_mut()) {
+            match core.next(seq) {
+                Ok(n) => *number = n,
+                // The call is refused as a whole: no transaction stays open behind it.
+                Err(e) => return Err(self.drop_transaction(core, to_wit_error(e))),
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+impl Plugin {
+    /// Starts, numbers and stages one event per entry of `ws` until one is "not now".
+    fn start_batch_core(
+        &self,
+        core: &mut Sequencer,
+        kind: u16,
+        ws: &[u64],
+        seqs: &[u16],
+    ) -> Result<wit::BatchNumbers, wit::Error> {
+        core.check_seqs(kind, seqs).map_err(to_wit_error)?;
+        if ws.len() > 1 {
+            Self::preload(core, kind, ws)?;
+        }
+        let mut batch = wit::BatchNumbers {
+            first_offset: 0,
+            started: 0,
+            not_now: None,
+            numbers: Vec::with_capacity(ws.len() * seqs.len()),
+        };
+        for &w in ws {
+            let outcome = match Self::start_core(core, kind, w) {
+                Ok(outcome) => outcome,
+                // Nothing of this call is staged yet: the refusal changes nothing.
+                Err(e) if batch.started == 0 => return Err(e),
+                Err(e) => return Err(self.drop_transaction(core, e)),
+            };
+            match outcome {
+                wit::StartOutcome::Started(offset) if batch.started == 0 => {
+                    batch.first_offset = offset;
+                }
+                wit::StartOutcome::Started(_) => {}
+                wit::StartOutcome::NotNow(reason) => {
+                    batch.not_now = Some(reason);
+                    break;
+                }
+            }
+            for &seq in seqs {
+                match core.next(seq) {
+                    Ok(n) => batch.numbers.push(n),
+                    Err(e) => return Err(self.drop_transaction(core, to_wit_error(e))),
+                }
+            }
+            if let Err(e) = core.stage() {
+                return Err(self.drop_transaction(core, to_wit_error(e)));
+            }
+            batch.started += 1;
+        }
+        Ok(batch)
+    }
+
+    /// Reads the numbers of every workspace of `ws` a start would load, in one import call.
+    fn preload(core: &mut Sequencer, kind: u16, ws: &[u64]) -> Result<(), wit::Error> {
+        let mut ahead = Vec::new();
+        core.loads_ahead(kind, ws, &mut ahead);
+        if ahead.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<u16> = core.kind_seqs(kind).map_err(to_wit_error)?.collect();
+        let stored = storage::read_numbers_many(&ahead, &seqs).map_err(wit::Error::Storage)?;
+        if stored.len() != ahead.len() * seqs.len() {
+            return Err(to_wit_error(Error::MalformedNumbers {
+                expected: ahead.len() * seqs.len(),
+                got: stored.len(),
+            }));
+        }
+        for (&w, numbers) in ahead.iter().zip(stored.chunks_exact(seqs.len().max(1))) {
+            core.preload(kind, w, numbers).map_err(to_wit_error)?;
+        }
+        Ok(())
+    }
+
+    /// Drops the whole transaction (the caller cannot learn the numbers it held) and returns
+    /// `error`.
+    fn drop_transaction(&self, core: &mut Sequencer, error: wit::Error) -> wit::Error {
+        let _ = core.actualize();
+        self.pump_core(core);
+        error
+    }
+}
+
+/// The sequences a `seq-quad` names, or `invalid-params` if it names more than four.
+fn quad_seqs(q: &wit::SeqQuad) -> Result<([u16; 4], usize), wit::Error> {
+    if q.count > 4 {
+        return Err(wit::Error::InvalidParams(format!(
+            "a seq-quad names at most 4 sequences, not {}",
+            q.count
+        )));
+    }
+    Ok(([q.s0, q.s1, q.s2, q.s3], usize::from(q.count)))
+}
+
+fn quad_numbers(outcome: wit::StartOutcome, n: [u64; 4]) -> wit::QuadNumbers {
+    wit::QuadNumbers {
+        outcome,
+        n0: n[0],
+        n1: n[1],
+        n2: n[2],
+        n3: n[3],
     }
 }
 

@@ -352,18 +352,41 @@ impl SequencerCore {
 
     /// Completes the transaction in progress; `0`, or `ERR`.
     pub fn flush(&mut self) -> i32 {
-        if self.unsafe_tx && self.seq.status() == Status::InTransaction {
-            return self.refuse(Refusal {
-                code: "UNSAFE_INTEGER",
-                message: "the transaction issued a number beyond Number.MAX_SAFE_INTEGER; \
-                          actualize it instead"
-                    .to_owned(),
-            }) as i32;
+        if let Some(refused) = self.refuse_unsafe() {
+            return refused;
         }
         match self.seq.flush() {
             Ok(()) => 0,
             Err(e) => self.refuse(e.into()) as i32,
         }
+    }
+
+    /// Ends the open event but not the transaction (the next `start` numbers another event of
+    /// it; `flush` completes them all, `actualize` drops them all); `0`, or `ERR`.
+    pub fn stage(&mut self) -> i32 {
+        if let Some(refused) = self.refuse_unsafe() {
+            return refused;
+        }
+        match self.seq.stage() {
+            Ok(()) => 0,
+            Err(e) => self.refuse(e.into()) as i32,
+        }
+    }
+
+    /// `ERR` if the open event issued a number JavaScript cannot hold exactly: such an event
+    /// may only be actualized.
+    fn refuse_unsafe(&mut self) -> Option<i32> {
+        if !(self.unsafe_tx && self.seq.status() == Status::InTransaction) {
+            return None;
+        }
+        Some(
+            self.refuse(Refusal {
+                code: "UNSAFE_INTEGER",
+                message: "the transaction issued a number beyond Number.MAX_SAFE_INTEGER; \
+                      actualize it instead"
+                    .to_owned(),
+            }) as i32,
+        )
     }
 
     /// Drops the transaction in progress (if any) and recovers from storage; `0`, or `ERR`.

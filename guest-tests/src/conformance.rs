@@ -130,6 +130,18 @@ impl storage::Host for Data {
             .collect())
     }
 
+    fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+        let mut w = self.0.borrow_mut();
+        if w.fault("fail_number_reads") {
+            return Err("injected read-numbers failure".into());
+        }
+        Ok(ws
+            .iter()
+            .flat_map(|&ws| seqs.iter().map(move |&s| (ws, s)))
+            .map(|key| w.view.get(&key).copied().unwrap_or(0))
+            .collect())
+    }
+
     fn begin_read_next_offset(&mut self, op: u64) {
         self.0.borrow_mut().queue.push((op, Op::ReadNextOffset));
     }

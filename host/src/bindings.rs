@@ -8,7 +8,7 @@ wasmtime::component::bindgen!({
 pub use self::exports::sequencer::plugin::events::{EventOffsets, EventStart, SequenceStatus};
 pub use self::exports::sequencer::plugin::sequencer_api::GuestSequencer;
 pub use self::sequencer::plugin::types::{
-    Error as GuestError, HeldNumbers, NotNowReason, Outcome, Params as GuestParams, PlogPage,
-    PlogValue, SeqValue as GuestSeqValue, StartOutcome, Status,
+    BatchNumbers, Error as GuestError, HeldNumbers, NotNowReason, Outcome, Params as GuestParams,
+    PlogPage, PlogValue, QuadNumbers, SeqQuad, SeqValue as GuestSeqValue, StartOutcome, Status,
 };
 pub use self::sequencer::plugin::{clock, storage};

@@ -12,8 +12,8 @@ use sequencer::{PLogOffset, Params};
 
 use crate::bindings::sequencer::plugin::types::KindSequences;
 use crate::bindings::{
-    EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, NotNowReason, Outcome,
-    SequenceStatus, StartOutcome, Status,
+    BatchNumbers, EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, NotNowReason,
+    Outcome, QuadNumbers, SeqQuad, SequenceStatus, StartOutcome, Status,
 };
 use crate::clock::Clock;
 use crate::driver::DriverMsg;
@@ -169,6 +169,94 @@ impl PartitionSequencer {
                     .call_flush_start_next(&mut i.store, i.handle, kind, ws, seqs)
             },
             |(outcome, _)| Some(started_status(outcome)),
+        )
+    }
+
+    /// [`flush_start_next`](Self::flush_start_next) for up to four sequences, with no list
+    /// crossing the boundary (the fast path of one event per call).
+    pub fn flush_start_next_quad(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: SeqQuad,
+    ) -> Result<QuadNumbers, HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_flush_start_next_quad(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            |n| Some(started_status(&n.outcome)),
+        )
+    }
+
+    /// [`start_next`](Self::start_next) for up to four sequences, with no list crossing the
+    /// boundary.
+    pub fn start_next_quad(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: SeqQuad,
+    ) -> Result<QuadNumbers, HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_start_next_quad(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            |n| Some(started_status(&n.outcome)),
+        )
+    }
+
+    /// Ends the open event but not the transaction: the next `start` numbers another event of
+    /// it; `flush` completes them all (they are in the PLog), `actualize` drops them all.
+    pub fn stage(&self) -> Result<(), HostError> {
+        self.shared.call(|i| {
+            i.plugin
+                .sequencer_plugin_sequencer_api()
+                .sequencer()
+                .call_stage(&mut i.store, i.handle)
+        })
+    }
+
+    /// Numbers and stages one event per entry of `ws` in one guest call (until one is "not
+    /// now"): append them to the PLog, then [`flush`](Self::flush) or
+    /// [`flush_start_batch`](Self::flush_start_batch).
+    pub fn start_batch(
+        &self,
+        kind: u16,
+        ws: &[u64],
+        seqs: SeqQuad,
+    ) -> Result<BatchNumbers, HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_start_batch(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            batch_status,
+        )
+    }
+
+    /// `flush`, then [`start_batch`](Self::start_batch), in one guest call (one crossing per
+    /// batch). An error `NoTransaction` or `CleanedUp` comes from the flush: nothing was done.
+    pub fn flush_start_batch(
+        &self,
+        kind: u16,
+        ws: &[u64],
+        seqs: SeqQuad,
+    ) -> Result<BatchNumbers, HostError> {
+        self.shared.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_flush_start_batch(&mut i.store, i.handle, kind, ws, seqs)
+            },
+            batch_status,
         )
     }
 
@@ -553,6 +641,15 @@ fn started_status(outcome: &StartOutcome) -> Status02 {
         StartOutcome::Started(_) => Status02::Eventing,
         StartOutcome::NotNow(NotNowReason::Actualizing) => Status02::Recover,
         StartOutcome::NotNow(NotNowReason::TooManyUnflushed) => Status02::Ready,
+    }
+}
+
+/// spec 002's status after a batch call (`None`: the call started nothing and said nothing).
+fn batch_status(batch: &BatchNumbers) -> Option<Status02> {
+    match batch.not_now {
+        _ if batch.started > 0 => Some(Status02::Eventing),
+        Some(reason) => Some(started_status(&StartOutcome::NotNow(reason))),
+        None => None,
     }
 }
 

@@ -628,6 +628,23 @@ impl Storage for RedbStorage {
         .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
     }
 
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        // One read transaction for them all.
+        (|| -> Result<Vec<Number>, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let t = rx.open_table(SEQUENCES)?;
+            let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
+            keys.map(|(w, seq)| Ok(t.get((partition, w, seq))?.map_or(0, |v| v.value())))
+                .collect()
+        })()
+        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+    }
+
     fn read_next_offset(
         &self,
         partition: PartitionId,

@@ -72,6 +72,12 @@ impl storage::Host for HostState {
             .map_err(|e| e.to_string())
     }
 
+    fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+        self.storage
+            .read_numbers_many(self.partition, &ws, &seqs)
+            .map_err(|e| e.to_string())
+    }
+
     fn begin_read_next_offset(&mut self, op: u64) {
         self.outbox.push(Op::ReadNextOffset { op });
     }

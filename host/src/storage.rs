@@ -101,6 +101,22 @@ pub trait Storage: Send + Sync + 'static {
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError>;
 
+    /// [`read_numbers`](Self::read_numbers) for each workspace of `ws`: `seqs.len()` numbers
+    /// per workspace, workspace after workspace. Called inside a guest's `start-batch`; a
+    /// backend that can read them together should.
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for &w in ws {
+            out.extend(self.read_numbers(partition, w, seqs)?);
+        }
+        Ok(out)
+    }
+
     /// The stored next PLog offset, 0 if none.
     fn read_next_offset(
         &self,

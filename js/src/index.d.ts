@@ -131,7 +131,15 @@ export declare class Sequencer {
    */
   next(seq: number): number;
   /**
-   * Completes the transaction in progress and wakes the flusher; never waits for storage.
+   * Ends the open event but not the transaction: the next `start` numbers another event of
+   * it; `flush()` completes them all (append them to the PLog first), `actualize()` drops
+   * them all.
+   * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
+   */
+  stage(): void;
+  /**
+   * Completes the transaction (the open event and every staged one) and wakes the flusher;
+   * never waits for storage.
    * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
    */
   flush(): void;

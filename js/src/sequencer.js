@@ -205,6 +205,15 @@ export class Sequencer {
   }
 
   /**
+   * Ends the open event but not the transaction: its offset and numbers are taken and the
+   * next `start` numbers another event of the same transaction. Staged events reach storage
+   * only after `flush()` (append them all to the PLog first); `actualize()` drops them all.
+   */
+  stage() {
+    if (this.#core.stage() === ERR) throw errorFrom(this.#core);
+  }
+
+  /**
    * Completes the transaction in progress (its event is in the PLog) and wakes the flusher.
    * Never waits for storage.
    */

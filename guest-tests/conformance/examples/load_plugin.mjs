@@ -13,6 +13,8 @@ const ops = []; // storage work the guest began: performed by runTasks()
 const imports = {
   'sequencer:plugin/storage': {
     readNumbers: (ws, seqs) => BigUint64Array.from(seqs, (s) => view.get(`${ws}/${s}`) ?? 0n),
+    readNumbersMany: (wss, seqs) =>
+      BigUint64Array.from([...wss].flatMap((ws) => [...seqs].map((s) => view.get(`${ws}/${s}`) ?? 0n))),
     beginReadNextOffset: (op) => ops.push({ op, kind: 'offset' }),
     beginWrite: (op, values, next) => ops.push({ op, kind: 'write', values, next }),
     beginReadPlog: (op, first) => ops.push({ op, kind: 'plog', first }),

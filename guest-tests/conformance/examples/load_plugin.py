@@ -21,6 +21,7 @@ linker.add_wasip2()  # std's wasi:cli and wasi:io imports (the sequencer never c
 with linker.root() as root:
     with root.add_instance("sequencer:plugin/storage@0.1.0") as s:
         s.add_func("read-numbers", lambda _, ws, seqs: [db["view"].get((ws, q), 0) for q in seqs])
+        s.add_func("read-numbers-many", lambda _, wss, seqs: [db["view"].get((w, q), 0) for w in wss for q in seqs])
         s.add_func("begin-read-next-offset", lambda _, op: ops.append((op, "offset", None)))
         s.add_func("begin-write", lambda _, op, values, nxt: ops.append((op, "write", (values, nxt))))
         s.add_func("begin-read-plog", lambda _, op, first: ops.append((op, "plog", first)))

@@ -40,6 +40,14 @@ impl storage::Host for SimHost {
         self.io.read_numbers(ws, &seqs)
     }
 
+    fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for w in ws {
+            out.extend(self.io.read_numbers(w, &seqs)?);
+        }
+        Ok(out)
+    }
+
     fn begin_read_next_offset(&mut self, op: u64) {
         self.io
             .effects

@@ -70,6 +70,15 @@ export function makeBinding(host) {
         if ('err' in r) throw Object.assign(new Error(r.err), { payload: r.err });
         return BigUint64Array.from(r.ok.map(BigInt));
       },
+      readNumbersMany(wsList, seqs) {
+        const out = [];
+        for (const ws of wsList) {
+          const r = host.readNumbers(num(ws), Array.from(seqs));
+          if ('err' in r) throw Object.assign(new Error(r.err), { payload: r.err });
+          out.push(...r.ok);
+        }
+        return BigUint64Array.from(out.map(BigInt));
+      },
       beginReadNextOffset: (op) => host.begin('read-next-offset', num(op), []),
       beginWrite: (op, values, next) =>
         host.begin('write', num(op), [values.map((v) => [num(v.ws), v.seq, num(v.value)]), num(next)]),

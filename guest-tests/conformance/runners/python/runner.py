@@ -104,6 +104,7 @@ class Runner:
         with self.linker.root() as root:
             with root.add_instance("sequencer:plugin/storage@0.1.0") as s:
                 s.add_func("read-numbers", self._read_numbers)
+                s.add_func("read-numbers-many", self._read_numbers_many)
                 s.add_func("begin-read-next-offset", lambda _s, op: self.queue.append(("read-next-offset", op, ())))
                 s.add_func("begin-write", lambda _s, op, vals, nxt: self.queue.append(
                     ("write", op, ([(v.ws, v.seq, v.value) for v in vals], nxt))))
@@ -119,6 +120,12 @@ class Runner:
             self.faults["fail_number_reads"] -= 1
             return "injected read-numbers failure"  # a str is the `err` case (untagged result)
         return [self.view.get((ws, s), 0) for s in seqs]
+
+    def _read_numbers_many(self, _store, ws_list, seqs):
+        if self.faults["fail_number_reads"] > 0:
+            self.faults["fail_number_reads"] -= 1
+            return "injected read-numbers failure"
+        return [self.view.get((ws, s), 0) for ws in ws_list for s in seqs]
 
     def _set_wake(self, _store, at):
         self.wake = at
