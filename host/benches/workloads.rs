@@ -48,29 +48,100 @@ const NO_GC: &str = "no group commit";
 /// How the component engine runs a transaction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Path {
-    /// `flush_start_next`: finish the previous event and start this one, one call.
-    Batched,
+    /// `flush_start_batch`: finish the previous batch and number the next [`BATCH`] events as
+    /// one transaction, one call.
+    Batch,
+    /// `flush_start_next_quad`: finish the previous event and start this one, one call with
+    /// no list.
+    Quad,
+    /// `flush_start_next`: the same with the sequences and numbers as lists.
+    Lists,
     /// `start_next`, then `flush`: two calls.
     StartNext,
     /// `start`, `next` per sequence, `flush`: five calls.
     PerStep,
 }
 
+/// Events per `flush_start_batch` call.
+const BATCH: usize = 64;
+
 impl Path {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Path::Batched => "batched (flush-start-next)",
-            Path::StartNext => "start-next + flush",
-            Path::PerStep => "per step (start, 3 next, flush)",
+            Path::Batch => format!("batches of {BATCH} (flush-start-batch)"),
+            Path::Quad => "1 event/call (flush-start-next-quad)".into(),
+            Path::Lists => "1 event/call, lists (flush-start-next)".into(),
+            Path::StartNext => "start-next + flush".into(),
+            Path::PerStep => "per step (start, 3 next, flush)".into(),
         }
     }
 
     fn crossings(self) -> f64 {
         match self {
-            Path::Batched => 1.0,
+            Path::Batch => 1.0 / BATCH as f64,
+            Path::Quad | Path::Lists => 1.0,
             Path::StartNext => 2.0,
             Path::PerStep => 5.0,
         }
+    }
+
+    /// Runs `n` transactions on workspaces `ws(0..n)` along this path.
+    fn run(self, c: &Component, n: u64, ws: impl Fn(u64) -> WsId) {
+        match self {
+            Path::Batch => {
+                let mut open = false;
+                let mut chunk = Vec::with_capacity(BATCH);
+                for first in (0..n).step_by(BATCH) {
+                    chunk.clear();
+                    chunk.extend((first..n.min(first + BATCH as u64)).map(&ws));
+                    c.tx_batch(&chunk, &mut open);
+                }
+                if open {
+                    c.finish();
+                }
+            }
+            Path::Quad => {
+                for i in 0..n {
+                    c.tx_quad(ws(i), i == 0);
+                }
+                c.finish();
+            }
+            Path::Lists => {
+                for i in 0..n {
+                    c.tx_lists(ws(i), i == 0);
+                }
+                c.finish();
+            }
+            Path::StartNext => {
+                for i in 0..n {
+                    c.tx_start_next(ws(i));
+                }
+            }
+            Path::PerStep => {
+                for i in 0..n {
+                    c.tx(ws(i));
+                }
+            }
+        }
+    }
+}
+
+/// Calls per bare-boundary figure (`BENCH_RAW_CALLS`, for profiling; 200,000).
+fn raw_calls() -> u64 {
+    std::env::var("BENCH_RAW_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000)
+}
+
+/// [`SEQS`] as the fixed-shape calls name them.
+fn seq_quad() -> sequencer_host::bindings::SeqQuad {
+    sequencer_host::bindings::SeqQuad {
+        count: SEQS.len() as u8,
+        s0: SEQS[0],
+        s1: SEQS[1],
+        s2: SEQS[2],
+        s3: 0,
     }
 }
 
@@ -182,6 +253,19 @@ impl Storage for BenchStorage {
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         Ok(self.numbers(partition, ws, seqs))
+    }
+
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        let d = self.lock();
+        let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
+        Ok(keys
+            .map(|(w, s)| d.view.get(&(partition, w, s)).copied().unwrap_or(0))
+            .collect())
     }
 
     fn read_next_offset(
@@ -426,9 +510,50 @@ impl Component {
         self.seq.flush().expect("flush");
     }
 
-    /// The batched path: the first event `start_next`, every later one `flush_start_next`
-    /// (finishing the previous event in the same call); `finish` flushes the last.
-    fn tx_batched(&self, ws: WsId, first: bool) {
+    /// One event per call, no lists: the first event `start_next_quad`, every later one
+    /// `flush_start_next_quad` (finishing the previous event in the same call); `finish`
+    /// flushes the last.
+    fn tx_quad(&self, ws: WsId, first: bool) {
+        let quad = seq_quad();
+        let mut n = if first {
+            self.seq.start_next_quad(KIND, ws, quad)
+        } else {
+            self.seq.flush_start_next_quad(KIND, ws, quad)
+        }
+        .expect("quad start");
+        while let StartOutcome::NotNow(_) = n.outcome {
+            std::thread::yield_now();
+            n = self
+                .seq
+                .start_next_quad(KIND, ws, quad)
+                .expect("start_next_quad");
+        }
+        std::hint::black_box(n);
+    }
+
+    /// `ws` as events of transactions of up to [`BATCH`] events: `flush_start_batch` completes
+    /// the events staged before (`open`) and numbers the next ones, until all of `ws` are.
+    fn tx_batch(&self, ws: &[WsId], open: &mut bool) {
+        let mut rest = ws;
+        while !rest.is_empty() {
+            let batch = if *open {
+                self.seq.flush_start_batch(KIND, rest, seq_quad())
+            } else {
+                self.seq.start_batch(KIND, rest, seq_quad())
+            }
+            .expect("batch");
+            *open = batch.started > 0;
+            rest = &rest[batch.started as usize..];
+            if batch.started == 0 {
+                std::thread::yield_now();
+            }
+            std::hint::black_box(batch.numbers);
+        }
+    }
+
+    /// One event per call with lists: the first event `start_next`, every later one
+    /// `flush_start_next`; `finish` flushes the last.
+    fn tx_lists(&self, ws: WsId, first: bool) {
         let (mut outcome, numbers) = if first {
             self.seq.start_next(KIND, ws, &SEQS)
         } else {
@@ -486,6 +611,9 @@ mod raw {
         fn read_numbers(&mut self, _ws: u64, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
             Ok(vec![0; seqs.len()])
         }
+        fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+            Ok(vec![0; ws.len() * seqs.len()])
+        }
         fn begin_read_next_offset(&mut self, _op: u64) {}
         fn begin_write(&mut self, _op: u64, _values: Vec<GuestSeqValue>, _next: u64) {}
         fn begin_read_plog(&mut self, _op: u64, _first: u64) {}
@@ -506,6 +634,9 @@ mod raw {
         let mut config = Config::new();
         config.consume_fuel(fuel);
         config.concurrency_support(false);
+        if std::env::var_os("BENCH_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).expect("engine");
         let component = Component::new(&engine, bytes).expect("component");
         let mut linker = Linker::<State>::new(&engine);
@@ -549,7 +680,16 @@ mod raw {
             let r = api.call_flush_start_next(&mut store, handle, super::KIND, 7, &seqs);
             std::hint::black_box(r.expect("call").expect("flush-start-next"));
         }
-        (empty, t.elapsed().as_nanos() as f64 / n as f64)
+        let lists = t.elapsed().as_nanos() as f64 / n as f64;
+        let quad = super::seq_quad();
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let r = api.call_flush_start_next_quad(&mut store, handle, super::KIND, 7, quad);
+            std::hint::black_box(r.expect("call").expect("flush-start-next-quad"));
+        }
+        let fixed = t.elapsed().as_nanos() as f64 / n as f64;
+        eprintln!("raw fuel={fuel}: empty {empty:.0} lists {lists:.0} quad {fixed:.0}");
+        (empty, lists)
     }
 }
 
@@ -740,24 +880,7 @@ impl Bench {
             c.tx(ws(i));
         }
         let t = StdInstant::now();
-        match path {
-            Path::Batched => {
-                for i in 0..n {
-                    c.tx_batched(ws(i), i == 0);
-                }
-                c.finish();
-            }
-            Path::StartNext => {
-                for i in 0..n {
-                    c.tx_start_next(ws(i));
-                }
-            }
-            Path::PerStep => {
-                for i in 0..n {
-                    c.tx(ws(i));
-                }
-            }
-        }
+        path.run(&c, n, ws);
         let ns = t.elapsed().as_nanos() as f64;
         c.driver.idle();
         ns
@@ -803,12 +926,17 @@ impl Bench {
                 target: None,
                 note: String::new(),
             });
-            let mut variants = vec![(Path::Batched, true), (Path::PerStep, true)];
+            let mut variants = vec![
+                (Path::Batch, true),
+                (Path::Quad, true),
+                (Path::PerStep, true),
+            ];
             if with_bound && interval == window {
                 variants.extend([
+                    (Path::Lists, true),
                     (Path::StartNext, true),
-                    (Path::Batched, false),
-                    (Path::PerStep, false),
+                    (Path::Batch, false),
+                    (Path::Quad, false),
                 ]);
             }
             if !self.cfg.components {
@@ -826,7 +954,7 @@ impl Bench {
                 let crossings = path.crossings();
                 let empty = if fuel { self.empty.0 } else { self.empty.1 };
                 let target = match path {
-                    Path::Batched if interval == window => targets.0,
+                    Path::Batch if interval == window => targets.0,
                     Path::PerStep if interval == window => targets.1.unwrap_or(0.0),
                     _ => 0.0,
                 };
@@ -844,7 +972,7 @@ impl Bench {
                     bound: with_bound.then_some(1.25 * (native + crossings * empty)),
                     target: (target > 0.0).then_some(Target::OpsPerSec(target)),
                     note: if with_bound {
-                        format!("{crossings:.0} crossing(s)/tx, empty call {empty:.0} ns")
+                        format!("{crossings:.3} crossing(s)/tx, empty call {empty:.0} ns")
                     } else {
                         String::new()
                     },
@@ -873,7 +1001,7 @@ impl Bench {
         let bytes = std::fs::read(&self.cfg.component).expect("component");
         for fuel in [true, false] {
             let (empty, tx): (Vec<f64>, Vec<f64>) = (0..self.cfg.runs)
-                .map(|_| raw::empty_call_ns(&bytes, fuel, 200_000))
+                .map(|_| raw::empty_call_ns(&bytes, fuel, raw_calls()))
                 .unzip();
             let fuel_text = if fuel { "on" } else { "off" };
             self.rows.push(Row {
@@ -1005,21 +1133,13 @@ impl Bench {
             target: None,
             note: "every start loads".into(),
         });
-        for batched in [true, false].into_iter().filter(|_| self.cfg.components) {
+        let paths = [Path::Batch, Path::Quad, Path::PerStep];
+        for path in paths.into_iter().filter(|_| self.cfg.components) {
             let ns = measure(runs, n, || {
                 let c = Component::open(&self.rt.fuel, &storage, page, self.cfg.interval);
                 c.wait_ready();
                 let t = StdInstant::now();
-                for ws in 0..n {
-                    if batched {
-                        c.tx_batched(ws, ws == 0);
-                    } else {
-                        c.tx(ws);
-                    }
-                }
-                if batched {
-                    c.finish();
-                }
+                path.run(&c, n, |ws| ws);
                 let ns = t.elapsed().as_nanos() as f64;
                 c.driver.idle();
                 ns
@@ -1027,13 +1147,7 @@ impl Bench {
             self.rows.push(Row {
                 workload: "W4 cold",
                 engine: "component",
-                path: if batched {
-                    Path::Batched
-                } else {
-                    Path::PerStep
-                }
-                .name()
-                .into(),
+                path: path.name(),
                 ops: n,
                 unit: "tx",
                 ns,
@@ -1106,47 +1220,97 @@ impl Bench {
             (&self.rt.fuel, "on-demand allocation"),
             (&pooled, "pooling allocator"),
         ] {
-            let mut mem = Vec::new();
-            let mut ready = Vec::new();
+            let [open, mem, teardown] = Self::w6_open_held(rt, n, runs);
+            self.rows.push(Row {
+                workload: "W6 density",
+                engine: "component",
+                path: format!("instantiate + create (Driver::open, reads held), {path}"),
+                ops: n as u64,
+                unit: "instance",
+                ns: median(open.clone()),
+                bound: None,
+                target: Some(Target::MaxNs(30_000.0)),
+                note: format!(
+                    "first run {:.1} us; {:.0} KiB RSS/idle instance; cleanup + drop {:.1} us",
+                    open[0] / 1e3,
+                    median(mem) / 1024.0,
+                    median(teardown) / 1e3,
+                ),
+            });
             let ns = measure(runs, n as u64, || {
-                let driver = Driver::spawn(
-                    Arc::new(storage.clone()),
-                    Arc::new(MonotonicClock::new()),
-                    DriverConfig::default(),
-                );
-                driver.sync();
-                let before = rss_bytes();
-                let t = StdInstant::now();
-                let all: Vec<PartitionSequencer> = (0..n)
-                    .map(|p| driver.open(rt, p, &params()).expect("open"))
-                    .collect();
-                let ns = t.elapsed().as_nanos() as f64;
-                driver.idle();
-                ready.push(t.elapsed().as_nanos() as f64 / n as f64);
-                mem.push((rss_bytes().saturating_sub(before)) as f64 / n as f64);
-                for s in &all {
-                    s.cleanup();
-                }
-                drop(all);
-                driver.sync();
-                ns
+                Self::w6_open_until_ready(rt, n, &storage)
             });
             self.rows.push(Row {
                 workload: "W6 density",
                 engine: "component",
-                path: format!("Driver::open, {path}"),
+                path: format!("Driver::open until actualized, {path}"),
                 ops: n as u64,
                 unit: "instance",
                 ns,
                 bound: None,
-                target: Some(Target::MaxNs(30_000.0)),
-                note: format!(
-                    "{:.0} KiB RSS/idle instance; {:.1} us/instance incl. actualization",
-                    median(mem) / 1024.0,
-                    median(ready) / 1e3
-                ),
+                target: None,
+                note: "actualization from empty storage runs on the driver thread meanwhile".into(),
             });
         }
+    }
+
+    /// W6, instantiation alone: `n` opens while storage holds every read, so no actualization
+    /// overlaps them; then the reads are let through and the instances actualize. Per run:
+    /// nanoseconds per open, RSS per idle instance once all are actualized (growth since before
+    /// the first run, so what freed instances leave resident for reuse counts too), and
+    /// nanoseconds per instance to clean up and drop them.
+    fn w6_open_held(rt: &Runtime, n: u32, runs: usize) -> [Vec<f64>; 3] {
+        let storage = sequencer_host::MemoryStorage::new();
+        let [mut open, mut mem, mut teardown] = [(); 3].map(|_| Vec::with_capacity(runs));
+        let before = rss_bytes();
+        for _ in 0..runs {
+            let driver = Driver::spawn(
+                Arc::new(storage.clone()),
+                Arc::new(MonotonicClock::new()),
+                DriverConfig::default(),
+            );
+            driver.sync();
+            storage.read_gate.close();
+            let t = StdInstant::now();
+            let all: Vec<PartitionSequencer> = (0..n)
+                .map(|p| driver.open(rt, p, &params()).expect("open"))
+                .collect();
+            open.push(t.elapsed().as_nanos() as f64 / n as f64);
+            storage.read_gate.open();
+            driver.idle();
+            mem.push(rss_bytes().saturating_sub(before) as f64 / n as f64);
+            let t = StdInstant::now();
+            for s in &all {
+                s.cleanup();
+            }
+            drop(all);
+            driver.sync();
+            teardown.push(t.elapsed().as_nanos() as f64 / n as f64);
+        }
+        [open, mem, teardown]
+    }
+
+    /// W6 as a host opens partitions: `n` opens, each instance actualizing from empty storage
+    /// on the driver thread while the next ones open; nanoseconds until all are actualized.
+    fn w6_open_until_ready(rt: &Runtime, n: u32, storage: &BenchStorage) -> f64 {
+        let driver = Driver::spawn(
+            Arc::new(storage.clone()),
+            Arc::new(MonotonicClock::new()),
+            DriverConfig::default(),
+        );
+        driver.sync();
+        let t = StdInstant::now();
+        let all: Vec<PartitionSequencer> = (0..n)
+            .map(|p| driver.open(rt, p, &params()).expect("open"))
+            .collect();
+        driver.idle();
+        let ns = t.elapsed().as_nanos() as f64;
+        for s in &all {
+            s.cleanup();
+        }
+        drop(all);
+        driver.sync();
+        ns
     }
 
     fn print(&self) {
@@ -1303,7 +1467,7 @@ fn main() {
                 .find(|r| r.workload == "W1 tx" && r.engine == "component" && r.path == path)
                 .map_or(0.0, |r| 0.9 * 1e9 / r.ns)
         };
-        let targets = (w1(Path::Batched.name()), Some(w1(Path::PerStep.name())));
+        let targets = (w1(&Path::Batch.name()), Some(w1(&Path::PerStep.name())));
         b.tx_workload(
             "W5 slow flush",
             2_000_000,
