@@ -353,9 +353,11 @@ impl Sequencer {
     /// Adds to `out` each workspace of `ws` (once) for which a `start` of kind `kind` would
     /// now have to load numbers: for a caller about to start events on many workspaces, to
     /// read all their numbers in one storage call and [`preload`](Self::preload) them. Adds
-    /// nothing unless the sequencer is ready (a `start` would say "not now").
+    /// nothing unless the sequencer is ready with no event open (a `start` would say "not
+    /// now" or be refused).
     pub fn loads_ahead(&self, kind: WsKind, ws: &[WsId], out: &mut Vec<WsId>) {
-        let (Phase::Ready, Some(seqs)) = (&self.phase, self.kinds.get(&kind)) else {
+        let (Phase::Ready, None, Some(seqs)) = (&self.phase, &self.tx, self.kinds.get(&kind))
+        else {
             return;
         };
         for &w in ws {

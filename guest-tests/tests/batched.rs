@@ -1,12 +1,15 @@
 //! The batched path through the component: `flush-start-next` finishes one event and starts the
-//! next in one call, with the same numbers and writes as the calls it replaces.
+//! next in one call, with the same numbers and writes as the calls it replaces; the `-quad` calls
+//! do the same without lists.
 
 use std::time::Duration;
 
 use sequencer::{Params, SeqValue};
 use sequencer_guest_tests::Harness;
 use sequencer_host::HostError;
-use sequencer_host::bindings::{GuestError, NotNowReason, StartOutcome, Status};
+use sequencer_host::bindings::{
+    GuestError, NotNowReason, QuadNumbers, SeqQuad, StartOutcome, Status,
+};
 
 const P: u32 = 11;
 
@@ -161,4 +164,198 @@ fn wait_until(cond: impl Fn() -> bool) {
         assert!(std::time::Instant::now() < deadline, "timed out");
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+fn quad(seqs: &[u16]) -> SeqQuad {
+    let s = |i: usize| seqs.get(i).copied().unwrap_or(0);
+    SeqQuad {
+        count: seqs.len() as u8,
+        s0: s(0),
+        s1: s(1),
+        s2: s(2),
+        s3: s(3),
+    }
+}
+
+/// The numbers of a quad reply as a list call gives them: the first `count`, or none if it did
+/// not start (the places not asked for must hold 0).
+fn quad_list(q: &QuadNumbers, count: usize) -> (String, Vec<u64>) {
+    let all = [q.n0, q.n1, q.n2, q.n3];
+    assert!(
+        all[count..].iter().all(|&n| n == 0),
+        "places not asked for hold 0: {q:?}"
+    );
+    let numbers = if matches!(q.outcome, StartOutcome::Started(_)) {
+        all[..count].to_vec()
+    } else {
+        assert!(all.iter().all(|&n| n == 0), "no numbers without a start");
+        Vec::new()
+    };
+    (format!("{:?}", q.outcome), numbers)
+}
+
+/// One write as storage received it: its values as (ws, seq, value), sorted (their order
+/// carries no meaning), and its next PLog offset.
+type Write = (Vec<(u64, u16, u64)>, u64);
+
+/// The writes storage received, in order.
+fn writes(storage: &sequencer_host::MemoryStorage) -> Vec<Write> {
+    let mut out = Vec::new();
+    let mut values = Vec::new();
+    for w in storage.writes() {
+        match w {
+            sequencer_host::WriteRecord::Value(_, v) => values.push((v.key.ws, v.key.seq, v.value)),
+            sequencer_host::WriteRecord::Offset(_, o) => {
+                values.sort_unstable();
+                out.push((std::mem::take(&mut values), o));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn quad_calls_give_the_same_offsets_numbers_and_writes_as_the_list_calls() {
+    // (workspace, sequences) of a stream of events: cold and warm workspaces, no sequence at
+    // all, repeated sequences, four of them.
+    let script: &[(u64, &[u16])] = &[
+        (5, &[1, 2]),
+        (6, &[3]),
+        (5, &[1, 1, 2]),
+        (7, &[]),
+        (6, &[1, 2, 3, 3]),
+        (8, &[2, 2, 2, 2]),
+        (5, &[3, 1]),
+    ];
+    let run = |use_quad: bool| {
+        let h = Harness::new();
+        let seq = h.open_ready(P, &params());
+        let mut replies = Vec::new();
+        for (i, &(ws, seqs)) in script.iter().enumerate() {
+            let (outcome, numbers) = match (use_quad, i) {
+                (false, 0) => seq.start_next(1, ws, seqs).unwrap(),
+                (false, _) => seq.flush_start_next(1, ws, seqs).unwrap(),
+                (true, 0) => {
+                    let q = seq.start_next_quad(1, ws, quad(seqs)).unwrap();
+                    let (o, n) = quad_list(&q, seqs.len());
+                    replies.push((o, n.clone()));
+                    (q.outcome, n)
+                }
+                (true, _) => {
+                    let q = seq.flush_start_next_quad(1, ws, quad(seqs)).unwrap();
+                    let (o, n) = quad_list(&q, seqs.len());
+                    replies.push((o, n.clone()));
+                    (q.outcome, n)
+                }
+            };
+            if !use_quad {
+                replies.push((format!("{outcome:?}"), numbers.clone()));
+            }
+            let StartOutcome::Started(offset) = outcome else {
+                panic!("event {i} did not start: {outcome:?}");
+            };
+            let values: Vec<_> = seqs
+                .iter()
+                .zip(&numbers)
+                .map(|(&s, &n)| SeqValue::new(ws, s, n))
+                .collect();
+            seq.append(offset, &values).unwrap();
+            // Each write carries the event just flushed, so runs compare write by write.
+            h.driver.idle();
+        }
+        seq.flush().unwrap();
+        h.driver.idle();
+        // A refused start is refused alike, and drops the transaction alike.
+        h.storage.read_gate.close();
+        let refusal = if use_quad {
+            format!("{:?}", seq.start_next_quad(1, 5, quad(&[1, 4])))
+        } else {
+            format!("{:?}", seq.start_next(1, 5, &[1, 4]))
+        };
+        let status = seq.status();
+        h.storage.read_gate.open();
+        h.driver.idle();
+        (
+            replies,
+            refusal,
+            status,
+            writes(&h.storage),
+            h.storage.plog(P),
+            h.storage.stored_next_offset(P),
+        )
+    };
+    let lists = run(false);
+    let quads = run(true);
+    assert_eq!(lists.0, quads.0, "the same offsets and numbers");
+    assert_eq!(lists.1, quads.1, "the same refusal");
+    assert_eq!(
+        (lists.2, quads.2),
+        (Status::Actualizing, Status::Actualizing)
+    );
+    assert_eq!(lists.3, quads.3, "the same writes, in the same order");
+    assert_eq!(lists.4, quads.4);
+    assert_eq!(lists.5, quads.5);
+    assert_eq!(lists.4.len(), script.len());
+    assert_eq!(
+        lists.5,
+        script.len() as u64 + 1,
+        "the refusal's actualization replayed"
+    );
+    assert_eq!(
+        quads.0[4],
+        ("StartOutcome::Started(5)".to_string(), vec![1, 100, 8, 9]),
+        "a sample, worked by hand"
+    );
+}
+
+#[test]
+fn a_quad_naming_more_than_four_sequences_is_refused_and_changes_nothing() {
+    let h = Harness::new();
+    let seq = h.open_ready(P, &params());
+    let too_many = |count| SeqQuad {
+        count,
+        ..quad(&[1, 2, 3, 1])
+    };
+    let observe = |seq: &sequencer_host::PartitionSequencer| {
+        (seq.status(), format!("{:?}", seq.held_numbers().unwrap()))
+    };
+    let before = observe(&seq);
+    for count in [5, 6, 255] {
+        assert!(matches!(
+            seq.start_next_quad(1, 5, too_many(count)),
+            Err(HostError::Sequencer(GuestError::InvalidParams(_)))
+        ));
+        assert_eq!(observe(&seq), before);
+    }
+    // With an event open, the flushing call refuses before flushing: the event stays open.
+    let q = seq.start_next_quad(1, 5, quad(&[1, 2, 3, 1])).unwrap();
+    assert!(matches!(q.outcome, StartOutcome::Started(1)));
+    assert_eq!([q.n0, q.n1, q.n2, q.n3], [1, 100, 7, 2]);
+    seq.append(
+        1,
+        &[
+            SeqValue::new(5, 1, 2),
+            SeqValue::new(5, 2, 100),
+            SeqValue::new(5, 3, 7),
+        ],
+    )
+    .unwrap();
+    let open = observe(&seq);
+    assert!(matches!(
+        seq.flush_start_next_quad(1, 6, too_many(5)),
+        Err(HostError::Sequencer(GuestError::InvalidParams(_)))
+    ));
+    assert_eq!(observe(&seq), open);
+    assert!(matches!(
+        seq.start(1, 6),
+        Err(HostError::Sequencer(GuestError::TransactionInProgress))
+    ));
+    h.driver.idle();
+    assert_eq!(h.storage.view_value(P, 5, 1), 0, "not flushed");
+    let q = seq.flush_start_next_quad(1, 6, quad(&[1])).unwrap();
+    assert!(matches!(q.outcome, StartOutcome::Started(2)));
+    assert_eq!([q.n0, q.n1, q.n2, q.n3], [1, 0, 0, 0]);
+    h.driver.idle();
+    assert_eq!(h.storage.view_value(P, 5, 1), 2);
+    assert_eq!(h.storage.view_value(P, 5, 3), 7);
 }

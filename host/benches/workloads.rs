@@ -628,9 +628,9 @@ mod raw {
 
     impl types::Host for State {}
 
-    /// Nanoseconds per empty call and per `flush-start-next` (W2's batched transaction), `n`
-    /// calls each.
-    pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> (f64, f64) {
+    /// Nanoseconds per empty call, per `flush-start-next` and per `flush-start-next-quad`
+    /// (W2's transaction in one call, with and without lists), `n` calls each.
+    pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 3] {
         let mut config = Config::new();
         config.consume_fuel(fuel);
         config.concurrency_support(false);
@@ -688,8 +688,7 @@ mod raw {
             std::hint::black_box(r.expect("call").expect("flush-start-next-quad"));
         }
         let fixed = t.elapsed().as_nanos() as f64 / n as f64;
-        eprintln!("raw fuel={fuel}: empty {empty:.0} lists {lists:.0} quad {fixed:.0}");
-        (empty, lists)
+        [empty, lists, fixed]
     }
 }
 
@@ -1000,32 +999,34 @@ impl Bench {
         self.empty = (fuel, no_fuel);
         let bytes = std::fs::read(&self.cfg.component).expect("component");
         for fuel in [true, false] {
-            let (empty, tx): (Vec<f64>, Vec<f64>) = (0..self.cfg.runs)
+            let runs: Vec<[f64; 3]> = (0..self.cfg.runs)
                 .map(|_| raw::empty_call_ns(&bytes, fuel, raw_calls()))
-                .unzip();
+                .collect();
             let fuel_text = if fuel { "on" } else { "off" };
-            self.rows.push(Row {
-                workload: "empty call",
-                engine: "component",
-                path: format!("status(), bare store, fuel {fuel_text}"),
-                ops: 200_000,
-                unit: "call",
-                ns: median(empty),
-                bound: None,
-                target: None,
-                note: "wasmtime alone: no lock, refuel or driver hand-off".into(),
-            });
-            self.rows.push(Row {
-                workload: "empty call",
-                engine: "component",
-                path: format!("flush-start-next, bare store, fuel {fuel_text}"),
-                ops: 200_000,
-                unit: "call",
-                ns: median(tx),
-                bound: None,
-                target: None,
-                note: "W2's batched call without host or driver (writes never reported)".into(),
-            });
+            let calls = [
+                (
+                    "status()",
+                    "wasmtime alone: no lock, refuel or driver hand-off",
+                ),
+                (
+                    "flush-start-next (lists)",
+                    "W2's transaction in one call, without host or driver",
+                ),
+                ("flush-start-next-quad", "the same without lists"),
+            ];
+            for (i, (call, note)) in calls.into_iter().enumerate() {
+                self.rows.push(Row {
+                    workload: "empty call",
+                    engine: "component",
+                    path: format!("{call}, bare store, fuel {fuel_text}"),
+                    ops: raw_calls(),
+                    unit: "call",
+                    ns: median(runs.iter().map(|r| r[i]).collect()),
+                    bound: None,
+                    target: None,
+                    note: note.into(),
+                });
+            }
         }
     }
 

@@ -161,7 +161,7 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared.call_then(
+        self.shared.call_flushing(
             |i| {
                 i.plugin
                     .sequencer_plugin_sequencer_api()
@@ -180,7 +180,7 @@ impl PartitionSequencer {
         ws: u64,
         seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
-        self.shared.call_then(
+        self.shared.call_flushing(
             |i| {
                 i.plugin
                     .sequencer_plugin_sequencer_api()
@@ -249,14 +249,14 @@ impl PartitionSequencer {
         ws: &[u64],
         seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
-        self.shared.call_then(
+        self.shared.call_flushing(
             |i| {
                 i.plugin
                     .sequencer_plugin_sequencer_api()
                     .sequencer()
                     .call_flush_start_batch(&mut i.store, i.handle, kind, ws, seqs)
             },
-            batch_status,
+            |b| batch_status(b).or(Some(Status02::Ready)),
         )
     }
 
@@ -583,21 +583,43 @@ impl Shared {
     /// After the tasks moved on: learn whether recovery finished, and wake waiting callers.
     fn after_task_step(&self) {
         if Status02::from_u8(self.status.load(Ordering::SeqCst)) == Status02::Recover {
-            let _ = self.call_then(
-                |i| {
-                    i.plugin
-                        .sequencer_plugin_sequencer_api()
-                        .sequencer()
-                        .call_status(&mut i.store, i.handle)
-                        .map(Ok)
-                },
-                |status| Some(Status02::from(to_core_status(*status))),
-            );
+            self.refresh_status();
         }
         let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|p| p.into_inner()));
         for w in waiters {
             let _ = w.send(());
         }
+    }
+
+    /// Sets spec 002's status from the guest's own.
+    fn refresh_status(&self) {
+        let _ = self.call_then(
+            |i| {
+                i.plugin
+                    .sequencer_plugin_sequencer_api()
+                    .sequencer()
+                    .call_status(&mut i.store, i.handle)
+                    .map(Ok)
+            },
+            |status| Some(Status02::from(to_core_status(*status))),
+        );
+    }
+
+    /// [`Shared::call_then`] for the calls that flush, then start: when the start is refused
+    /// the flush is done all the same (unless the error is the flush's own), so the status is
+    /// read back from the guest.
+    fn call_flushing<R>(
+        &self,
+        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+        status_after: impl FnOnce(&R) -> Option<Status02>,
+    ) -> Result<R, HostError> {
+        let result = self.call_then(f, status_after);
+        if let Err(HostError::Sequencer(e)) = &result
+            && !matches!(e, GuestError::NoTransaction | GuestError::CleanedUp)
+        {
+            self.refresh_status();
+        }
+        result
     }
 
     fn set_status(&self, status: Status02) {

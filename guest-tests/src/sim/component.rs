@@ -10,15 +10,16 @@ use std::sync::OnceLock;
 use sequencer::{HeldNumbers, NotNowReason, SeqValue, Status};
 use sequencer_host::bindings::sequencer::plugin::types;
 use sequencer_host::bindings::{
-    GuestError, GuestParams, GuestSeqValue, NotNowReason as GuestNotNow, Outcome, PlogPage,
-    PlogValue, SequencerPlugin, SequencerPluginPre, StartOutcome, Status as GuestStatus, clock,
-    storage,
+    BatchNumbers, GuestError, GuestParams, GuestSeqValue, NotNowReason as GuestNotNow, Outcome,
+    PlogPage, PlogValue, QuadNumbers, SeqQuad, SequencerPlugin, SequencerPluginPre, StartOutcome,
+    Status as GuestStatus, clock, storage,
 };
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
 use wasmtime::{Config, Engine as Wasmtime, ResourceLimiter, Store};
 
 use super::engine::{
-    Begun, Call, Delivery, Effect, Engine, EngineFault, Io, Refusal, Reply, Started,
+    BatchReply, Begun, Call, Delivery, Effect, Engine, EngineFault, Io, Quad, Refusal, Reply,
+    Started,
 };
 
 /// Fuel for one guest call: far more than any call needs, so running out means a runaway guest.
@@ -41,11 +42,7 @@ impl storage::Host for SimHost {
     }
 
     fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
-        let mut out = Vec::with_capacity(ws.len() * seqs.len());
-        for w in ws {
-            out.extend(self.io.read_numbers(w, &seqs)?);
-        }
-        Ok(out)
+        self.io.read_numbers_many(&ws, &seqs)
     }
 
     fn begin_read_next_offset(&mut self, op: u64) {
@@ -188,6 +185,32 @@ impl ComponentEngine {
                     .map(|(o, n)| (started(o), n))
                     .map_err(refusal),
             ),
+            Call::FlushStartNext { kind, ws, seqs } => Reply::StartNext(
+                api.call_flush_start_next(store, h, *kind, *ws, seqs)?
+                    .map(|(o, n)| (started(o), n))
+                    .map_err(refusal),
+            ),
+            Call::StartNextQuad { kind, ws, seqs } => Reply::Quad(
+                api.call_start_next_quad(store, h, *kind, *ws, seq_quad(seqs))?
+                    .map(quad_reply)
+                    .map_err(refusal),
+            ),
+            Call::FlushStartNextQuad { kind, ws, seqs } => Reply::Quad(
+                api.call_flush_start_next_quad(store, h, *kind, *ws, seq_quad(seqs))?
+                    .map(quad_reply)
+                    .map_err(refusal),
+            ),
+            Call::Stage => Reply::Done(api.call_stage(store, h)?.map_err(refusal)),
+            Call::StartBatch { kind, ws, seqs } => Reply::Batch(
+                api.call_start_batch(store, h, *kind, ws, seq_quad(seqs))?
+                    .map(batch_reply)
+                    .map_err(refusal),
+            ),
+            Call::FlushStartBatch { kind, ws, seqs } => Reply::Batch(
+                api.call_flush_start_batch(store, h, *kind, ws, seq_quad(seqs))?
+                    .map(batch_reply)
+                    .map_err(refusal),
+            ),
             Call::Next { seq } => Reply::Number(api.call_next(store, h, *seq)?.map_err(refusal)),
             Call::Flush => Reply::Done(api.call_flush(store, h)?.map_err(refusal)),
             Call::Actualize => Reply::Done(api.call_actualize(store, h)?.map_err(refusal)),
@@ -238,12 +261,37 @@ impl Engine for ComponentEngine {
 fn started(o: StartOutcome) -> Started {
     match o {
         StartOutcome::Started(offset) => Started::Offset(offset),
-        StartOutcome::NotNow(GuestNotNow::Actualizing) => {
-            Started::NotNow(NotNowReason::Actualizing)
-        }
-        StartOutcome::NotNow(GuestNotNow::TooManyUnflushed) => {
-            Started::NotNow(NotNowReason::TooManyUnflushed)
-        }
+        StartOutcome::NotNow(reason) => Started::NotNow(not_now(reason)),
+    }
+}
+
+fn not_now(reason: GuestNotNow) -> NotNowReason {
+    match reason {
+        GuestNotNow::Actualizing => NotNowReason::Actualizing,
+        GuestNotNow::TooManyUnflushed => NotNowReason::TooManyUnflushed,
+    }
+}
+
+fn seq_quad(q: &Quad) -> SeqQuad {
+    SeqQuad {
+        count: q.count,
+        s0: q.seqs[0],
+        s1: q.seqs[1],
+        s2: q.seqs[2],
+        s3: q.seqs[3],
+    }
+}
+
+fn quad_reply(q: QuadNumbers) -> (Started, [u64; 4]) {
+    (started(q.outcome), [q.n0, q.n1, q.n2, q.n3])
+}
+
+fn batch_reply(b: BatchNumbers) -> BatchReply {
+    BatchReply {
+        first_offset: b.first_offset,
+        started: b.started,
+        not_now: b.not_now.map(not_now),
+        numbers: b.numbers,
     }
 }
 

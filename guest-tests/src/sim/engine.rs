@@ -31,14 +31,18 @@ pub struct Io {
     pub effects: Vec<Effect>,
 }
 
-/// How the `read-numbers` import answers.
+/// How the `read-numbers` and `read-numbers-many` imports answer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum NumbersAnswer {
     /// From the storage view.
     #[default]
     FromStorage,
-    /// With this error.
+    /// Both fail with this error.
     Fail(String),
+    /// `read-numbers-many` fails with this error; `read-numbers` answers from the view.
+    FailMany(String),
+    /// `read-numbers-many` answers one number short; `read-numbers` answers from the view.
+    ShortMany,
     /// With exactly these numbers, however many were asked for (fuzzing only).
     Fixed(Vec<u64>),
 }
@@ -51,10 +55,33 @@ impl Io {
             seqs: seqs.to_vec(),
         });
         match &self.numbers {
-            NumbersAnswer::FromStorage if self.storage.down => Err("storage is down".into()),
-            NumbersAnswer::FromStorage => Ok(self.storage.read_numbers(ws, seqs)),
             NumbersAnswer::Fail(m) => Err(m.clone()),
             NumbersAnswer::Fixed(n) => Ok(n.clone()),
+            _ if self.storage.down => Err("storage is down".into()),
+            _ => Ok(self.storage.read_numbers(ws, seqs)),
+        }
+    }
+
+    /// The `read-numbers-many` import: `seqs.len()` numbers per workspace of `ws`.
+    pub fn read_numbers_many(&mut self, ws: &[u64], seqs: &[u16]) -> Result<Vec<u64>, String> {
+        self.effects.push(Effect::ReadNumbersMany {
+            ws: ws.to_vec(),
+            seqs: seqs.to_vec(),
+        });
+        match &self.numbers {
+            NumbersAnswer::Fail(m) | NumbersAnswer::FailMany(m) => Err(m.clone()),
+            NumbersAnswer::Fixed(n) => Ok(n.clone()),
+            _ if self.storage.down => Err("storage is down".into()),
+            answer => {
+                let mut out: Vec<u64> = ws
+                    .iter()
+                    .flat_map(|&w| self.storage.read_numbers(w, seqs))
+                    .collect();
+                if *answer == NumbersAnswer::ShortMany {
+                    out.pop();
+                }
+                Ok(out)
+            }
         }
     }
 
@@ -77,6 +104,13 @@ pub enum Effect {
     ReadNumbers {
         /// The workspace.
         ws: u64,
+        /// The sequences, in the order asked.
+        seqs: Vec<u16>,
+    },
+    /// `read-numbers-many` (answered during the call).
+    ReadNumbersMany {
+        /// The workspaces, in the order asked.
+        ws: Vec<u64>,
         /// The sequences, in the order asked.
         seqs: Vec<u16>,
     },
@@ -141,6 +175,45 @@ pub enum Delivery {
     Failed(String),
 }
 
+/// A WIT `seq-quad`: the first `count` of `seqs` (a count above 4 is refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quad {
+    /// How many of `seqs` are named.
+    pub count: u8,
+    /// The sequences.
+    pub seqs: [u16; 4],
+}
+
+impl Quad {
+    /// The quad naming `seqs` (at most 4).
+    pub fn of(seqs: &[u16]) -> Self {
+        let mut q = Self {
+            count: seqs.len().min(4) as u8,
+            seqs: [0; 4],
+        };
+        q.seqs[..usize::from(q.count)].copy_from_slice(&seqs[..usize::from(q.count)]);
+        q
+    }
+
+    /// The sequences named, or `None` if the count is above 4.
+    pub fn named(&self) -> Option<&[u16]> {
+        self.seqs.get(..usize::from(self.count))
+    }
+}
+
+/// The reply of `start-batch` and `flush-start-batch`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchReply {
+    /// The offset of the first event started.
+    pub first_offset: PLogOffset,
+    /// How many events were started and staged.
+    pub started: u32,
+    /// Why the next event was not started, if one was not.
+    pub not_now: Option<NotNowReason>,
+    /// `count` numbers per started event.
+    pub numbers: Vec<u64>,
+}
+
 /// One call of the WIT `sequencer` resource (`create` is [`boot`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -159,6 +232,53 @@ pub enum Call {
         ws: u64,
         /// The sequences to take a number of.
         seqs: Vec<u16>,
+    },
+    /// `flush-start-next`.
+    FlushStartNext {
+        /// Workspace kind.
+        kind: u16,
+        /// Workspace.
+        ws: u64,
+        /// The sequences to take a number of.
+        seqs: Vec<u16>,
+    },
+    /// `start-next-quad`.
+    StartNextQuad {
+        /// Workspace kind.
+        kind: u16,
+        /// Workspace.
+        ws: u64,
+        /// The sequences to take a number of.
+        seqs: Quad,
+    },
+    /// `flush-start-next-quad`.
+    FlushStartNextQuad {
+        /// Workspace kind.
+        kind: u16,
+        /// Workspace.
+        ws: u64,
+        /// The sequences to take a number of.
+        seqs: Quad,
+    },
+    /// `stage`.
+    Stage,
+    /// `start-batch`.
+    StartBatch {
+        /// Workspace kind.
+        kind: u16,
+        /// One event per workspace.
+        ws: Vec<u64>,
+        /// The sequences each event takes a number of.
+        seqs: Quad,
+    },
+    /// `flush-start-batch`.
+    FlushStartBatch {
+        /// Workspace kind.
+        kind: u16,
+        /// One event per workspace.
+        ws: Vec<u64>,
+        /// The sequences each event takes a number of.
+        seqs: Quad,
     },
     /// `next`.
     Next {
@@ -242,11 +362,15 @@ pub enum Refusal {
 pub enum Reply {
     /// From `start`.
     Start(Result<Started, Refusal>),
-    /// From `start-next`.
+    /// From `start-next`, `flush-start-next`.
     StartNext(Result<(Started, Vec<u64>), Refusal>),
+    /// From `start-next-quad`, `flush-start-next-quad`: the outcome and the four places.
+    Quad(Result<(Started, [u64; 4]), Refusal>),
+    /// From `start-batch`, `flush-start-batch`.
+    Batch(Result<BatchReply, Refusal>),
     /// From `next`.
     Number(Result<u64, Refusal>),
-    /// From `flush`, `actualize`, `deliver`.
+    /// From `flush`, `actualize`, `deliver`, `stage`.
     Done(Result<(), Refusal>),
     /// From `status`.
     Status(Status),
@@ -430,6 +554,11 @@ pub struct NativeEngine {
     wake: Option<Option<u64>>,
 }
 
+/// The sequences a quad names, or `invalid-params` if it names more than four.
+fn quad_seqs(q: &Quad) -> Result<&[u16], Refusal> {
+    q.named().ok_or(Refusal::InvalidParams)
+}
+
 fn refusal(e: Error) -> Refusal {
     match e {
         Error::InvalidParams(_) => Refusal::InvalidParams,
@@ -510,6 +639,175 @@ impl NativeEngine {
         }
     }
 
+    fn flush_start_next(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        io: &mut Io,
+    ) -> Result<(Started, Vec<u64>), Refusal> {
+        self.core.flush().map_err(refusal)?;
+        let result = self.start_next_core(kind, ws, seqs, io);
+        self.pump_core(io);
+        result
+    }
+
+    fn start_next_quad(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &Quad,
+        io: &mut Io,
+    ) -> Result<(Started, [u64; 4]), Refusal> {
+        let seqs = quad_seqs(seqs)?;
+        let mut numbers = [0; 4];
+        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
+        Ok((outcome, numbers))
+    }
+
+    fn flush_start_next_quad(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &Quad,
+        io: &mut Io,
+    ) -> Result<(Started, [u64; 4]), Refusal> {
+        let seqs = quad_seqs(seqs)?;
+        self.core.flush().map_err(refusal)?;
+        let mut numbers = [0; 4];
+        let result = self.start_next_into(kind, ws, seqs, &mut numbers, io);
+        self.pump_core(io);
+        Ok((result?, numbers))
+    }
+
+    fn flush_start_batch(
+        &mut self,
+        kind: u16,
+        ws: &[u64],
+        seqs: &Quad,
+        io: &mut Io,
+    ) -> Result<BatchReply, Refusal> {
+        let seqs = quad_seqs(seqs)?;
+        self.core.flush().map_err(refusal)?;
+        let result = self.start_batch_core(kind, ws, seqs, io);
+        self.pump_core(io);
+        result
+    }
+
+    /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
+    fn start_next_core(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        io: &mut Io,
+    ) -> Result<(Started, Vec<u64>), Refusal> {
+        let mut numbers = vec![0; seqs.len()];
+        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
+        if !matches!(outcome, Started::Offset(_)) {
+            numbers.clear();
+        }
+        Ok((outcome, numbers))
+    }
+
+    /// `start`, then `next` of each of `seqs` into the same places of `numbers`.
+    fn start_next_into(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        numbers: &mut [u64],
+        io: &mut Io,
+    ) -> Result<Started, Refusal> {
+        let outcome = self.start_core(kind, ws, io)?;
+        if !matches!(outcome, Started::Offset(_)) {
+            return Ok(outcome);
+        }
+        for (&seq, number) in seqs.iter().zip(numbers.iter_mut()) {
+            match self.core.next(seq) {
+                Ok(n) => *number = n,
+                Err(e) => return Err(self.drop_transaction(refusal(e), io)),
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Starts, numbers and stages one event per entry of `ws` until one is "not now".
+    fn start_batch_core(
+        &mut self,
+        kind: u16,
+        ws: &[u64],
+        seqs: &[u16],
+        io: &mut Io,
+    ) -> Result<BatchReply, Refusal> {
+        self.core.check_seqs(kind, seqs).map_err(refusal)?;
+        if ws.len() > 1 {
+            self.preload(kind, ws, io)?;
+        }
+        let mut batch = BatchReply {
+            first_offset: 0,
+            started: 0,
+            not_now: None,
+            numbers: Vec::with_capacity(ws.len() * seqs.len()),
+        };
+        for &w in ws {
+            let outcome = match self.start_core(kind, w, io) {
+                Ok(outcome) => outcome,
+                Err(e) if batch.started == 0 => return Err(e),
+                Err(e) => return Err(self.drop_transaction(e, io)),
+            };
+            match outcome {
+                Started::Offset(offset) if batch.started == 0 => batch.first_offset = offset,
+                Started::Offset(_) => {}
+                Started::NotNow(reason) => {
+                    batch.not_now = Some(reason);
+                    break;
+                }
+            }
+            for &seq in seqs {
+                match self.core.next(seq) {
+                    Ok(n) => batch.numbers.push(n),
+                    Err(e) => return Err(self.drop_transaction(refusal(e), io)),
+                }
+            }
+            if let Err(e) = self.core.stage() {
+                return Err(self.drop_transaction(refusal(e), io));
+            }
+            batch.started += 1;
+        }
+        Ok(batch)
+    }
+
+    /// Reads the numbers of every workspace of `ws` a start would load, in one import call.
+    fn preload(&mut self, kind: u16, ws: &[u64], io: &mut Io) -> Result<(), Refusal> {
+        let mut ahead = Vec::new();
+        self.core.loads_ahead(kind, ws, &mut ahead);
+        if ahead.is_empty() {
+            return Ok(());
+        }
+        let seqs: Vec<u16> = self.core.kind_seqs(kind).map_err(refusal)?.collect();
+        let stored = io
+            .read_numbers_many(&ahead, &seqs)
+            .map_err(Refusal::Storage)?;
+        if stored.len() != ahead.len() * seqs.len() {
+            return Err(refusal(Error::MalformedNumbers {
+                expected: ahead.len() * seqs.len(),
+                got: stored.len(),
+            }));
+        }
+        for (&w, numbers) in ahead.iter().zip(stored.chunks_exact(seqs.len().max(1))) {
+            self.core.preload(kind, w, numbers).map_err(refusal)?;
+        }
+        Ok(())
+    }
+
+    /// Drops the whole transaction and returns `error`.
+    fn drop_transaction(&mut self, error: Refusal, io: &mut Io) -> Refusal {
+        let _ = self.core.actualize();
+        self.pump_core(io);
+        error
+    }
+
     fn deliver(&mut self, op: u64, outcome: &Delivery, io: &mut Io) -> Result<(), Refusal> {
         let ticket = Ticket(op);
         let now = Instant::from_nanos(io.now);
@@ -535,23 +833,23 @@ impl NativeEngine {
         match call {
             Call::Start { kind, ws } => Reply::Start(self.start_core(*kind, *ws, io)),
             Call::StartNext { kind, ws, seqs } => {
-                Reply::StartNext(self.start_core(*kind, *ws, io).and_then(|outcome| {
-                    if !matches!(outcome, Started::Offset(_)) {
-                        return Ok((outcome, Vec::new()));
-                    }
-                    let mut numbers = Vec::with_capacity(seqs.len());
-                    for &seq in seqs {
-                        match self.core.next(seq) {
-                            Ok(n) => numbers.push(n),
-                            Err(e) => {
-                                let _ = self.core.actualize();
-                                self.pump_core(io);
-                                return Err(refusal(e));
-                            }
-                        }
-                    }
-                    Ok((outcome, numbers))
-                }))
+                Reply::StartNext(self.start_next_core(*kind, *ws, seqs, io))
+            }
+            Call::FlushStartNext { kind, ws, seqs } => {
+                Reply::StartNext(self.flush_start_next(*kind, *ws, seqs, io))
+            }
+            Call::StartNextQuad { kind, ws, seqs } => {
+                Reply::Quad(self.start_next_quad(*kind, *ws, seqs, io))
+            }
+            Call::FlushStartNextQuad { kind, ws, seqs } => {
+                Reply::Quad(self.flush_start_next_quad(*kind, *ws, seqs, io))
+            }
+            Call::Stage => Reply::Done(self.core.stage().map_err(refusal)),
+            Call::StartBatch { kind, ws, seqs } => Reply::Batch(
+                quad_seqs(seqs).and_then(|seqs| self.start_batch_core(*kind, ws, seqs, io)),
+            ),
+            Call::FlushStartBatch { kind, ws, seqs } => {
+                Reply::Batch(self.flush_start_batch(*kind, ws, seqs, io))
             }
             Call::Next { seq } => Reply::Number(self.core.next(*seq).map_err(refusal)),
             Call::Flush => Reply::Done(self.core.flush().map_err(refusal).map(|()| {

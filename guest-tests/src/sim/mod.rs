@@ -1,7 +1,11 @@
 //! Deterministic simulation of the sequencer under faults (issue 7).
 //!
-//! A seeded scheduler ([`world`]) interleaves command-processor transactions, PLog appends
-//! (some failing, some failing after they landed), storage operations that complete, fail,
+//! A seeded scheduler ([`world`]) interleaves command-processor transactions (single events
+//! through `start`/`next`, `start-next` and its quad form, and several events in one
+//! transaction through `stage` and `start-batch`, with `read-numbers-many` failing or answering
+//! short now and then; the flushing forms complete one transaction and begin the next), PLog
+//! appends (all of a transaction's events before its flush; some failing, some failing after
+//! they landed), storage operations that complete, fail,
 //! lag, tear halfway or report late and out of order, storage outages, crashes that lose all
 //! memory (possibly between a write's values and its offset), graceful shutdowns and clock
 //! jumps. It drives one [`engine::Engine`]: the native core, the compiled component under
@@ -45,6 +49,9 @@ pub enum Invariant {
     StartRefusesDuringActualization,
     /// Storage never holds a next PLog offset ahead of its values (or beyond the PLog).
     OffsetNotAheadOfValues,
+    /// A write carries only numbers the PLog holds and no offset beyond it: the numbers of
+    /// staged events wait for their flush.
+    WritesOnlyPlogNumbers,
     /// Held numbers stay within the params' bounds; the component's memory within its bound.
     MemoryBounds,
     /// Calls return what the contract says (typed refusals for misuse, success otherwise).
@@ -128,6 +135,23 @@ pub struct Stats {
     pub probes: u64,
     /// `sequence-exhausted` refusals checked.
     pub exhausted: u64,
+    /// Events staged (by `stage` or a batch call).
+    pub stages: u64,
+    /// Batch calls that staged at least one event.
+    pub batches: u64,
+    /// Batches cut short by not-now(too-many-unflushed) after staging some events.
+    pub partial_batches: u64,
+    /// Transactions with staged events dropped by a refusal in a batch (exhausted sequence,
+    /// failed numbers read).
+    pub dropped_batches: u64,
+    /// `read-numbers-many` calls.
+    pub numbers_many_reads: u64,
+    /// Quad calls (`start-next-quad`, `flush-start-next-quad`).
+    pub quad_calls: u64,
+    /// Flushing calls that also started (`flush-start-next`, its quad form, `flush-start-batch`).
+    pub flush_starts: u64,
+    /// Crashes and shutdowns while events were staged.
+    pub staged_crashes: u64,
     /// The most unflushed values seen.
     pub max_unflushed_seen: u64,
     /// The component's largest linear memory, in bytes.
@@ -164,7 +188,15 @@ impl Stats {
             shutdowns,
             clock_jumps,
             probes,
-            exhausted
+            exhausted,
+            stages,
+            batches,
+            partial_batches,
+            dropped_batches,
+            numbers_many_reads,
+            quad_calls,
+            flush_starts,
+            staged_crashes
         );
         self.max_unflushed_seen = self.max_unflushed_seen.max(o.max_unflushed_seen);
         self.peak_guest_memory = self.peak_guest_memory.max(o.peak_guest_memory);
@@ -197,6 +229,14 @@ impl Stats {
             ("clock_jumps", self.clock_jumps),
             ("probes", self.probes),
             ("exhausted", self.exhausted),
+            ("stages", self.stages),
+            ("batches", self.batches),
+            ("partial_batches", self.partial_batches),
+            ("dropped_batches", self.dropped_batches),
+            ("numbers_many_reads", self.numbers_many_reads),
+            ("quad_calls", self.quad_calls),
+            ("flush_starts", self.flush_starts),
+            ("staged_crashes", self.staged_crashes),
         ];
         all.iter()
             .filter(|(_, n)| *n == 0)

@@ -16,6 +16,8 @@ pub struct SimStorage {
     pub plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
     /// Storage is down: every operation, appends and numbers reads included, fails.
     pub down: bool,
+    /// Halves of writes applied so far (a change counter for the view and the offset).
+    pub applied: u64,
     /// The deliberately broken storage of the simulator's self-test: a write stores its next
     /// PLog offset before its values, so a crash between the two halves leaves the offset ahead
     /// of values that never arrive. Never set outside that test.
@@ -73,6 +75,7 @@ impl SimStorage {
 
     /// Applies one half of a write.
     pub fn apply(&mut self, half: WriteHalf, values: &[SeqValue], next_offset: PLogOffset) {
+        self.applied += 1;
         match half {
             WriteHalf::Values => {
                 for v in values {

@@ -1,6 +1,12 @@
 //! One simulated run: a seeded scheduler interleaving a command processor, storage progress,
 //! late and reordered completions, storage faults, crashes and clock jumps around one engine,
 //! checking every invariant after every step.
+//!
+//! The command processor's transaction is a list of staged events and at most one open event.
+//! Its events are offered to the PLog together, in offset order, before the flush that
+//! completes them; so a crash, an actualization or a dropping refusal while events are staged
+//! loses events the PLog never saw, and the next life must hand out the same offsets and
+//! numbers again.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +15,8 @@ use sequencer_host::bindings::GuestParams;
 use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
 
 use super::engine::{
-    Begun, Call, Delivery, Effect, Engine, EngineFault, Io, NumbersAnswer, Refusal, Reply, Started,
-    boot,
+    BatchReply, Begun, Call, Delivery, Effect, Engine, EngineFault, Io, NumbersAnswer, Quad,
+    Refusal, Reply, Started, boot,
 };
 use super::rng::Rng;
 use super::{Invariant, SimConfig, Stats, Violation};
@@ -73,22 +79,50 @@ struct Pending {
     state: OpState,
 }
 
+/// An event of the transaction in progress: its offset and the numbers issued for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Event {
+    ws: u64,
+    offset: PLogOffset,
+    values: Vec<SeqValue>,
+}
+
+/// The command processor's transaction: events staged (numbered, not yet in the PLog; they
+/// are appended together at the end), then possibly one open event taking numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Tx {
+    staged: Vec<Event>,
+    /// The open event, with its kind.
+    open: Option<(u16, Event)>,
+    /// `next` calls still to make in the open event.
+    nexts_left: u8,
+    /// The events were offered to the PLog: flush if `Some(true)`, actualize if not.
+    appended: Option<bool>,
+}
+
+impl Tx {
+    /// Every event, in offset order.
+    fn events(&self) -> impl Iterator<Item = &Event> {
+        self.staged.iter().chain(self.open.as_ref().map(|(_, e)| e))
+    }
+}
+
 /// The command processor: one transaction at a time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Cp {
     Idle,
-    /// A transaction is open at `offset` with the numbers issued so far.
-    InTx {
-        kind: u16,
-        ws: u64,
-        offset: PLogOffset,
-        values: Vec<SeqValue>,
-        nexts_left: u8,
-    },
-    /// The event was offered to the PLog: flush if `ok`, actualize if not.
-    Appended {
-        ok: bool,
-    },
+    Tx(Tx),
+}
+
+/// Which numbers reads a call may see fail.
+#[derive(Clone, Copy, Debug)]
+struct Fails {
+    /// `read-numbers`.
+    single: bool,
+    /// `read-numbers-many`.
+    many: bool,
+    /// `read-numbers-many` answers short.
+    short: bool,
 }
 
 /// What one scheduler step does.
@@ -126,6 +160,14 @@ pub(super) struct World<'c> {
     plog_max: BTreeMap<NumberKey, u64>,
     /// Per key, the last number issued since the last crash or actualization.
     epoch_last: BTreeMap<NumberKey, u64>,
+    /// Per key, the largest number of the PLog events below `covered_upto`: what the view must
+    /// hold while storage holds a next offset of at least that (kept up to date step by step
+    /// instead of scanning the PLog after every step; events never change once appended).
+    covered_max: BTreeMap<NumberKey, u64>,
+    covered_upto: PLogOffset,
+    /// `covered_upto` and the storage's change counter when the view last covered
+    /// `covered_max` (nothing to check again until either moves).
+    covered_checked: (PLogOffset, u64),
     /// Faults are off (the settling phase).
     calm: bool,
     /// Steps taken so far.
@@ -199,6 +241,9 @@ impl<'c> World<'c> {
             cp: Cp::Idle,
             plog_max: BTreeMap::new(),
             epoch_last: BTreeMap::new(),
+            covered_max: BTreeMap::new(),
+            covered_upto: 0,
+            covered_checked: (0, 0),
             calm: false,
             step: 0,
             trace: trace.then(Vec::new),
@@ -306,9 +351,43 @@ impl<'c> World<'c> {
         for effect in effects {
             match effect {
                 Effect::ReadNumbers { .. } => self.stats.numbers_reads += 1,
+                Effect::ReadNumbersMany { .. } => self.stats.numbers_many_reads += 1,
                 Effect::SetWake(at) => self.wake = at,
                 Effect::Begin(begun) => {
                     let op = begun.op();
+                    if let Begun::Write {
+                        values,
+                        next_offset,
+                        ..
+                    } = &begun
+                    {
+                        // Only what the PLog holds may reach the view: staged events' numbers
+                        // wait for their flush.
+                        if let Some(v) = values
+                            .iter()
+                            .find(|v| self.plog_max.get(&v.key).is_none_or(|&m| v.value > m))
+                        {
+                            return Err(violation(
+                                Invariant::WritesOnlyPlogNumbers,
+                                format!(
+                                    "write {op} carries number {} of ws {} seq {}, which the PLog does not hold (largest {:?})",
+                                    v.value,
+                                    v.key.ws,
+                                    v.key.seq,
+                                    self.plog_max.get(&v.key)
+                                ),
+                            ));
+                        }
+                        let plog_next = self.io.storage.plog_next();
+                        if *next_offset > plog_next {
+                            return Err(violation(
+                                Invariant::WritesOnlyPlogNumbers,
+                                format!(
+                                    "write {op} carries next offset {next_offset}, beyond the PLog's end {plog_next}"
+                                ),
+                            ));
+                        }
+                    }
                     if self.pending.iter().any(|p| p.begun.op() == op) {
                         return Err(violation(
                             Invariant::HostContract,
@@ -395,24 +474,16 @@ impl<'c> World<'c> {
     fn choose(&mut self) -> Action {
         use Action::*;
         let down = self.io.storage.down;
+        // As `performable`/`deliverable` would say, without collecting them (every step).
+        let now = self.io.now;
+        let (can_perform, can_deliver) = self.pending.iter().fold((false, false), |(p, d), op| {
+            let ready = matches!(op.state, OpState::Ready(_));
+            (p || (!ready && op.not_before <= now), d || ready)
+        });
         let table = [
             (Command, 300),
-            (
-                Perform,
-                if self.performable().is_empty() {
-                    0
-                } else {
-                    140
-                },
-            ),
-            (
-                Deliver,
-                if self.deliverable().is_empty() {
-                    0
-                } else {
-                    140
-                },
-            ),
+            (Perform, if can_perform { 140 } else { 0 }),
+            (Deliver, if can_deliver { 140 } else { 0 }),
             (
                 Timer,
                 if self.wake.is_some_and(|w| w <= self.io.now) {
@@ -439,7 +510,7 @@ impl<'c> World<'c> {
             (Actualize, 5),
             (Probe, 15),
         ];
-        let weights: Vec<u64> = table.iter().map(|(_, w)| *w).collect();
+        let weights = table.map(|(_, w)| w);
         let i = self.rng.weighted(&weights).unwrap_or(0);
         table[i].0
     }
@@ -653,6 +724,10 @@ impl<'c> World<'c> {
                 self.note(|| "crash between the two halves of a write".into());
             }
         }
+        if self.tx().is_some_and(|tx| !tx.staged.is_empty()) {
+            self.stats.staged_crashes += 1;
+            self.note(|| "events staged, not flushed, are lost".into());
+        }
         self.engine = None;
         self.pending.clear();
         // Operation ids start again from 0 in the new life.
@@ -666,34 +741,33 @@ impl<'c> World<'c> {
     // ----- the command processor -----
 
     fn command(&mut self) -> Checked {
-        match self.cp.clone() {
-            Cp::Idle => self.begin_transaction(),
-            Cp::InTx {
-                kind,
-                ws,
-                offset,
-                values,
-                nexts_left,
-            } => {
-                if nexts_left > 0 {
-                    self.next_number(kind, ws)
+        let Cp::Tx(tx) = &self.cp else {
+            return self.begin(false);
+        };
+        let open = tx.open.as_ref().map(|(kind, e)| (*kind, e.ws));
+        match (tx.appended, open) {
+            (Some(true), _) => {
+                if self.calm || self.rng.chance(50) {
+                    let reply = self.call(Call::Flush, false)?;
+                    expect_done(&reply, "flush")?;
+                    self.stats.flushed += 1;
+                    self.cp = Cp::Idle;
+                    Ok(())
                 } else {
-                    self.append(offset, values)
+                    self.begin(true)
                 }
             }
-            Cp::Appended { ok: true } => {
-                let reply = self.call(Call::Flush, false)?;
-                expect_done(&reply, "flush")?;
-                self.stats.flushed += 1;
-                self.cp = Cp::Idle;
-                Ok(())
-            }
-            Cp::Appended { ok: false } => {
+            (Some(false), _) => {
                 let reply = self.call(Call::Actualize, false)?;
                 expect_done(&reply, "actualize after a failed PLog write")?;
                 self.actualized();
                 Ok(())
             }
+            (None, Some((kind, ws))) if tx.nexts_left > 0 => self.next_number(kind, ws),
+            (None, Some(_)) if !self.calm && self.rng.chance(35) => self.stage(),
+            // Events are staged and none is open: number more, or offer them to the PLog.
+            (None, None) if !self.calm && self.rng.chance(55) => self.begin(false),
+            (None, _) => self.append(),
         }
     }
 
@@ -703,104 +777,516 @@ impl<'c> World<'c> {
         self.cp = Cp::Idle;
     }
 
-    fn begin_transaction(&mut self) -> Checked {
-        let kind = self.rng.pick(&[1, 2]);
-        let ws = self.rng.below(self.shape.workspaces);
-        let numbers_fail = !self.calm && self.rng.chance(3);
-        if numbers_fail {
-            self.io.numbers = NumbersAnswer::Fail("numbers read failed".into());
-        }
-        let numbers_can_fail = numbers_fail || self.io.storage.down;
-        let status = self.status()?;
-        let nexts = self.rng.below(5) as u8;
-        let start_next = self.rng.chance(30);
-        let reply = if start_next {
-            let mut seqs: Vec<u16> = (0..nexts)
-                .map(|_| self.rng.pick(kind_seqs(kind)).0)
-                .collect();
-            if !seqs.is_empty() && self.rng.chance(4) {
-                let at = self.rng.index(seqs.len());
-                seqs[at] = UNKNOWN_SEQ;
-            }
-            let reply = self.call(
-                Call::StartNext {
-                    kind,
-                    ws,
-                    seqs: seqs.clone(),
-                },
-                false,
-            );
-            self.io.numbers = NumbersAnswer::FromStorage;
-            let reply = reply?;
-            let Reply::StartNext(r) = reply else {
-                return Err(unexpected("start-next", &reply));
-            };
-            return match r {
-                Ok((outcome, numbers)) => {
-                    let started = self.started(status, outcome, kind, ws)?;
-                    if started && numbers.len() != seqs.len() {
-                        return Err(violation(
-                            Invariant::ExpectedReply,
-                            format!("start-next returned {} numbers for {seqs:?}", numbers.len()),
-                        ));
-                    }
-                    if started {
-                        for (&seq, &n) in seqs.iter().zip(&numbers) {
-                            self.check_number(kind, ws, seq, Ok(n))?;
-                        }
-                        if let Cp::InTx { nexts_left, .. } = &mut self.cp {
-                            *nexts_left = 0;
-                        }
-                    }
-                    Ok(())
-                }
-                Err(r @ (Refusal::UnknownSeqId { .. } | Refusal::SequenceExhausted { .. })) => {
-                    let model = self.model_numbers(kind, ws, &seqs);
-                    if status != Status::Ready || model.as_ref().err() != Some(&r) {
-                        return Err(violation(
-                            Invariant::ExpectedReply,
-                            format!(
-                                "start-next({kind}, {ws}, {seqs:?}) while {status:?} was refused with {r:?}; the model expects {model:?}"
-                            ),
-                        ));
-                    }
-                    if matches!(r, Refusal::SequenceExhausted { .. }) {
-                        self.stats.exhausted += 1;
-                    }
-                    self.after_refused_start_next()
-                }
-                Err(Refusal::Storage(_)) if numbers_can_fail => {
-                    self.stats.numbers_read_failures += 1;
-                    Ok(())
-                }
-                Err(r) => Err(unexpected_refusal("start-next", &r)),
-            };
-        } else {
-            let reply = self.call(Call::Start { kind, ws }, false);
-            self.io.numbers = NumbersAnswer::FromStorage;
-            reply?
-        };
-        let Reply::Start(r) = reply else {
-            return Err(unexpected("start", &reply));
-        };
-        match r {
-            Ok(outcome) => {
-                if self.started(status, outcome, kind, ws)?
-                    && let Cp::InTx { nexts_left, .. } = &mut self.cp
-                {
-                    *nexts_left = nexts;
-                }
-                Ok(())
-            }
-            Err(Refusal::Storage(_)) if numbers_can_fail => {
-                self.stats.numbers_read_failures += 1;
-                Ok(())
-            }
-            Err(r) => Err(unexpected_refusal("start", &r)),
+    /// The transaction in progress, if any.
+    fn tx(&self) -> Option<&Tx> {
+        match &self.cp {
+            Cp::Tx(tx) => Some(tx),
+            Cp::Idle => None,
         }
     }
 
-    /// Checks `start`'s outcome against the status before it; true if a transaction began.
+    fn tx_mut(&mut self) -> Option<&mut Tx> {
+        match &mut self.cp {
+            Cp::Tx(tx) => Some(tx),
+            Cp::Idle => None,
+        }
+    }
+
+    /// The offset the next event of the transaction must get: the PLog's next, after the
+    /// events already staged (none of which is in the PLog yet).
+    fn expected_offset(&self) -> PLogOffset {
+        let staged = self.tx().map_or(0, |tx| tx.staged.len() as u64);
+        self.io.storage.plog_next() + staged
+    }
+
+    /// Distinct keys among the staged events' numbers: what the sequencer holds staged.
+    fn staged_keys(&self) -> usize {
+        let Some(tx) = self.tx().filter(|tx| !tx.staged.is_empty()) else {
+            return 0;
+        };
+        let mut keys: Vec<NumberKey> = tx
+            .staged
+            .iter()
+            .flat_map(|e| e.values.iter().map(|v| v.key))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.len()
+    }
+
+    /// The last number issued for `key`: in the transaction's events, or in the PLog.
+    fn last_issued(&self, key: NumberKey) -> Option<u64> {
+        let in_tx = self.tx().and_then(|tx| {
+            tx.events()
+                .flat_map(|e| e.values.iter())
+                .filter(|v| v.key == key)
+                .map(|v| v.value)
+                .max()
+        });
+        in_tx.max(self.plog_max.get(&key).copied())
+    }
+
+    /// What `next` of `seq` gives next in `ws`, by the model.
+    fn expected_next(&self, kind: u16, ws: u64, seq: u16) -> Result<u64, Refusal> {
+        match self.last_issued(NumberKey { ws, seq }) {
+            Some(l) => l
+                .checked_add(1)
+                .ok_or(Refusal::SequenceExhausted { kind, seq }),
+            None => Ok(initial(kind, seq)),
+        }
+    }
+
+    /// Sequences for a call naming some: up to four of `kind`, now and then an unknown one.
+    fn pick_seqs(&mut self, kind: u16, max: u64) -> Vec<u16> {
+        let n = self.rng.below(max + 1);
+        let mut seqs: Vec<u16> = (0..n).map(|_| self.rng.pick(kind_seqs(kind)).0).collect();
+        if !seqs.is_empty() && self.rng.chance(4) {
+            let at = self.rng.index(seqs.len());
+            seqs[at] = UNKNOWN_SEQ;
+        }
+        seqs
+    }
+
+    /// A quad naming `seqs`, now and then with a count above four (refused).
+    fn pick_quad(&mut self, seqs: &[u16]) -> Quad {
+        let mut q = Quad::of(seqs);
+        if self.rng.chance(2) {
+            q.count = self.rng.pick(&[5, 6, 255]);
+        }
+        q
+    }
+
+    /// Begins an event or a batch of events: a new transaction, more events of one whose
+    /// events are staged, or (`flush`) the next after completing the appended transaction in
+    /// the same call.
+    fn begin(&mut self, flush: bool) -> Checked {
+        let kind = self.rng.pick(&[1, 2]);
+        let ws = self.rng.below(self.shape.workspaces);
+        let answer = if self.calm {
+            NumbersAnswer::FromStorage
+        } else {
+            match self.rng.below(100) {
+                0..=2 => NumbersAnswer::Fail("numbers read failed".into()),
+                3..=5 => NumbersAnswer::FailMany("numbers read (many) failed".into()),
+                6..=7 => NumbersAnswer::ShortMany,
+                _ => NumbersAnswer::FromStorage,
+            }
+        };
+        let numbers_fail = matches!(answer, NumbersAnswer::Fail(_));
+        let many_fails = numbers_fail || matches!(answer, NumbersAnswer::FailMany(_));
+        let many_short = answer == NumbersAnswer::ShortMany;
+        let down = self.io.storage.down;
+        self.io.numbers = answer;
+        let before = self.status()?;
+        // Which call: the flushing ones number the next event (or batch) after the flush.
+        let style = self
+            .rng
+            .weighted(if flush {
+                &[0, 30, 30, 40]
+            } else {
+                &[40, 20, 15, 25]
+            })
+            .unwrap_or(0);
+        let call = match style {
+            0 => Call::Start { kind, ws },
+            1 => {
+                let seqs = self.pick_seqs(kind, 4);
+                if flush {
+                    Call::FlushStartNext { kind, ws, seqs }
+                } else {
+                    Call::StartNext { kind, ws, seqs }
+                }
+            }
+            2 => {
+                let seqs = self.pick_seqs(kind, 4);
+                let seqs = self.pick_quad(&seqs);
+                self.stats.quad_calls += 1;
+                if flush {
+                    Call::FlushStartNextQuad { kind, ws, seqs }
+                } else {
+                    Call::StartNextQuad { kind, ws, seqs }
+                }
+            }
+            _ => {
+                let events = self.rng.pick(&[0, 1, 2, 2, 3, 4, 6]);
+                let list: Vec<u64> = (0..events)
+                    .map(|_| self.rng.below(self.shape.workspaces))
+                    .collect();
+                let seqs = self.pick_seqs(kind, 4);
+                let seqs = self.pick_quad(&seqs);
+                if flush {
+                    Call::FlushStartBatch {
+                        kind,
+                        ws: list,
+                        seqs,
+                    }
+                } else {
+                    Call::StartBatch {
+                        kind,
+                        ws: list,
+                        seqs,
+                    }
+                }
+            }
+        };
+        // What the sequencer holds, for the calls that may be refused having changed nothing.
+        let held_before = match &call {
+            Call::StartNextQuad { seqs, .. } | Call::FlushStartNextQuad { seqs, .. } => {
+                seqs.named().is_none()
+            }
+            Call::StartBatch { .. } | Call::FlushStartBatch { .. } => true,
+            _ => false,
+        };
+        let held_before = if held_before {
+            self.held()?
+        } else {
+            sequencer::HeldNumbers::default()
+        };
+        let reply = self.call(call.clone(), false);
+        self.io.numbers = NumbersAnswer::FromStorage;
+        let reply = reply?;
+        let fail = Fails {
+            single: numbers_fail || down,
+            many: many_fails || down,
+            short: many_short && !down,
+        };
+
+        let quad = match &call {
+            Call::StartNextQuad { seqs, .. }
+            | Call::FlushStartNextQuad { seqs, .. }
+            | Call::StartBatch { seqs, .. }
+            | Call::FlushStartBatch { seqs, .. } => Some(*seqs),
+            _ => None,
+        };
+        let invalid = quad.is_some_and(|q| q.named().is_none());
+        let refused_with = |r: &Reply| match r {
+            Reply::StartNext(Err(e)) | Reply::Quad(Err(e)) | Reply::Batch(Err(e)) => {
+                Some(e.clone())
+            }
+            _ => None,
+        };
+        let refusal = refused_with(&reply);
+        if invalid || refusal == Some(Refusal::InvalidParams) {
+            if !invalid || refusal != Some(Refusal::InvalidParams) {
+                return Err(violation(
+                    Invariant::ExpectedReply,
+                    format!(
+                        "{call:?} returned {reply:?}: a quad count above 4, and only that, is invalid-params"
+                    ),
+                ));
+            }
+            // Refused before anything, the flush included.
+            return self.unchanged(before, held_before);
+        }
+        // The start part of a flushing call runs after the flush, which nothing refuses here.
+        let before = if flush {
+            if matches!(refusal, Some(Refusal::NoTransaction | Refusal::CleanedUp)) {
+                return Err(unexpected("a flushing call in a transaction", &reply));
+            }
+            self.stats.flushed += 1;
+            self.stats.flush_starts += 1;
+            self.cp = Cp::Idle;
+            Status::Ready
+        } else {
+            before
+        };
+
+        match (call, reply) {
+            (Call::Start { kind, ws }, Reply::Start(r)) => match r {
+                Ok(outcome) => {
+                    let nexts = self.rng.below(5) as u8;
+                    if self.started(before, outcome, kind, ws)?
+                        && let Some(tx) = self.tx_mut()
+                    {
+                        tx.nexts_left = nexts;
+                    }
+                    Ok(())
+                }
+                Err(Refusal::Storage(_)) if fail.single => {
+                    self.stats.numbers_read_failures += 1;
+                    Ok(())
+                }
+                Err(r) => Err(unexpected_refusal("start", &r)),
+            },
+            (
+                Call::StartNext { kind, ws, seqs } | Call::FlushStartNext { kind, ws, seqs },
+                Reply::StartNext(r),
+            ) => self.started_next(before, kind, ws, &seqs, r, fail),
+            (
+                Call::StartNextQuad { kind, ws, seqs }
+                | Call::FlushStartNextQuad { kind, ws, seqs },
+                Reply::Quad(r),
+            ) => {
+                let named = seqs.named().unwrap_or_default();
+                let r = match r {
+                    Ok((outcome, places)) => {
+                        let count = named.len();
+                        let started = matches!(outcome, Started::Offset(_));
+                        let asked = if started { count } else { 0 };
+                        if places[asked..].iter().any(|&n| n != 0) {
+                            return Err(violation(
+                                Invariant::ExpectedReply,
+                                format!(
+                                    "{outcome:?} with numbers {places:?} for {named:?}: places not asked for hold 0"
+                                ),
+                            ));
+                        }
+                        Ok((outcome, places[..asked].to_vec()))
+                    }
+                    Err(e) => Err(e),
+                };
+                self.started_next(before, kind, ws, named, r, fail)
+            }
+            (
+                Call::StartBatch { kind, ws, seqs } | Call::FlushStartBatch { kind, ws, seqs },
+                Reply::Batch(r),
+            ) => {
+                let held = if flush { None } else { Some(held_before) };
+                self.started_batch(
+                    before,
+                    held,
+                    kind,
+                    &ws,
+                    seqs.named().unwrap_or_default(),
+                    r,
+                    fail,
+                )
+            }
+            (call, reply) => Err(unexpected(&format!("{call:?}"), &reply)),
+        }
+    }
+
+    /// Checks the reply of `start-next` (or its quad or flushing forms) of `seqs` in `ws`.
+    fn started_next(
+        &mut self,
+        before: Status,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        r: Result<(Started, Vec<u64>), Refusal>,
+        fail: Fails,
+    ) -> Checked {
+        match r {
+            Ok((outcome, numbers)) => {
+                let started = self.started(before, outcome, kind, ws)?;
+                let expected = if started { seqs.len() } else { 0 };
+                if numbers.len() != expected {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-next returned {} numbers for {seqs:?} ({outcome:?})",
+                            numbers.len()
+                        ),
+                    ));
+                }
+                for (&seq, &n) in seqs.iter().zip(&numbers) {
+                    self.check_number(kind, ws, seq, Ok(n))?;
+                }
+                Ok(())
+            }
+            Err(r @ (Refusal::UnknownSeqId { .. } | Refusal::SequenceExhausted { .. })) => {
+                let model = self.model_numbers(kind, &[ws], seqs);
+                if before == Status::Actualizing || model.as_ref().err() != Some(&r) {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-next({kind}, {ws}, {seqs:?}) while {before:?} was refused with {r:?}; the model expects {model:?}"
+                        ),
+                    ));
+                }
+                if matches!(r, Refusal::SequenceExhausted { .. }) {
+                    self.stats.exhausted += 1;
+                }
+                self.after_dropping_refusal("start-next")
+            }
+            Err(Refusal::Storage(_)) if fail.single => {
+                self.stats.numbers_read_failures += 1;
+                Ok(())
+            }
+            Err(r) => Err(unexpected_refusal("start-next", &r)),
+        }
+    }
+
+    /// Checks the reply of `start-batch` (or `flush-start-batch`, then `held` is `None`: the
+    /// flush changed what the sequencer holds) of `seqs` for each of `ws`.
+    #[allow(clippy::too_many_arguments)]
+    fn started_batch(
+        &mut self,
+        before: Status,
+        held: Option<sequencer::HeldNumbers>,
+        kind: u16,
+        ws: &[u64],
+        seqs: &[u16],
+        r: Result<BatchReply, Refusal>,
+        fail: Fails,
+    ) -> Checked {
+        let up_front = seqs
+            .iter()
+            .find(|&&s| !kind_seqs(kind).iter().any(|(k, _)| *k == s))
+            .map(|&seq| Refusal::UnknownSeqId { kind, seq });
+        let batch = match r {
+            Ok(batch) => batch,
+            Err(r) if up_front.is_some() => {
+                if Some(&r) != up_front.as_ref() {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-batch({kind}, {ws:?}, {seqs:?}) was refused with {r:?}, not {up_front:?}"
+                        ),
+                    ));
+                }
+                // Refused before anything (after the flush, for the flushing form).
+                return match held {
+                    Some(held) => self.unchanged(before, held),
+                    None => Ok(()),
+                };
+            }
+            Err(r @ Refusal::SequenceExhausted { .. }) => {
+                let model = self.model_numbers(kind, ws, seqs);
+                if before == Status::Actualizing || model.as_ref().err() != Some(&r) {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-batch({kind}, {ws:?}, {seqs:?}) while {before:?} was refused with {r:?}; the model expects {model:?}"
+                        ),
+                    ));
+                }
+                self.stats.exhausted += 1;
+                if self.tx().is_some_and(|tx| !tx.staged.is_empty()) {
+                    self.stats.dropped_batches += 1;
+                }
+                return self.after_dropping_refusal("start-batch");
+            }
+            Err(r @ (Refusal::Storage(_) | Refusal::MalformedNumbers(_)))
+                if (matches!(r, Refusal::Storage(_)) && (fail.many || fail.single))
+                    || (matches!(r, Refusal::MalformedNumbers(_)) && fail.short) =>
+            {
+                self.stats.numbers_read_failures += 1;
+                // A read before the first event changes nothing; one for a later event (a
+                // workspace preloaded, then evicted) drops the transaction.
+                let status = self.status()?;
+                if status == Status::Actualizing && before != Status::Actualizing {
+                    if !matches!(r, Refusal::Storage(_)) {
+                        return Err(unexpected_refusal("start-batch (then dropped)", &r));
+                    }
+                    self.stats.dropped_batches += 1;
+                    self.actualized();
+                } else if let Some(held) = held
+                    && matches!(r, Refusal::MalformedNumbers(_))
+                {
+                    self.unchanged(before, held)?;
+                }
+                return Ok(());
+            }
+            Err(r) => return Err(unexpected_refusal("start-batch", &r)),
+        };
+        if let Some(r) = up_front {
+            return Err(violation(
+                Invariant::ExpectedReply,
+                format!(
+                    "start-batch({kind}, {ws:?}, {seqs:?}) should be refused with {r:?}, got {batch:?}"
+                ),
+            ));
+        }
+        let started = batch.started as usize;
+        let complete = batch.not_now.is_none();
+        if started > ws.len()
+            || complete != (started == ws.len())
+            || batch.numbers.len() != started * seqs.len()
+        {
+            return Err(violation(
+                Invariant::ExpectedReply,
+                format!("start-batch({kind}, {ws:?}, {seqs:?}) returned {batch:?}"),
+            ));
+        }
+        if started > 0 {
+            if before == Status::Actualizing {
+                return Err(violation(
+                    Invariant::StartRefusesDuringActualization,
+                    format!("start-batch started {started} events while actualizing"),
+                ));
+            }
+            let expected = self.expected_offset();
+            if batch.first_offset != expected {
+                return Err(violation(
+                    Invariant::OffsetsDense,
+                    format!(
+                        "start-batch gave first offset {}, the PLog's next offset after the staged events is {expected}",
+                        batch.first_offset
+                    ),
+                ));
+            }
+        }
+        match batch.not_now {
+            None => {}
+            Some(NotNowReason::Actualizing) => {
+                self.stats.not_now_actualizing += 1;
+                if before != Status::Actualizing || started > 0 {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-batch said not-now(actualizing) after {started} events while {before:?}"
+                        ),
+                    ));
+                }
+            }
+            Some(NotNowReason::TooManyUnflushed) => {
+                self.stats.not_now_unflushed += 1;
+                if before == Status::Actualizing {
+                    return Err(violation(
+                        Invariant::StartRefusesDuringActualization,
+                        "start-batch said not-now(too-many-unflushed) instead of not-now(actualizing)",
+                    ));
+                }
+                if started > 0 {
+                    self.stats.partial_batches += 1;
+                }
+                let held = self.held()?;
+                // No event is open: the transaction's numbers are the staged ones.
+                if held.unflushed + held.transaction <= self.shape.max_unflushed {
+                    return Err(violation(
+                        Invariant::ExpectedReply,
+                        format!(
+                            "start-batch said too-many-unflushed with {} unflushed and {} staged (max {})",
+                            held.unflushed, held.transaction, self.shape.max_unflushed
+                        ),
+                    ));
+                }
+            }
+        }
+        if started == 0 {
+            return Ok(());
+        }
+        self.stats.transactions += u64::from(self.tx().is_none());
+        self.stats.batches += 1;
+        self.stats.stages += started as u64;
+        let per = seqs.len();
+        for (i, &w) in ws.iter().enumerate().take(started) {
+            let numbers = &batch.numbers[i * per..(i + 1) * per];
+            let event = Event {
+                ws: w,
+                offset: batch.first_offset + i as u64,
+                values: Vec::new(),
+            };
+            match &mut self.cp {
+                Cp::Tx(tx) => tx.staged.push(event),
+                Cp::Idle => {
+                    self.cp = Cp::Tx(Tx {
+                        staged: vec![event],
+                        open: None,
+                        nexts_left: 0,
+                        appended: None,
+                    })
+                }
+            }
+            for (&seq, &n) in seqs.iter().zip(numbers) {
+                self.check_number(kind, w, seq, Ok(n))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `start`'s outcome against the status before it; true if an event began.
     fn started(&mut self, before: Status, outcome: Started, kind: u16, ws: u64) -> Checked<bool> {
         match outcome {
             Started::Offset(offset) => {
@@ -810,21 +1296,32 @@ impl<'c> World<'c> {
                         format!("start began a transaction at offset {offset} while actualizing"),
                     ));
                 }
-                let expected = self.io.storage.plog_next();
+                let expected = self.expected_offset();
                 if offset != expected {
                     return Err(violation(
                         Invariant::OffsetsDense,
-                        format!("start gave offset {offset}, the PLog's next offset is {expected}"),
+                        format!(
+                            "start gave offset {offset}, the PLog's next offset after the staged events is {expected}"
+                        ),
                     ));
                 }
-                self.stats.transactions += 1;
-                self.cp = Cp::InTx {
-                    kind,
+                let event = Event {
                     ws,
                     offset,
                     values: Vec::new(),
-                    nexts_left: 0,
                 };
+                match &mut self.cp {
+                    Cp::Tx(tx) => tx.open = Some((kind, event)),
+                    Cp::Idle => {
+                        self.stats.transactions += 1;
+                        self.cp = Cp::Tx(Tx {
+                            staged: Vec::new(),
+                            open: Some((kind, event)),
+                            nexts_left: 0,
+                            appended: None,
+                        });
+                    }
+                }
                 Ok(true)
             }
             Started::NotNow(NotNowReason::Actualizing) => {
@@ -846,12 +1343,13 @@ impl<'c> World<'c> {
                     ));
                 }
                 let held = self.held()?;
-                if held.unflushed <= self.shape.max_unflushed {
+                // No event is open: the transaction's numbers are the staged ones.
+                if held.unflushed + held.transaction <= self.shape.max_unflushed {
                     return Err(violation(
                         Invariant::ExpectedReply,
                         format!(
-                            "start said too-many-unflushed with {} unflushed (max {})",
-                            held.unflushed, self.shape.max_unflushed
+                            "start said too-many-unflushed with {} unflushed and {} staged (max {})",
+                            held.unflushed, held.transaction, self.shape.max_unflushed
                         ),
                     ));
                 }
@@ -860,40 +1358,40 @@ impl<'c> World<'c> {
         }
     }
 
-    /// A refused `start-next` actualizes: no transaction stays open behind it.
-    fn after_refused_start_next(&mut self) -> Checked {
+    /// A refused `start-next` or `start-batch` whose start began actualizes: the whole
+    /// transaction is dropped.
+    fn after_dropping_refusal(&mut self, what: &str) -> Checked {
         let status = self.status()?;
         if status != Status::Actualizing {
             return Err(violation(
                 Invariant::ExpectedReply,
-                format!("a refused start-next left the sequencer {status:?}, not actualizing"),
+                format!("a refused {what} left the sequencer {status:?}, not actualizing"),
             ));
         }
         self.actualized();
         Ok(())
     }
 
-    /// What the model says `next` of each of `seqs` gives in a new transaction of `ws`: the
-    /// numbers, or the first refusal.
-    fn model_numbers(&self, kind: u16, ws: u64, seqs: &[u16]) -> Result<Vec<u64>, Refusal> {
-        let mut local: BTreeMap<u16, u64> = BTreeMap::new();
-        let mut out = Vec::with_capacity(seqs.len());
-        for &seq in seqs {
-            if !kind_seqs(kind).iter().any(|(s, _)| *s == seq) {
-                return Err(Refusal::UnknownSeqId { kind, seq });
+    /// What the model says events taking a `next` of each of `seqs`, one per workspace of
+    /// `ws`, get: the numbers, or the first refusal.
+    fn model_numbers(&self, kind: u16, ws: &[u64], seqs: &[u16]) -> Result<Vec<u64>, Refusal> {
+        let mut local: BTreeMap<NumberKey, u64> = BTreeMap::new();
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for &w in ws {
+            for &seq in seqs {
+                if !kind_seqs(kind).iter().any(|(s, _)| *s == seq) {
+                    return Err(Refusal::UnknownSeqId { kind, seq });
+                }
+                let key = NumberKey { ws: w, seq };
+                let n = match local.get(&key) {
+                    Some(l) => l
+                        .checked_add(1)
+                        .ok_or(Refusal::SequenceExhausted { kind, seq })?,
+                    None => self.expected_next(kind, w, seq)?,
+                };
+                local.insert(key, n);
+                out.push(n);
             }
-            let last = local
-                .get(&seq)
-                .or_else(|| self.plog_max.get(&NumberKey { ws, seq }))
-                .copied();
-            let n = match last {
-                Some(l) => l
-                    .checked_add(1)
-                    .ok_or(Refusal::SequenceExhausted { kind, seq })?,
-                None => initial(kind, seq),
-            };
-            local.insert(seq, n);
-            out.push(n);
         }
         Ok(out)
     }
@@ -912,33 +1410,37 @@ impl<'c> World<'c> {
             return Err(unexpected("next", &reply));
         };
         self.check_number(kind, ws, seq, r)?;
-        if let Cp::InTx { nexts_left, .. } = &mut self.cp {
-            *nexts_left -= 1;
+        if let Some(tx) = self.tx_mut() {
+            tx.nexts_left -= 1;
         }
         Ok(())
     }
 
-    /// Checks a number `next` gave against the model and records it in the transaction.
+    /// Ends the open event without completing the transaction.
+    fn stage(&mut self) -> Checked {
+        let reply = self.call(Call::Stage, false)?;
+        expect_done(&reply, "stage of the open event")?;
+        self.stats.stages += 1;
+        if let Some(tx) = self.tx_mut()
+            && let Some((_, event)) = tx.open.take()
+        {
+            tx.staged.push(event);
+            tx.nexts_left = 0;
+        }
+        Ok(())
+    }
+
+    /// Checks a number issued for the event being numbered (the open one, or the last staged
+    /// one while a batch is checked) against the model, and records it in that event.
     fn check_number(&mut self, kind: u16, ws: u64, seq: u16, got: Result<u64, Refusal>) -> Checked {
         let key = NumberKey { ws, seq };
-        let Cp::InTx { values, .. } = &self.cp else {
+        if self.tx().is_none() {
             return Err(violation(
                 Invariant::HostContract,
                 "a number outside a transaction",
             ));
-        };
-        let last = values
-            .iter()
-            .rev()
-            .find(|v| v.key == key)
-            .map(|v| v.value)
-            .or_else(|| self.plog_max.get(&key).copied());
-        let expected = match last {
-            Some(l) => l
-                .checked_add(1)
-                .ok_or(Refusal::SequenceExhausted { kind, seq }),
-            None => Ok(initial(kind, seq)),
-        };
+        }
+        let expected = self.expected_next(kind, ws, seq);
         let n = match (got, &expected) {
             (Ok(n), _) => n,
             (Err(r), Err(e)) if r == *e => {
@@ -983,49 +1485,73 @@ impl<'c> World<'c> {
         }
         self.epoch_last.insert(key, n);
         self.stats.numbers += 1;
-        if let Cp::InTx { values, .. } = &mut self.cp {
-            values.push(SeqValue::new(ws, seq, n));
+        if let Some(tx) = self.tx_mut() {
+            let event = match &mut tx.open {
+                Some((_, e)) => Some(e),
+                None => tx.staged.last_mut(),
+            };
+            if let Some(e) = event {
+                e.values.push(SeqValue::new(ws, seq, n));
+            }
         }
         Ok(())
     }
 
-    /// Offers the transaction's event to the PLog, or gives the event up.
-    fn append(&mut self, offset: PLogOffset, values: Vec<SeqValue>) -> Checked {
+    /// Offers the transaction's events to the PLog in offset order (the staged ones, then the
+    /// open one), or gives them up. An append that fails stops the rest: the PLog accepts only
+    /// its next offset.
+    fn append(&mut self) -> Checked {
+        let Some(tx) = self.tx() else {
+            return Err(violation(
+                Invariant::HostContract,
+                "appending outside a transaction",
+            ));
+        };
+        let events: Vec<Event> = tx.events().cloned().collect();
         if !self.calm && self.rng.chance(3) {
             self.note(|| "the command fails: actualize".into());
-            self.cp = Cp::Appended { ok: false };
+            if let Some(tx) = self.tx_mut() {
+                tx.appended = Some(false);
+            }
             return Ok(());
         }
-        let roll = self.rng.below(100);
-        let (written, ok) = if self.calm {
-            (true, true)
-        } else if self.io.storage.down || roll < 4 {
-            (false, false)
-        } else if roll < 7 {
-            self.stats.appends_failed_but_written += 1;
-            (true, false)
-        } else {
-            (true, true)
-        };
-        if written {
-            let next = self.io.storage.plog_next();
-            if offset != next {
-                return Err(violation(
-                    Invariant::OffsetsDense,
-                    format!("appending at offset {offset}, the PLog's next is {next}"),
-                ));
+        let mut all_ok = true;
+        for Event { offset, values, .. } in events {
+            let roll = self.rng.below(100);
+            let (written, ok) = if self.calm {
+                (true, true)
+            } else if self.io.storage.down || roll < 4 {
+                (false, false)
+            } else if roll < 7 {
+                self.stats.appends_failed_but_written += 1;
+                (true, false)
+            } else {
+                (true, true)
+            };
+            if written {
+                let next = self.io.storage.plog_next();
+                if offset != next {
+                    return Err(violation(
+                        Invariant::OffsetsDense,
+                        format!("appending at offset {offset}, the PLog's next is {next}"),
+                    ));
+                }
+                for v in &values {
+                    let max = self.plog_max.entry(v.key).or_default();
+                    *max = (*max).max(v.value);
+                }
+                self.io.storage.plog.insert(offset, values);
             }
-            for v in &values {
-                let max = self.plog_max.entry(v.key).or_default();
-                *max = (*max).max(v.value);
+            self.note(|| format!("append at {offset}: written={written} ok={ok}"));
+            if !ok {
+                self.stats.appends_failed += 1;
+                all_ok = false;
+                break;
             }
-            self.io.storage.plog.insert(offset, values);
         }
-        if !ok {
-            self.stats.appends_failed += 1;
+        if let Some(tx) = self.tx_mut() {
+            tx.appended = Some(all_ok);
         }
-        self.note(|| format!("append at {offset}: written={written} ok={ok}"));
-        self.cp = Cp::Appended { ok };
         Ok(())
     }
 
@@ -1054,14 +1580,18 @@ impl<'c> World<'c> {
             .iter()
             .map(|p| (p.begun.op(), p.begun.clone()))
             .collect();
-        let (call, expected) = match self.rng.below(6) {
-            0 if self.cp == Cp::Idle => (Call::Next { seq: 1 }, Refusal::NoTransaction),
-            1 if self.cp == Cp::Idle => (Call::Flush, Refusal::NoTransaction),
-            0 | 1 => (
+        let idle = self.cp == Cp::Idle;
+        let open = self.tx().is_some_and(|tx| tx.open.is_some());
+        let (call, expected) = match self.rng.below(8) {
+            0 if !open => (Call::Next { seq: 1 }, Refusal::NoTransaction),
+            1 if idle => (Call::Flush, Refusal::NoTransaction),
+            0 | 1 if open => (
                 Call::Start { kind: 1, ws: 0 },
                 Refusal::TransactionInProgress,
             ),
-            2 if self.cp == Cp::Idle => (
+            // Events are staged, none is open.
+            0 | 1 => (Call::Stage, Refusal::NoTransaction),
+            2 if !open => (
                 Call::Start {
                     kind: UNKNOWN_KIND,
                     ws: 0,
@@ -1101,6 +1631,90 @@ impl<'c> World<'c> {
                     ),
                 }
             }
+            6 | 7 => {
+                let kind = self.rng.pick(&[1, 2]);
+                let ws = vec![0, self.rng.below(self.shape.workspaces)];
+                let too_many = Quad {
+                    count: self.rng.pick(&[5, 6, 255]),
+                    seqs: [1; 4],
+                };
+                match self.rng.below(6) {
+                    0 => (
+                        Call::StartBatch {
+                            kind: UNKNOWN_KIND,
+                            ws,
+                            seqs: Quad::of(&[1]),
+                        },
+                        Refusal::UnknownWsKind(UNKNOWN_KIND),
+                    ),
+                    1 => (
+                        Call::StartBatch {
+                            kind,
+                            ws,
+                            seqs: Quad::of(&[1, UNKNOWN_SEQ]),
+                        },
+                        Refusal::UnknownSeqId {
+                            kind,
+                            seq: UNKNOWN_SEQ,
+                        },
+                    ),
+                    2 => {
+                        let call = match self.rng.below(4) {
+                            0 => Call::StartNextQuad {
+                                kind,
+                                ws: 0,
+                                seqs: too_many,
+                            },
+                            1 => Call::FlushStartNextQuad {
+                                kind,
+                                ws: 0,
+                                seqs: too_many,
+                            },
+                            2 => Call::StartBatch {
+                                kind,
+                                ws,
+                                seqs: too_many,
+                            },
+                            _ => Call::FlushStartBatch {
+                                kind,
+                                ws,
+                                seqs: too_many,
+                            },
+                        };
+                        (call, Refusal::InvalidParams)
+                    }
+                    3 if idle => {
+                        let seqs = Quad::of(&[1]);
+                        let call = match self.rng.below(3) {
+                            0 => Call::FlushStartNext {
+                                kind,
+                                ws: 0,
+                                seqs: vec![1],
+                            },
+                            1 => Call::FlushStartNextQuad { kind, ws: 0, seqs },
+                            _ => Call::FlushStartBatch { kind, ws, seqs },
+                        };
+                        (call, Refusal::NoTransaction)
+                    }
+                    4 if open => (
+                        Call::StartBatch {
+                            kind,
+                            ws,
+                            seqs: Quad::of(&[1]),
+                        },
+                        Refusal::TransactionInProgress,
+                    ),
+                    _ if open => (
+                        Call::StartNextQuad {
+                            kind,
+                            ws: 0,
+                            seqs: Quad::of(&[1]),
+                        },
+                        Refusal::TransactionInProgress,
+                    ),
+                    _ => (Call::Stage, Refusal::NoTransaction),
+                }
+            }
             4 if self.last_delivered.is_some() => {
                 let op = self.last_delivered.unwrap_or_default();
                 (
@@ -1125,7 +1739,12 @@ impl<'c> World<'c> {
         self.stats.probes += 1;
         let reply = self.call(call.clone(), false)?;
         let refused = match &reply {
-            Reply::Start(Err(r)) | Reply::Number(Err(r)) | Reply::Done(Err(r)) => Some(r),
+            Reply::Start(Err(r))
+            | Reply::Number(Err(r))
+            | Reply::Done(Err(r))
+            | Reply::StartNext(Err(r))
+            | Reply::Quad(Err(r))
+            | Reply::Batch(Err(r)) => Some(r),
             _ => None,
         };
         if refused != Some(&expected) {
@@ -1153,10 +1772,30 @@ impl<'c> World<'c> {
     /// The invariants that must hold after every step.
     fn check(&mut self) -> Checked {
         let storage = &self.io.storage;
-        if let Some((offset, v)) = storage.offset_ahead_of_values() {
-            return Err(violation(
-                Invariant::OffsetNotAheadOfValues,
-                format!(
+        let upto = storage.next_offset.min(storage.plog_next());
+        if upto < self.covered_upto {
+            self.covered_max.clear();
+            self.covered_upto = 0;
+        }
+        for event in storage.plog.range(self.covered_upto..upto).map(|(_, e)| e) {
+            for v in event {
+                let max = self.covered_max.entry(v.key).or_default();
+                *max = (*max).max(v.value);
+            }
+        }
+        self.covered_upto = self.covered_upto.max(upto);
+        let state = (self.covered_upto, storage.applied);
+        let behind = state != self.covered_checked
+            && self
+                .covered_max
+                .iter()
+                .any(|(k, &m)| storage.view.get(k).copied().unwrap_or(0) < m);
+        if !behind {
+            self.covered_checked = state;
+        }
+        if behind {
+            let detail = match storage.offset_ahead_of_values() {
+                Some((offset, v)) => format!(
                     "storage holds next offset {} but event {offset}'s number {} of ws {} seq {} is not in the view (view has {})",
                     storage.next_offset,
                     v.value,
@@ -1164,7 +1803,12 @@ impl<'c> World<'c> {
                     v.key.seq,
                     storage.view.get(&v.key).copied().unwrap_or(0)
                 ),
-            ));
+                None => format!(
+                    "storage holds next offset {} but the view lacks numbers of the events below it",
+                    storage.next_offset
+                ),
+            };
+            return Err(violation(Invariant::OffsetNotAheadOfValues, detail));
         }
         if storage.next_offset > storage.plog_next() {
             return Err(violation(
@@ -1190,14 +1834,32 @@ impl<'c> World<'c> {
         let held = self.held()?;
         let cache_bound = self.shape.lru.max(ALL_SEQS);
         let unflushed_bound = self.shape.max_unflushed + WIDEST;
+        // The transaction holds exactly the staged events' numbers (one per key) and the open
+        // event's sequences: staged values neither leak nor linger.
+        let staged = self.staged_keys();
+        let open_slots = self
+            .tx()
+            .and_then(|tx| tx.open.as_ref())
+            .map_or(0, |(kind, _)| kind_seqs(*kind).len());
+        if held.transaction != staged + open_slots {
+            return Err(violation(
+                Invariant::MemoryBounds,
+                format!(
+                    "the transaction holds {} numbers; its {staged} staged keys and {open_slots} open sequences make {}",
+                    held.transaction,
+                    staged + open_slots
+                ),
+            ));
+        }
         if held.cached > cache_bound
             || held.unflushed > unflushed_bound
-            || held.transaction > WIDEST
+            || held.unflushed + staged > unflushed_bound
+            || open_slots > WIDEST
         {
             return Err(violation(
                 Invariant::MemoryBounds,
                 format!(
-                    "{held:?} exceeds cache {cache_bound}, unflushed {unflushed_bound}, transaction {WIDEST}"
+                    "{held:?} ({staged} staged) exceeds cache {cache_bound}, unflushed + staged {unflushed_bound}, open event {WIDEST}"
                 ),
             ));
         }
@@ -1297,8 +1959,8 @@ impl<'c> World<'c> {
     fn settle_step(&mut self) -> Checked<bool> {
         if self.cp != Cp::Idle {
             self.note(|| "finish the transaction".into());
-            if let Cp::InTx { nexts_left, .. } = &mut self.cp {
-                *nexts_left = 0;
+            if let Some(tx) = self.tx_mut() {
+                tx.nexts_left = 0;
             }
             self.command()?;
             return Ok(true);
