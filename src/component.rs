@@ -214,13 +214,7 @@ impl GuestSequencer for Plugin {
         ws: u64,
         seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
-        let mut core = self.core.borrow_mut();
-        core.flush().map_err(to_wit_error)?;
-        let result = self.start_next_core(&mut core, kind, ws, &seqs);
-        // After the start, so the write the flush made due carries nothing the start changed,
-        // and one pump serves both.
-        self.pump_core(&mut core);
-        result
+        self.flush_then(|p, core| p.start_next_core(core, kind, ws, &seqs))
     }
 
     fn start_next_quad(
@@ -230,10 +224,7 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        let mut core = self.core.borrow_mut();
-        let mut numbers = [0; 4];
-        let outcome = self.start_next_into(&mut core, kind, ws, &seqs[..count], &mut numbers)?;
-        Ok(quad_numbers(outcome, numbers))
+        self.start_next_quad_core(&mut self.core.borrow_mut(), kind, ws, &seqs[..count])
     }
 
     fn flush_start_next_quad(
@@ -243,13 +234,7 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        let mut core = self.core.borrow_mut();
-        core.flush().map_err(to_wit_error)?;
-        let mut numbers = [0; 4];
-        let result = self.start_next_into(&mut core, kind, ws, &seqs[..count], &mut numbers);
-        // As in `flush_start_next`: one pump after the start serves the flush too.
-        self.pump_core(&mut core);
-        Ok(quad_numbers(result?, numbers))
+        self.flush_then(|p, core| p.start_next_quad_core(core, kind, ws, &seqs[..count]))
     }
 
     fn stage(&self) -> Result<(), wit::Error> {
@@ -273,16 +258,38 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::BatchNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        let mut core = self.core.borrow_mut();
-        core.flush().map_err(to_wit_error)?;
-        let result = self.start_batch_core(&mut core, kind, &ws, &seqs[..count]);
-        // After the batch, so one pump serves the flush and any recovery the batch began.
-        self.pump_core(&mut core);
-        result
+        self.flush_then(|p, core| p.start_batch_core(core, kind, &ws, &seqs[..count]))
     }
 }
 
 impl Plugin {
+    /// `flush`, then `start` (one of the start cores), then one pump for both: after the start,
+    /// so the write the flush made due carries nothing the start changed. A refused flush does
+    /// nothing more.
+    fn flush_then<R>(
+        &self,
+        start: impl FnOnce(&Self, &mut Sequencer) -> Result<R, wit::Error>,
+    ) -> Result<R, wit::Error> {
+        let mut core = self.core.borrow_mut();
+        core.flush().map_err(to_wit_error)?;
+        let result = start(self, &mut core);
+        self.pump_core(&mut core);
+        result
+    }
+
+    /// `start`, then `next` of each of `seqs` (at most four), as a `quad-numbers`.
+    fn start_next_quad_core(
+        &self,
+        core: &mut Sequencer,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+    ) -> Result<wit::QuadNumbers, wit::Error> {
+        let mut numbers = [0; 4];
+        let outcome = self.start_next_into(core, kind, ws, seqs, &mut numbers)?;
+        Ok(quad_numbers(outcome, numbers))
+    }
+
     /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
     fn start_next_core(
         &self,

@@ -646,10 +646,7 @@ impl NativeEngine {
         seqs: &[u16],
         io: &mut Io,
     ) -> Result<(Started, Vec<u64>), Refusal> {
-        self.core.flush().map_err(refusal)?;
-        let result = self.start_next_core(kind, ws, seqs, io);
-        self.pump_core(io);
-        result
+        self.flush_then(io, |e, io| e.start_next_core(kind, ws, seqs, io))
     }
 
     fn start_next_quad(
@@ -660,9 +657,7 @@ impl NativeEngine {
         io: &mut Io,
     ) -> Result<(Started, [u64; 4]), Refusal> {
         let seqs = quad_seqs(seqs)?;
-        let mut numbers = [0; 4];
-        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
-        Ok((outcome, numbers))
+        self.start_next_quad_core(kind, ws, seqs, io)
     }
 
     fn flush_start_next_quad(
@@ -673,11 +668,7 @@ impl NativeEngine {
         io: &mut Io,
     ) -> Result<(Started, [u64; 4]), Refusal> {
         let seqs = quad_seqs(seqs)?;
-        self.core.flush().map_err(refusal)?;
-        let mut numbers = [0; 4];
-        let result = self.start_next_into(kind, ws, seqs, &mut numbers, io);
-        self.pump_core(io);
-        Ok((result?, numbers))
+        self.flush_then(io, |e, io| e.start_next_quad_core(kind, ws, seqs, io))
     }
 
     fn flush_start_batch(
@@ -688,10 +679,32 @@ impl NativeEngine {
         io: &mut Io,
     ) -> Result<BatchReply, Refusal> {
         let seqs = quad_seqs(seqs)?;
+        self.flush_then(io, |e, io| e.start_batch_core(kind, ws, seqs, io))
+    }
+
+    /// Mirrors `Plugin::flush_then`: `flush`, the start, then one pump for both.
+    fn flush_then<R>(
+        &mut self,
+        io: &mut Io,
+        start: impl FnOnce(&mut Self, &mut Io) -> Result<R, Refusal>,
+    ) -> Result<R, Refusal> {
         self.core.flush().map_err(refusal)?;
-        let result = self.start_batch_core(kind, ws, seqs, io);
+        let result = start(self, io);
         self.pump_core(io);
         result
+    }
+
+    /// Mirrors `Plugin::start_next_quad_core`.
+    fn start_next_quad_core(
+        &mut self,
+        kind: u16,
+        ws: u64,
+        seqs: &[u16],
+        io: &mut Io,
+    ) -> Result<(Started, [u64; 4]), Refusal> {
+        let mut numbers = [0; 4];
+        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
+        Ok((outcome, numbers))
     }
 
     /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
