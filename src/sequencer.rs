@@ -373,8 +373,8 @@ impl Sequencer {
 
     /// Takes the stored last numbers of workspace `ws` read outside a `start` (one per sequence
     /// of [`kind_seqs`](Self::kind_seqs), 0 for a key never stored), so that its next `start`
-    /// needs no load. Only numbers not already in memory are taken: memory is never older than
-    /// storage. Does nothing unless the sequencer is ready.
+    /// needs no load. Numbers already in memory win: memory is never older than storage. Does
+    /// nothing unless the sequencer is ready.
     pub fn preload(&mut self, kind: WsKind, ws: WsId, stored: &[Number]) -> Result<(), Error> {
         self.check_alive()?;
         let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
@@ -387,19 +387,19 @@ impl Sequencer {
         if !matches!(self.phase, Phase::Ready) {
             return Ok(());
         }
-        let cached = self.cache.peek(ws);
-        let missing: Vec<(SeqId, Number)> = seqs
-            .0
-            .iter()
-            .zip(stored)
-            .filter(|((seq, _), _)| {
-                cached.and_then(|c| c.get(*seq)).is_none() && self.unflushed.get(ws, *seq).is_none()
-            })
-            .map(|(&(seq, initial), &stored)| (seq, continue_from(stored, initial)))
-            .collect();
-        if !missing.is_empty() {
-            self.cache.raise(ws, missing.into_iter());
-        }
+        // The cache keeps the larger of what it holds and what it is given; an unwritten value
+        // is newer than storage, so it wins over the stored one.
+        let unflushed = &self.unflushed;
+        self.cache.raise(
+            ws,
+            seqs.0.iter().zip(stored).map(|(&(seq, initial), &stored)| {
+                let stored = continue_from(stored, initial);
+                (
+                    seq,
+                    unflushed.get(ws, seq).map_or(stored, |u| u.max(stored)),
+                )
+            }),
+        );
         Ok(())
     }
 
