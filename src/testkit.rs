@@ -12,6 +12,48 @@ use crate::{
     Start, Work, WriteRequest, WsId, WsKind,
 };
 
+/// A PLog in memory: events by offset.
+pub type Plog = BTreeMap<PLogOffset, Vec<SeqValue>>;
+
+/// The offset `plog` accepts next: after its last event, or 1 when it is empty.
+pub fn plog_next(plog: &Plog) -> PLogOffset {
+    plog.last_key_value().map_or(1, |(o, _)| o + 1)
+}
+
+/// Up to `max_events` events of `plog` from `from` on, flattened as a [`PlogPage`] wants them:
+/// the values, the offset after the last event read, and whether the PLog ends there.
+pub fn plog_page(
+    plog: &Plog,
+    from: PLogOffset,
+    max_events: usize,
+) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
+    let mut values = Vec::new();
+    let mut next = from;
+    let mut events = plog.range(from..);
+    for (&offset, event) in events.by_ref().take(max_events) {
+        values.extend(event.iter().map(|v| (offset, *v)));
+        next = offset + 1;
+    }
+    let end = events.next().is_none();
+    (values, next, end)
+}
+
+/// The first event of `plog` below `next_offset` with a number the view (`stored`: the view's
+/// number of a key, 0 if none) lacks, if any: a restart would skip replaying it and hand its
+/// numbers out again.
+pub fn offset_ahead_of_values(
+    plog: &Plog,
+    next_offset: PLogOffset,
+    stored: impl Fn(&NumberKey) -> Number,
+) -> Option<(PLogOffset, SeqValue)> {
+    plog.range(..next_offset).find_map(|(&offset, event)| {
+        event
+            .iter()
+            .find(|v| stored(&v.key) < v.value)
+            .map(|v| (offset, *v))
+    })
+}
+
 /// An append at an offset other than the PLog's next one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WrongOffset {
@@ -38,7 +80,7 @@ pub struct MemStorage {
     /// The stored next PLog offset (0: none stored).
     pub next_offset: PLogOffset,
     /// PLog events by offset.
-    pub plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
+    pub plog: Plog,
     /// Every write, in the order storage received it.
     pub ops: Vec<StorageOp>,
 }
@@ -56,7 +98,7 @@ impl MemStorage {
 
     /// The offset the PLog accepts next: after its last event, or 1 when it is empty.
     pub fn plog_next(&self) -> PLogOffset {
-        self.plog.last_key_value().map_or(1, |(o, _)| o + 1)
+        plog_next(&self.plog)
     }
 
     /// Appends an event at exactly `offset`, refusing any other offset.
@@ -111,28 +153,15 @@ impl MemStorage {
         from: PLogOffset,
         max_events: usize,
     ) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
-        let mut values = Vec::new();
-        let mut next = from;
-        let mut events = self.plog.range(from..);
-        for (&offset, event) in events.by_ref().take(max_events) {
-            values.extend(event.iter().map(|v| (offset, *v)));
-            next = offset + 1;
-        }
-        let end = events.next().is_none();
-        (values, next, end)
+        plog_page(&self.plog, from, max_events)
     }
 
     /// Checks that the stored offset is not ahead of its values: every event below the stored
     /// next offset has its numbers (or larger) in the view. Returns the first violation.
     pub fn offset_ahead_of_values(&self) -> Option<(PLogOffset, SeqValue)> {
-        self.plog
-            .range(..self.next_offset)
-            .find_map(|(&offset, event)| {
-                event
-                    .iter()
-                    .find(|v| self.numbers.get(&v.key).copied().unwrap_or(0) < v.value)
-                    .map(|v| (offset, *v))
-            })
+        offset_ahead_of_values(&self.plog, self.next_offset, |k| {
+            self.numbers.get(k).copied().unwrap_or(0)
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use sequencer::testkit::{self, Plog};
 use sequencer::{Number, NumberKey, PLogOffset, SeqValue};
 
 /// One partition's durable state.
@@ -13,7 +14,7 @@ pub struct SimStorage {
     /// The stored next PLog offset (0: none stored).
     pub next_offset: PLogOffset,
     /// PLog events by offset.
-    pub plog: BTreeMap<PLogOffset, Vec<SeqValue>>,
+    pub plog: Plog,
     /// Storage is down: every operation, appends and numbers reads included, fails.
     pub down: bool,
     /// Halves of writes applied so far (a change counter for the view and the offset).
@@ -36,7 +37,7 @@ pub enum WriteHalf {
 impl SimStorage {
     /// The offset the PLog accepts next: after its last event, or 1 when it is empty.
     pub fn plog_next(&self) -> PLogOffset {
-        self.plog.last_key_value().map_or(1, |(o, _)| o + 1)
+        testkit::plog_next(&self.plog)
     }
 
     /// The stored numbers of `seqs` in workspace `ws`, 0 for a key never stored.
@@ -53,15 +54,7 @@ impl SimStorage {
         from: PLogOffset,
         max_events: usize,
     ) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
-        let mut values = Vec::new();
-        let mut next = from;
-        let mut events = self.plog.range(from..);
-        for (&offset, event) in events.by_ref().take(max_events) {
-            values.extend(event.iter().map(|v| (offset, *v)));
-            next = offset + 1;
-        }
-        let end = events.next().is_none();
-        (values, next, end)
+        testkit::plog_page(&self.plog, from, max_events)
     }
 
     /// The half of a write applied first: the values, or the offset in the broken storage.
@@ -89,13 +82,8 @@ impl SimStorage {
     /// The first event below the stored next offset whose numbers the view lacks, if any:
     /// a restart would skip replaying it and hand its numbers out again.
     pub fn offset_ahead_of_values(&self) -> Option<(PLogOffset, SeqValue)> {
-        self.plog
-            .range(..self.next_offset)
-            .find_map(|(&offset, event)| {
-                event
-                    .iter()
-                    .find(|v| self.view.get(&v.key).copied().unwrap_or(0) < v.value)
-                    .map(|v| (offset, *v))
-            })
+        testkit::offset_ahead_of_values(&self.plog, self.next_offset, |k| {
+            self.view.get(k).copied().unwrap_or(0)
+        })
     }
 }
