@@ -21,6 +21,18 @@ use crate::error::HostError;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::storage::{PartitionId, Storage};
 
+/// Calls method `$method` of the guest's `sequencer` resource in `$instance` (an
+/// `&mut Instance`): `sequencer_call!(i, call_next(seq))`.
+macro_rules! sequencer_call {
+    ($instance:expr, $method:ident($($arg:expr),*)) => {{
+        let i: &mut Instance = $instance;
+        i.plugin
+            .sequencer_plugin_sequencer_api()
+            .sequencer()
+            .$method(&mut i.store, i.handle $(, $arg)*)
+    }};
+}
+
 /// Generations are unique across the process, so a partition re-opened after cleanup never
 /// mistakes an old instance's outcomes for its own.
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
@@ -123,12 +135,7 @@ impl PartitionSequencer {
     /// Begins a transaction: the PLog offset of its event, or "not now".
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_start(&mut i.store, i.handle, kind, ws)
-            },
+            |i| sequencer_call!(i, call_start(kind, ws)),
             |outcome| Some(started_status(outcome)),
         )
     }
@@ -141,12 +148,7 @@ impl PartitionSequencer {
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_start_next(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_start_next(kind, ws, seqs)),
             |(outcome, _)| Some(started_status(outcome)),
         )
     }
@@ -162,12 +164,7 @@ impl PartitionSequencer {
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
         self.shared.call_flushing(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_flush_start_next(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)),
             |(outcome, _)| Some(started_status(outcome)),
         )
     }
@@ -181,12 +178,7 @@ impl PartitionSequencer {
         seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
         self.shared.call_flushing(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_flush_start_next_quad(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_flush_start_next_quad(kind, ws, seqs)),
             |n| Some(started_status(&n.outcome)),
         )
     }
@@ -200,12 +192,7 @@ impl PartitionSequencer {
         seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_start_next_quad(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_start_next_quad(kind, ws, seqs)),
             |n| Some(started_status(&n.outcome)),
         )
     }
@@ -213,12 +200,7 @@ impl PartitionSequencer {
     /// Ends the open event but not the transaction: the next `start` numbers another event of
     /// it; `flush` completes them all (they are in the PLog), `actualize` drops them all.
     pub fn stage(&self) -> Result<(), HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_stage(&mut i.store, i.handle)
-        })
+        self.shared.call(|i| sequencer_call!(i, call_stage()))
     }
 
     /// Numbers and stages one event per entry of `ws` in one guest call (until one is "not
@@ -231,12 +213,7 @@ impl PartitionSequencer {
         seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_start_batch(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_start_batch(kind, ws, seqs)),
             batch_status,
         )
     }
@@ -250,35 +227,20 @@ impl PartitionSequencer {
         seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
         self.shared.call_flushing(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_flush_start_batch(&mut i.store, i.handle, kind, ws, seqs)
-            },
+            |i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)),
             |b| batch_status(b).or(Some(Status02::Ready)),
         )
     }
 
     /// The next number of sequence `seq` in the transaction.
     pub fn next(&self, seq: u16) -> Result<u64, HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_next(&mut i.store, i.handle, seq)
-        })
+        self.shared.call(|i| sequencer_call!(i, call_next(seq)))
     }
 
     /// Completes the transaction: its event is in the PLog.
     pub fn flush(&self) -> Result<(), HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_flush(&mut i.store, i.handle)
-            },
+            |i| sequencer_call!(i, call_flush()),
             |_| Some(Status02::Ready),
         )
     }
@@ -286,12 +248,7 @@ impl PartitionSequencer {
     /// Drops the transaction and recovers from storage and the PLog.
     pub fn actualize(&self) -> Result<(), HostError> {
         self.shared.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_actualize(&mut i.store, i.handle)
-            },
+            |i| sequencer_call!(i, call_actualize()),
             |_| Some(Status02::Recover),
         )
     }
@@ -380,11 +337,7 @@ impl PartitionSequencer {
     pub fn cleanup(&self) {
         let mut slot = self.shared.lock();
         if let Some(mut i) = slot.instance.take() {
-            let _ = i
-                .plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_cleanup(&mut i.store, i.handle);
+            let _ = sequencer_call!(&mut i, call_cleanup());
         }
         slot.closed = true;
         self.shared.set_status(Status02::Finished);
@@ -396,25 +349,14 @@ impl PartitionSequencer {
     /// What the sequencer is doing (cleaned up once closed).
     pub fn status(&self) -> Status {
         self.shared
-            .call(|i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_status(&mut i.store, i.handle)
-                    .map(Ok)
-            })
+            .call(|i| sequencer_call!(i, call_status()).map(Ok))
             .unwrap_or(Status::CleanedUp)
     }
 
     /// Numbers the sequencer holds in memory.
     pub fn held_numbers(&self) -> Result<HeldNumbers, HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_held_numbers(&mut i.store, i.handle)
-                .map(Ok)
-        })
+        self.shared
+            .call(|i| sequencer_call!(i, call_held_numbers()).map(Ok))
     }
 
     /// How many storage operations the driver is performing for this partition.
@@ -571,12 +513,7 @@ impl Shared {
         if self.lock().generation != generation {
             return;
         }
-        let _ = self.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_deliver(&mut i.store, i.handle, op, outcome)
-        });
+        let _ = self.call(|i| sequencer_call!(i, call_deliver(op, outcome)));
         self.after_task_step();
     }
 
@@ -594,13 +531,7 @@ impl Shared {
     /// Sets spec 002's status from the guest's own.
     fn refresh_status(&self) {
         let _ = self.call_then(
-            |i| {
-                i.plugin
-                    .sequencer_plugin_sequencer_api()
-                    .sequencer()
-                    .call_status(&mut i.store, i.handle)
-                    .map(Ok)
-            },
+            |i| sequencer_call!(i, call_status()).map(Ok),
             |status| Some(Status02::from(to_core_status(*status))),
         );
     }
@@ -646,13 +577,7 @@ impl Shared {
         if self.lock().generation != generation {
             return;
         }
-        let _ = self.call(|i| {
-            i.plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_pump(&mut i.store, i.handle)
-                .map(Ok)
-        });
+        let _ = self.call(|i| sequencer_call!(i, call_pump()).map(Ok));
         self.after_task_step();
     }
 }
