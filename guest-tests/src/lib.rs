@@ -16,6 +16,26 @@ use sequencer_host::{
     Runtime,
 };
 
+/// Panics unless every number the PLog of `partition` holds is unique per key and its offsets
+/// are dense from 1.
+pub fn assert_no_number_reused(storage: &MemoryStorage, partition: PartitionId) {
+    let mut seen = std::collections::HashMap::new();
+    let plog = storage.plog(partition);
+    for (offset, event) in &plog {
+        for v in event {
+            if let Some(first) = seen.insert((v.key.ws, v.key.seq, v.value), *offset) {
+                panic!(
+                    "number {} of ws {} seq {} is in events {first} and {offset}",
+                    v.value, v.key.ws, v.key.seq
+                );
+            }
+        }
+    }
+    let offsets: Vec<u64> = plog.iter().map(|(o, _)| *o).collect();
+    let dense: Vec<u64> = (1..=offsets.len() as u64).collect();
+    assert_eq!(offsets, dense, "PLog offsets are dense from 1");
+}
+
 /// Where the compiled component is.
 pub fn component_path() -> PathBuf {
     if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
