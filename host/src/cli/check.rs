@@ -2,7 +2,10 @@
 
 use std::process::ExitCode;
 
-use sequencer_host::{DataDir, EtcdStorage, OpenMode, PlogChecker, RedbStorage};
+use sequencer::{Number, PLogOffset, SeqId, WsId};
+use sequencer_host::{
+    DataDir, EtcdStorage, OpenMode, PlogChecker, RedbStorage, StorageError, StoredEvent,
+};
 
 use clap::Args;
 
@@ -74,10 +77,26 @@ pub fn check_store(store: &RedbStorage) -> CliResult<u64> {
 }
 
 fn check_partition(store: &RedbStorage, p: u32) -> CliResult<sequencer_host::CheckReport> {
-    let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
+    check_pages(
+        p,
+        store.stored_next_offset(p)?,
+        |from| store.events(p, from, PAGE),
+        || store.view(p),
+    )
+}
+
+/// Checks partition `p` whose stored next offset is `stored_next`, reading its PLog in pages
+/// (`events(from)`) and then its view.
+fn check_pages(
+    p: u32,
+    stored_next: PLogOffset,
+    events: impl Fn(PLogOffset) -> Result<Vec<StoredEvent>, StorageError>,
+    view: impl FnOnce() -> Result<Vec<(WsId, SeqId, Number)>, StorageError>,
+) -> CliResult<sequencer_host::CheckReport> {
+    let mut checker = PlogChecker::new(p, stored_next, initial);
     let mut from = 1;
     loop {
-        let events = store.events(p, from, PAGE)?;
+        let events = events(from)?;
         let Some(last) = events.last().map(|e| e.offset) else {
             break;
         };
@@ -86,7 +105,7 @@ fn check_partition(store: &RedbStorage, p: u32) -> CliResult<sequencer_host::Che
         }
         from = last + 1;
     }
-    Ok(checker.finish(&store.view(p)?)?)
+    Ok(checker.finish(&view()?)?)
 }
 
 /// Checks every partition of an etcd store; returns the number of events checked.
@@ -100,17 +119,10 @@ pub fn check_etcd(store: &EtcdStorage) -> CliResult<u64> {
 
 /// Checks one partition of an etcd store, reading its PLog in pages.
 pub fn check_etcd_partition(store: &EtcdStorage, p: u32) -> CliResult<sequencer_host::CheckReport> {
-    let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
-    let mut from = 1;
-    loop {
-        let events = store.events(p, from, PAGE)?;
-        let Some(last) = events.last().map(|e| e.offset) else {
-            break;
-        };
-        for e in &events {
-            checker.event(e.offset, &e.values)?;
-        }
-        from = last + 1;
-    }
-    Ok(checker.finish(&store.view(p)?)?)
+    check_pages(
+        p,
+        store.stored_next_offset(p)?,
+        |from| store.events(p, from, PAGE),
+        || store.view(p),
+    )
 }
