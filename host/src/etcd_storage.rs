@@ -47,7 +47,7 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
-use crate::redb_storage::{StoredEvent, decode_event, encode_event};
+use crate::event_codec::{StoredEvent, decode_event, encode_event};
 use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
 
 /// View rows per flusher transaction (etcd allows 128 operations per transaction by default).

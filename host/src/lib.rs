@@ -8,40 +8,56 @@
 //!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
 //!   on an etcd cluster shared by many hosts (fenced appends).
 //! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
+//!
+//! Cargo features (all can be on at once):
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`); implies `redb` |
+//! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
+//! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
+//!
+//! With `default-features = false` the library has the runtime, the driver and
+//! [`MemoryStorage`] only.
 
 #![warn(missing_docs)]
 
 #[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
 pub mod bindings;
 mod clock;
+#[cfg(feature = "redb")]
 mod data_dir;
 mod driver;
 mod error;
+#[cfg(feature = "etcd")]
 mod etcd_storage;
+mod event_codec;
 mod gate;
 mod memory;
 mod partition;
 mod plog_check;
+#[cfg(feature = "redb")]
 mod redb_storage;
 mod runtime;
 mod state;
 mod storage;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
+#[cfg(feature = "redb")]
 pub use data_dir::{
     DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
 };
 pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
+#[cfg(feature = "etcd")]
 pub use etcd_storage::{EtcdConfig, EtcdStats, EtcdStorage, PAGE_EVENTS, VALUES_PER_TXN};
+pub use event_codec::{StoredEvent, decode_event, encode_event};
 pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};
 pub use plog_check::{CheckReport, PlogChecker, Violation};
-pub use redb_storage::{
-    DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats, StoredEvent, decode_event,
-    encode_event,
-};
+#[cfg(feature = "redb")]
+pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
 pub use runtime::{Limits, Runtime};
 pub use state::Op;
 pub use storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};

@@ -36,6 +36,7 @@ use redb::{
 };
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::event_codec::{StoredEvent, decode_event, encode_event};
 use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
 
 /// The format version of the database this build reads and writes.
@@ -49,61 +50,6 @@ const FORMAT_KEY: &str = "format";
 
 /// The most requests one group commit takes; the rest wait for the next one.
 const MAX_GROUP: usize = 8192;
-
-/// Encoding of a PLog event: `[1u8, count: u32 LE, count × (ws u64, seq u16, value u64) LE,
-/// payload...]`.
-const EVENT_VERSION: u8 = 1;
-const VALUE_BYTES: usize = 8 + 2 + 8;
-
-/// Encodes an event's values and payload as stored in the `plog` table.
-pub fn encode_event(values: &[SeqValue], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + values.len() * VALUE_BYTES + payload.len());
-    out.push(EVENT_VERSION);
-    out.extend_from_slice(
-        &u32::try_from(values.len())
-            .unwrap_or(u32::MAX)
-            .to_le_bytes(),
-    );
-    for v in values {
-        out.extend_from_slice(&v.key.ws.to_le_bytes());
-        out.extend_from_slice(&v.key.seq.to_le_bytes());
-        out.extend_from_slice(&v.value.to_le_bytes());
-    }
-    out.extend_from_slice(payload);
-    out
-}
-
-/// Decodes an event stored by [`encode_event`]; `None` if the bytes are not one.
-pub fn decode_event(bytes: &[u8]) -> Option<(Vec<SeqValue>, &[u8])> {
-    let (&version, rest) = bytes.split_first()?;
-    if version != EVENT_VERSION {
-        return None;
-    }
-    let count = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    let rest = &rest[4..];
-    let body = rest.get(..count.checked_mul(VALUE_BYTES)?)?;
-    let values = body
-        .chunks_exact(VALUE_BYTES)
-        .map(|c| {
-            let ws = u64::from_le_bytes(c[0..8].try_into().unwrap_or_default());
-            let seq = u16::from_le_bytes(c[8..10].try_into().unwrap_or_default());
-            let value = u64::from_le_bytes(c[10..18].try_into().unwrap_or_default());
-            SeqValue::new(ws, seq, value)
-        })
-        .collect();
-    Some((values, &rest[body.len()..]))
-}
-
-/// One PLog event as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredEvent {
-    /// Its offset.
-    pub offset: PLogOffset,
-    /// Its sequence values.
-    pub values: Vec<SeqValue>,
-    /// Its payload.
-    pub payload: Vec<u8>,
-}
 
 /// Counters of what the store did, for reports.
 #[derive(Debug, Default)]

@@ -1,6 +1,8 @@
 //! Bad input to the real `sequencer-host` binary: each case exits non-zero with one line on
 //! stderr naming what is wrong and where, and writes nothing.
 
+#![cfg(feature = "cli")]
+
 mod common;
 
 use std::path::Path;
@@ -240,6 +242,7 @@ fn a_truncated_database_file_is_refused_and_nothing_is_written() {
     assert_eq!(snapshot(tmp.path()), before);
 }
 
+#[cfg(feature = "etcd")]
 #[test]
 fn an_unreachable_etcd_store_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -254,5 +257,30 @@ fn an_unreachable_etcd_store_is_refused_in_one_line() {
         component_path().to_str().expect("utf-8"),
     ]);
     assert_one_line_error(&out, &["etcd://127.0.0.1:2379", "not available"]);
+    assert!(!data.exists());
+}
+
+#[cfg(not(feature = "etcd"))]
+#[test]
+fn an_etcd_store_without_the_etcd_feature_is_refused_in_one_line_saying_how_to_get_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let out = run_host(&[
+        "run",
+        "--store",
+        "etcd://127.0.0.1:2379",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--component",
+        component_path().to_str().expect("utf-8"),
+    ]);
+    assert_one_line_error(
+        &out,
+        &[
+            "etcd://127.0.0.1:2379",
+            "without etcd support",
+            "--features etcd",
+        ],
+    );
     assert!(!data.exists());
 }

@@ -9,6 +9,8 @@
 //!
 //! The sleeps here are the point of the test: a real process killed at a random moment.
 
+#![cfg(feature = "cli")]
+
 mod common;
 
 use std::process::Stdio;

@@ -1,5 +1,7 @@
 //! The main job end to end: `run`, a restart that resumes, `inspect` and `check`.
 
+#![cfg(feature = "cli")]
+
 mod common;
 
 use common::{component_path, run_host, small_run, text};

@@ -1,5 +1,7 @@
 //! The embedded store's promises, and the checker that proves stored data consistent.
 
+#![cfg(feature = "redb")]
+
 mod common;
 
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use sequencer::{Number, PLogOffset, SeqId, WsId};
-use sequencer_host::{
-    DataDir, EtcdStorage, OpenMode, PlogChecker, RedbStorage, StorageError, StoredEvent,
-};
+#[cfg(feature = "etcd")]
+use sequencer_host::EtcdStorage;
+use sequencer_host::{DataDir, OpenMode, PlogChecker, RedbStorage, StorageError, StoredEvent};
 
 use clap::Args;
 
@@ -24,17 +24,26 @@ pub struct CheckArgs {
     pub store: StoreKind,
 }
 
+/// The store `check` reads.
+enum Checked {
+    Embedded(DataDir),
+    #[cfg(feature = "etcd")]
+    Etcd(EtcdStorage),
+}
+
 /// How many events one read takes while checking.
 const PAGE: usize = 16_384;
 
 /// `check`: prints one line per partition; the first violation is the error.
 pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
-    let (dir, etcd) = match &args.store {
-        StoreKind::Embedded => (
-            Some(DataDir::open(&args.data.data, OpenMode::Existing)?),
-            None,
-        ),
-        StoreKind::Etcd(url) => (None, Some(EtcdStorage::connect_url(url)?)),
+    let store = match &args.store {
+        StoreKind::Embedded => {
+            Checked::Embedded(DataDir::open(&args.data.data, OpenMode::Existing)?)
+        }
+        #[cfg(feature = "etcd")]
+        StoreKind::Etcd(url) => Checked::Etcd(EtcdStorage::connect_url(url)?),
+        #[cfg(not(feature = "etcd"))]
+        StoreKind::Etcd(url) => return Err(super::no_etcd(url)),
         StoreKind::Memory => {
             return Err(super::CliError(
                 "the memory store keeps nothing to check (use --store embedded or etcd://...)"
@@ -43,16 +52,16 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
         }
     };
     let mut total = 0;
-    let partitions = match (&dir, &etcd) {
-        (Some(d), _) => d.store().partitions()?,
-        (_, Some(e)) => e.partitions()?,
-        _ => Vec::new(),
+    let partitions = match &store {
+        Checked::Embedded(d) => d.store().partitions()?,
+        #[cfg(feature = "etcd")]
+        Checked::Etcd(e) => e.partitions()?,
     };
     for &p in &partitions {
-        let report = match (&dir, &etcd) {
-            (Some(d), _) => check_partition(d.store(), p)?,
-            (_, Some(e)) => check_etcd_partition(e, p)?,
-            _ => unreachable!("one store is open"),
+        let report = match &store {
+            Checked::Embedded(d) => check_partition(d.store(), p)?,
+            #[cfg(feature = "etcd")]
+            Checked::Etcd(e) => check_etcd_partition(e, p)?,
         };
         println!(
             "partition {p}: ok: {} events, {} numbers over {} keys, {} view rows",
@@ -109,6 +118,7 @@ fn check_pages(
 }
 
 /// Checks every partition of an etcd store; returns the number of events checked.
+#[cfg(feature = "etcd")]
 pub fn check_etcd(store: &EtcdStorage) -> CliResult<u64> {
     let mut total = 0;
     for p in store.partitions()? {
@@ -118,6 +128,7 @@ pub fn check_etcd(store: &EtcdStorage) -> CliResult<u64> {
 }
 
 /// Checks one partition of an etcd store, reading its PLog in pages.
+#[cfg(feature = "etcd")]
 pub fn check_etcd_partition(store: &EtcdStorage, p: u32) -> CliResult<sequencer_host::CheckReport> {
     check_pages(
         p,

@@ -120,6 +120,15 @@ pub fn one_line(s: &str) -> String {
         .join("; ")
 }
 
+/// The refusal of an `etcd://` store by a build without the `etcd` feature.
+#[cfg(not(feature = "etcd"))]
+pub fn no_etcd(url: &str) -> CliError {
+    CliError(format!(
+        "store {url}: this sequencer-host was built without etcd support; rebuild it with \
+         `--features etcd` (its gRPC client needs protoc: `export PROTOC=\"$(bash scripts/protoc.sh)\"`)"
+    ))
+}
+
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli, progress: &Progress) -> CliResult<ExitCode> {
     match cli.command {

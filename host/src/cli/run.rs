@@ -16,11 +16,13 @@ use clap::Args;
 use futures::future::{BoxFuture, FutureExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
+#[cfg(feature = "etcd")]
+use sequencer_host::EtcdStorage;
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
-    AppendError, DataDir, DirState, Driver, DriverConfig, EtcdStorage, HostError, Limits,
-    MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
-    PlogPage, Runtime, Storage, StorageError,
+    AppendError, DataDir, DirState, Driver, DriverConfig, HostError, Limits, MemoryStorage,
+    MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker, PlogPage, Runtime,
+    Storage, StorageError,
 };
 
 use super::logging::Progress;
@@ -180,7 +182,20 @@ impl Storage for CountingStorage {
 enum Backend {
     Embedded(DataDir),
     Memory(MemoryStorage),
+    #[cfg(feature = "etcd")]
     Etcd(EtcdStorage),
+}
+
+impl Backend {
+    /// Another host may hold the same partition (etcd), so an append refused by the fence
+    /// means "actualize and go on", not a bug.
+    fn shared(&self) -> bool {
+        #[cfg(feature = "etcd")]
+        if matches!(self, Self::Etcd(_)) {
+            return true;
+        }
+        false
+    }
 }
 
 /// What one partition's command processor did.
@@ -361,6 +376,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             Backend::Embedded(dir)
         }
         None => match &args.store {
+            #[cfg(feature = "etcd")]
             StoreKind::Etcd(url) => {
                 let unavailable = |e: StorageError| {
                     CliError(format!(
@@ -371,12 +387,15 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 store.probe(Duration::from_secs(5)).map_err(unavailable)?;
                 Backend::Etcd(store)
             }
+            #[cfg(not(feature = "etcd"))]
+            StoreKind::Etcd(url) => return Err(super::no_etcd(url)),
             _ => Backend::Memory(MemoryStorage::new()),
         },
     };
     let base: Arc<dyn Storage> = match &backend {
         Backend::Embedded(d) => Arc::new(d.store().clone()),
         Backend::Memory(m) => Arc::new(m.clone()),
+        #[cfg(feature = "etcd")]
         Backend::Etcd(e) => Arc::new(e.clone()),
     };
     let replayed = Arc::new(AtomicU64::new(0));
@@ -391,6 +410,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     for p in 0..args.partitions {
         let (bounds, stored) = match &backend {
             Backend::Embedded(d) => (d.store().plog_bounds(p)?, d.store().stored_next_offset(p)?),
+            #[cfg(feature = "etcd")]
             Backend::Etcd(e) => (e.plog_bounds(p)?, e.stored_next_offset(p)?),
             Backend::Memory(_) => (None, 0),
         };
@@ -449,11 +469,11 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         storage: &storage,
         events_bar: &events_bar,
         actualizations: &actualizations,
-        shared: matches!(backend, Backend::Etcd(_)),
+        shared: backend.shared(),
     };
     let counts_before = match &backend {
         Backend::Embedded(d) => d.store().counts(),
-        Backend::Memory(_) | Backend::Etcd(_) => Default::default(),
+        _ => Default::default(),
     };
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
@@ -520,19 +540,21 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 c,
             ))
         }
-        Backend::Memory(_) | Backend::Etcd(_) => None,
+        _ => None,
     };
 
     // Prove what is stored.
     let checked = match &backend {
         Backend::Embedded(d) => check::check_store(d.store())?,
         Backend::Memory(m) => check_memory(m, args.partitions)?,
+        #[cfg(feature = "etcd")]
         Backend::Etcd(e) => check::check_etcd(e)?,
     };
 
     let store_line = match &backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
         Backend::Memory(_) => "memory (nothing kept)".to_string(),
+        #[cfg(feature = "etcd")]
         Backend::Etcd(e) => format!("{} (3-way replicated, fenced appends)", e.label()),
     };
     let secs = elapsed.as_secs_f64().max(1e-9);
@@ -579,6 +601,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             ));
         }
         None => match &backend {
+            #[cfg(feature = "etcd")]
             Backend::Etcd(e) => {
                 let s = e.stats();
                 rows.push((
