@@ -9,10 +9,8 @@
 # BENCH_WRITE_INTERVAL_US (group commit window, 100), BENCH_PAGE_EVENTS (PLog page, 4096).
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
-
-step() { printf '==> %s\n' "$*" >&2; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
 
 step "build: the component, the JS package, the bench"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"

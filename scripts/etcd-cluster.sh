@@ -8,11 +8,13 @@
 #   etcd-cluster.sh kill DIR N         SIGKILL member N
 #   etcd-cluster.sh restart DIR N      start member N again on its data and ports
 #   etcd-cluster.sh wait DIR [N...]    wait until the members (all by default) report healthy
+#   etcd-cluster.sh leader DIR N       exit 0 if member N is the leader (etcdctl endpoint status)
 #
 # Each member's pid is in DIR/mN/pid and its log in DIR/mN/log. A pid is signalled only if
 # /proc/PID/cmdline still names this DIR's data directory, so a reused pid is never hit.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/lib.sh"
 MEMBERS=3
 HEALTH_TIMEOUT_S="${ETCD_HEALTH_TIMEOUT_S:-20}"
 
@@ -110,7 +112,7 @@ stop_members() {
 }
 
 cmd=${1:-}; dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|kill|restart|wait DIR [N]"
+[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|kill|restart|wait|leader DIR [N]"
 case "$cmd" in
   start)
     bash "$here/etcd-ensure.sh"
@@ -154,6 +156,13 @@ case "$cmd" in
   wait)
     dir="$(cd "$dir" && pwd)"; shift 2
     wait_healthy "$dir" "$@" || exit 1
+    ;;
+  leader)
+    dir="$(cd "$dir" && pwd)"; n=${3:?member}
+    # "URL, ID, version, db size, isLeader, isLearner, term, index, applied, errors"
+    status="$(ETCDCTL_API=3 etcdctl --endpoints "$(endpoint "$dir" "$n")" --dial-timeout 1s \
+      --command-timeout 2s endpoint status 2>/dev/null || true)"
+    [[ "$(cut -d, -f5 <<<"$status" | tr -d ' ')" == true ]]
     ;;
   *) die "unknown command $cmd" ;;
 esac

@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
-# Ensures Debian's etcd (server 3.4 and etcdctl), protoc and the protobuf well-known types are
-# installed: the etcd tests start a real cluster, and the etcd-client crate's build script runs
-# protoc on etcd's .proto files (it vendors no generated code).
-# Idempotent and quick when they are present. Installs only from Debian's packages.
+# Ensures `etcd` and `etcdctl` (3.4, from Debian's etcd-server and etcd-client packages) for
+# the etcd tests, which start a real 3-member cluster on loopback ports.
+#
+# Uses them from PATH when they are there. Otherwise it downloads the two .deb files with
+# `apt-get download` and unpacks them into the project's tool cache ($TOOLS/etcd, linked from
+# $TOOLS/bin): nothing is installed system-wide, no etcd service is created or started.
+# `apt-get update` runs first only when apt has no package lists (a fresh machine), after a line
+# saying so. Idempotent and instant when the tools are there.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-missing=()
-command -v etcd >/dev/null || missing+=(etcd-server)
-command -v etcdctl >/dev/null || missing+=(etcd-client)
-command -v protoc >/dev/null || missing+=(protobuf-compiler)
-# etcd's .proto files import Google's well-known types (descriptor.proto, struct.proto).
-[[ -f /usr/include/google/protobuf/descriptor.proto ]] || missing+=(libprotobuf-dev)
-if [[ ${#missing[@]} -eq 0 ]]; then
+if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then
   exit 0
 fi
-
-sudo=()
-if [[ "$(id -u)" != 0 ]]; then
-  command -v sudo >/dev/null || { echo "error: ${missing[*]} missing and this is not root (no sudo)" >&2; exit 1; }
-  sudo=(sudo -n)
+dest="$TOOLS/etcd"
+echo "etcd-ensure: the etcd tests need etcd and etcdctl; unpacking Debian's etcd-server and etcd-client packages into $dest (no system install, no service)" >&2
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+if ! (cd "$work" && apt-get download etcd-server etcd-client >/dev/null 2>&1); then
+  sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null || { echo "etcd-ensure: error: apt has no package lists and this is not root (no sudo): run apt-get update" >&2; exit 1; }
+    sudo=(sudo -n)
+  fi
+  echo "etcd-ensure: apt has no usable package lists; running apt-get update" >&2
+  "${sudo[@]}" apt-get update -qq >&2
+  (cd "$work" && apt-get download etcd-server etcd-client >/dev/null)
 fi
-echo "etcd-ensure: installing ${missing[*]} with apt-get" >&2
-"${sudo[@]}" apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-# Debian's postinst may start a system etcd under an init system; this script never uses it.
-command -v etcd >/dev/null && command -v etcdctl >/dev/null && command -v protoc >/dev/null &&
-  [[ -f /usr/include/google/protobuf/descriptor.proto ]]
+rm -rf "$dest"
+mkdir -p "$dest" "$TOOLS/bin"
+for deb in "$work"/*.deb; do
+  dpkg-deb -x "$deb" "$dest"
+done
+ln -sf "$dest/usr/bin/etcd" "$TOOLS/bin/etcd"
+ln -sf "$dest/usr/bin/etcdctl" "$TOOLS/bin/etcdctl"
+"$TOOLS/bin/etcd" --version | head -1 >&2

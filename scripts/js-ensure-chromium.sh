@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
-# Ensures Debian's `chromium` is installed at /usr/bin/chromium for the browser test.
-# Idempotent: does nothing when it is present. Never downloads a browser by other means.
+# Ensures Debian's `chromium` at /usr/bin/chromium for the browser test: it says so, then
+# installs the package system-wide with apt-get (a browser cannot live in the project's cache:
+# it needs Debian's libraries). Does nothing when it is present. Never downloads a browser by
+# other means.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ -x /usr/bin/chromium ]]; then
   echo "chromium: present" >&2
   exit 0
 fi
-
-sudo=()
-if [[ "$(id -u)" != 0 ]]; then
-  command -v sudo >/dev/null || { echo "error: chromium is missing and this is not root (no sudo)" >&2; exit 1; }
-  sudo=(sudo -n)
-fi
-echo "chromium: installing with apt-get" >&2
-"${sudo[@]}" apt-get update
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends chromium
+ensure_debian_packages "the browser test (headless Chromium)" chromium
 test -x /usr/bin/chromium

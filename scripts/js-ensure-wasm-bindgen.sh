@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Ensures `wasm-bindgen` (wasm-bindgen-cli) is installed at exactly the version of the
-# `wasm-bindgen` crate in Cargo.lock: the CLI and the crate must match or the glue is refused.
-# Idempotent: does nothing when `wasm-bindgen --version` already matches.
+# Ensures `wasm-bindgen` (wasm-bindgen-cli) at exactly the version of the `wasm-bindgen` crate in
+# Cargo.lock (the CLI and the crate must match or the glue is refused). One already on PATH at
+# that version is used; otherwise it is built with `cargo install --root` into the project's
+# tool cache ($TOOLS, first on the scripts' PATH), never over the user's own wasm-bindgen in
+# ~/.cargo/bin. Idempotent: instant when the version matches.
 set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The version of the `wasm-bindgen` package in Cargo.lock (the line after its name).
 want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock")"
@@ -15,11 +16,14 @@ fi
 
 have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
 if [[ "$have" == "$want" ]]; then
-  echo "wasm-bindgen $want: present" >&2
+  echo "wasm-bindgen $want: present ($(command -v wasm-bindgen))" >&2
   exit 0
 fi
 
-echo "wasm-bindgen ${have:-missing}, want $want: installing wasm-bindgen-cli $want" >&2
+echo "wasm-bindgen ${have:-missing}, want $want: building wasm-bindgen-cli $want into $TOOLS (about 2 minutes on 2 cores)" >&2
 # Without --locked: with it, a transitive pin of the CLI's lock file is missing from the registry.
-cargo install wasm-bindgen-cli --version "$want" --force
-wasm-bindgen --version
+# Without default features: they only add TLS (rustls, ring) for the test runner's downloads.
+cargo install --quiet wasm-bindgen-cli --version "$want" --no-default-features --bin wasm-bindgen \
+  --target-dir "$SEQUENCER_CACHE/wasm-bindgen-cli-target" \
+  --root "$TOOLS" --force
+"$TOOLS/bin/wasm-bindgen" --version >&2

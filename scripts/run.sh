@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # The main job: builds the component and the host (release), then runs the command-processor
 # workload on the embedded store in ./sequencer-data (created on the first run, resumed after).
-# Arguments are passed to `sequencer-host run` (see `--help`); the defaults take a few seconds.
+# Needs only a Rust toolchain (it adds the wasm32-wasip2 target if missing). Arguments go to
+# `sequencer-host run` (see `--help`):
 #   bash scripts/run.sh                       # 8 partitions x 2500 events, 1% failing
 #   bash scripts/run.sh --store memory        # nothing kept
 #   bash scripts/run.sh --data /tmp/d --events 10000 --fail-rate 0.05
-# Then: "$CARGO_TARGET_DIR/release/sequencer-host" inspect | check  (--data DIR)
+# Then: cargo run --release -q -p sequencer-host -- inspect | check   (--data DIR)
+# SEQUENCER_PROFILE picks the host's cargo profile (default release; CI uses dev, whose
+# dependencies its tests have already built).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+profile="${SEQUENCER_PROFILE:-release}"
+bin_dir="$TARGET_DIR/$([[ "$profile" == dev ]] && echo debug || echo "$profile")"
+
+if [[ ! -x "$bin_dir/sequencer-host" ]]; then
+  echo "run.sh: first build of the component and the host (profile $profile); on a 2-core machine this takes about 6 minutes, later runs start in seconds" >&2
+fi
+echo "run.sh: building the component (cargo build -p sequencer --target wasm32-wasip2)" >&2
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo build --quiet --release -p sequencer-host
-exec "$CARGO_TARGET_DIR/release/sequencer-host" run "$@"
+echo "run.sh: building the host (cargo build --profile $profile -p sequencer-host)" >&2
+cargo build --profile "$profile" -p sequencer-host
+echo "run.sh: running sequencer-host run $*" >&2
+exec "$bin_dir/sequencer-host" run "$@"

@@ -8,33 +8,14 @@
 # pytest (runners/python/.venv), jco and the preview2 shim (runners/jco/node_modules). Builds the
 # component (scripts/build-component.sh) and, if js/pkg is missing, the wasm-bindgen package as
 # scripts/test-js.sh does. Runs every runner, prints each one's summary, and exits non-zero if
-# any failed; a failure names the runner, the scenario and the step.
+# any failed; a failure names the runner, the scenario and the step. With --prepare it only
+# installs the packages.
 set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CONF="$ROOT/guest-tests/conformance"
 PY="$CONF/runners/python"
 JCO="$CONF/runners/jco"
 cd "$ROOT"
-
-step() { printf '\n==> %s\n' "$*" >&2; }
-
-step "the component"
-SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
-export SEQUENCER_COMPONENT
-echo "$SEQUENCER_COMPONENT" >&2
-
-step "the wasm-bindgen package (js/pkg)"
-if [[ -f "$ROOT/js/pkg/sequencer_bg.wasm" && -f "$ROOT/js/pkg/sequencer.js" ]]; then
-  echo "js/pkg: present" >&2
-else
-  # As scripts/test-js.sh builds it (without its tests and browser).
-  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-  "$ROOT/scripts/js-ensure-wasm-bindgen.sh"
-  cargo build -p sequencer --features js --target wasm32-unknown-unknown --profile wasm
-  wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm/sequencer.wasm"
-fi
 
 step "Python venv (wasmtime, pytest)"
 stamp="$PY/.venv/.sequencer-requirements"
@@ -56,6 +37,22 @@ if [[ ! -f "$stamp" ]] || ! cmp -s "$stamp" "$JCO/package-lock.json"; then
   cp "$JCO/package-lock.json" "$stamp"
 else
   echo "node_modules: up to date" >&2
+fi
+
+if [[ "${1:-}" == --prepare ]]; then
+  exit 0 # only the packages: scripts/test.sh prepares them while cargo compiles
+fi
+
+step "the component"
+SEQUENCER_COMPONENT="$(SEQUENCER_QUIET_BUILD=1 bash scripts/build-component.sh)"
+export SEQUENCER_COMPONENT
+echo "$SEQUENCER_COMPONENT" >&2
+
+step "the wasm-bindgen package (js/pkg)"
+if [[ -f "$ROOT/js/pkg/sequencer_bg.wasm" && -f "$ROOT/js/pkg/sequencer.js" ]]; then
+  echo "js/pkg: present" >&2
+else
+  bash "$ROOT/scripts/js-build.sh" >/dev/null
 fi
 
 # jco transpile <component> into $1, unless it already holds this very component.
@@ -121,4 +118,5 @@ run examples examples
 
 step "conformance summary (the rust runner runs in cargo test --workspace)"
 printf '%s\n' "${summary[@]}"
+step_times
 exit "$failed"

@@ -2,23 +2,18 @@
 # Builds the JavaScript package (the core through wasm-bindgen) and runs its tests: Node tests
 # (`node --test`), the browser test in headless Chromium, the quickstart example and the type
 # declarations. Installs what it needs, idempotently: the wasm32 rustup target, wasm-bindgen-cli
-# at the Cargo.lock version, npm devDependencies (npm ci), Debian's chromium.
+# at the Cargo.lock version (into the project's tool cache), npm devDependencies (npm ci, into
+# js/node_modules), Debian's chromium (system-wide, announced first).
 # Exits non-zero on any failure.
 set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TARGET=wasm32-unknown-unknown
 cd "$ROOT"
 
-step() { printf '\n==> %s\n' "$*" >&2; }
-
 step "toolchain"
-if ! rustup target list --installed | grep -qx "$TARGET"; then
-  rustup target add "$TARGET"
-fi
-"$ROOT/scripts/js-ensure-wasm-bindgen.sh"
-"$ROOT/scripts/js-ensure-chromium.sh"
+rust_target "$TARGET"
+bash "$ROOT/scripts/js-ensure-wasm-bindgen.sh"
+bash "$ROOT/scripts/js-ensure-chromium.sh"
 
 step "npm devDependencies"
 # npm ci only when the lock file changed since the last install.
@@ -37,7 +32,7 @@ cargo build -p sequencer --features js --target "$TARGET" --profile "$profile"
 
 step "wasm-bindgen --target web -> js/pkg"
 rm -rf "$ROOT/js/pkg"
-wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$CARGO_TARGET_DIR/$TARGET/$profile/sequencer.wasm"
+wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$TARGET_DIR/$TARGET/$profile/sequencer.wasm"
 
 step "type declarations (tsc)"
 (cd "$ROOT/js" && node_modules/.bin/tsc -p tsconfig.json)
@@ -45,3 +40,4 @@ step "type declarations (tsc)"
 step "node --test"
 cd "$ROOT/js"
 node --test --test-reporter=spec test/*.test.js
+step_times

@@ -1,26 +1,87 @@
 #!/usr/bin/env bash
-# Every test: formatting and lints, the core, the component under wasmtime, the JS package, and
-# the conformance suite on four runtimes. Installs what it needs (rustup targets,
-# wasm-bindgen-cli, npm packages, chromium, a Python venv, etcd and protoc) if missing.
+# Every test: formatting and lints, the core, the host (with the etcd store against a real
+# 3-member cluster), the component under wasmtime, the JavaScript package in Node and headless
+# Chromium, and the conformance suite on four runtimes. Prints the time of each step at the end.
+#
+# Installs what it needs, saying so first, and is quick when it is all there:
+#   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
+#     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
+#     (unpacked from Debian's packages, no service);
+#   - into the clone (ignored by git): npm packages (js/node_modules and the jco runner's), the
+#     Python runner's venv;
+#   - system-wide, only when missing: the rustup targets wasm32-wasip2 and
+#     wasm32-unknown-unknown, and Debian's chromium for the browser test.
+# Downloads that need no compiler run in the background while cargo compiles.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sequencer-target}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
 
-echo "== etcd, etcdctl and protoc (Debian packages) for the etcd store and its tests"
-bash scripts/etcd-ensure.sh
+# --- background preparation ---------------------------------------------------------------
+logs="$(mktemp -d)"
+declare -A bg_pid=()
+# bg NAME COMMAND...: runs a preparation in the background, its output kept for a failure.
+bg() {
+  local name="$1"
+  shift
+  ("$@") >"$logs/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+# bg_wait NAME: waits for a background preparation; shows its output and stops if it failed.
+bg_wait() {
+  if ! wait "${bg_pid[$1]}"; then
+    echo "error: preparing $1 failed:" >&2
+    cat "$logs/$1.log" >&2
+    exit 1
+  fi
+  grep -v '^$' "$logs/$1.log" >&2 || true
+}
+# On the way out (a failed step included) the preparations are waited for, never killed: an
+# apt-get or npm stopped half-way would leave a broken install behind.
+trap 'wait; rm -rf "$logs"' EXIT
 
-echo "== formatting and lints"
+step "preparing in the background: etcd, chromium, npm and Python packages, wasm-bindgen-cli"
+[[ -x /usr/bin/chromium ]] ||
+  echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
+bg etcd bash scripts/etcd-ensure.sh
+bg chromium bash scripts/js-ensure-chromium.sh
+bg npm-js bash -c 'cd js && stamp=node_modules/.sequencer-lock-stamp &&
+  { [[ -f $stamp ]] && cmp -s $stamp package-lock.json && echo "js/node_modules: up to date"; } ||
+  { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json $stamp; }'
+bg conformance-deps bash scripts/test-conformance.sh --prepare
+# A cargo build in a target folder of its own, niced: it takes the cores the main build leaves idle.
+bg wasm-bindgen nice -n 10 bash scripts/js-ensure-wasm-bindgen.sh
+
+step "protoc for the etcd feature's build (the default build needs none)"
+PROTOC="$(bash scripts/protoc.sh)"
+export PROTOC
+echo "$PROTOC" >&2
+
+step "formatting"
 cargo fmt --all -- --check
-cargo clippy --quiet --workspace --all-targets -- -D warnings
+
+step "build and lint (clippy -D warnings) the workspace with the etcd store: every target"
+# The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
+with_clippy cargo test --workspace --features sequencer-host/etcd --all-targets --no-run
+
+step "the component (wasm32-wasip2), and clippy on the component and JavaScript glue"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
 cargo clippy --quiet -p sequencer --target wasm32-wasip2 --features component -- -D warnings
+rust_target wasm32-unknown-unknown
+cargo clippy --quiet -p sequencer --target wasm32-unknown-unknown --features js -- -D warnings
 
-echo "== Rust: the core, the host, and the component under wasmtime ($SEQUENCER_COMPONENT)"
-cargo test --workspace
+step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
+bg_wait etcd
+with_clippy cargo test --workspace --features sequencer-host/etcd
 
-echo "== JavaScript: the wasm-bindgen package in Node and Chromium"
+step "JavaScript: the wasm-bindgen package in Node and Chromium"
+bg_wait chromium
+bg_wait npm-js
+bg_wait wasm-bindgen
 bash scripts/test-js.sh
 
-echo "== Conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
+step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
+bg_wait conformance-deps
 bash scripts/test-conformance.sh
+
+step_times

@@ -1,0 +1,76 @@
+# Sourced by the scripts: the project's paths, its own cache of tools, and how steps and
+# installs are reported. Nothing here changes anything outside the project by itself.
+#
+#   ROOT         the clone
+#   TARGET_DIR   cargo's target folder: $CARGO_TARGET_DIR if set, else ./target (what a plain
+#                `cargo build` or `cargo run` in the clone uses, so the README's commands and
+#                the scripts share one build)
+#   TOOLS        tools the project installs for itself (wasm-bindgen-cli, etcd, protoc), in
+#                $SEQUENCER_CACHE (default ~/.cache/sequencer) so clones and CI runs share them;
+#                never the user's ~/.cargo/bin or /usr. $TOOLS/bin goes first on PATH.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+SEQUENCER_CACHE="${SEQUENCER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sequencer}"
+TOOLS="$SEQUENCER_CACHE/tools"
+export PATH="$TOOLS/bin:$PATH"
+
+# step NAME: announces a step; the previous step's duration goes to the timing summary.
+_step_name=""
+_step_start=$SECONDS
+_step_times=()
+step() {
+  _step_end
+  _step_name="$*"
+  _step_start=$SECONDS
+  printf '\n==> %s\n' "$*" >&2
+}
+_step_end() {
+  if [[ -n "$_step_name" ]]; then
+    _step_times+=("$(printf '%5d s  %s' $((SECONDS - _step_start)) "$_step_name")")
+  fi
+  _step_name=""
+}
+# step_times: prints how long each step took.
+step_times() {
+  _step_end
+  printf '\n==> time per step\n' >&2
+  printf '%s\n' "${_step_times[@]}" >&2
+}
+
+# ensure_debian_packages WHY PACKAGE...: installs the Debian packages of the list that are
+# missing, after one line naming them and why; does nothing when all are there.
+ensure_debian_packages() {
+  local why="$1" p missing=() sudo=()
+  shift
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null || {
+      echo "error: $why needs the Debian package(s) ${missing[*]}; install them (this is not root and there is no sudo)" >&2
+      return 1
+    }
+    sudo=(sudo -n)
+  fi
+  echo "$why: installing the Debian package(s) ${missing[*]} system-wide with apt-get" >&2
+  "${sudo[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# rust_target TRIPLE: adds a rustup target if it is missing (to the toolchain in use only).
+rust_target() {
+  rustup target list --installed | grep -qx "$1" && return 0
+  echo "rustup: adding the $1 target to the active toolchain" >&2
+  rustup target add "$1" >&2
+}
+
+# with_clippy COMMAND...: runs a cargo build or test command with clippy as the compiler of the
+# workspace's own crates (`-D warnings`), so one build both lints and compiles them: no
+# separate check-mode build of every dependency. (`cargo clippy` runs the same driver over
+# `cargo check`.) Dev-profile builds only: clippy's driver skips some MIR optimisations.
+with_clippy() {
+  RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver" \
+    CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" "$@"
+}
