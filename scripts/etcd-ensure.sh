@@ -27,11 +27,15 @@ if ! (cd "$work" && apt-get download etcd-server etcd-client >/dev/null 2>&1); t
   "${sudo[@]}" apt-get update -qq >&2
   (cd "$work" && apt-get download etcd-server etcd-client >/dev/null)
 fi
-rm -rf "$dest"
-mkdir -p "$dest" "$TOOLS/bin"
+# Unpacked beside, then moved into place, so a concurrent run never sees half a tree.
+mkdir -p "$TOOLS/bin" "$work/root"
 for deb in "$work"/*.deb; do
-  dpkg-deb -x "$deb" "$dest"
+  dpkg-deb -x "$deb" "$work/root"
 done
-ln -sf "$dest/usr/bin/etcd" "$TOOLS/bin/etcd"
-ln -sf "$dest/usr/bin/etcdctl" "$TOOLS/bin/etcdctl"
+rm -rf "$dest.old"
+[[ -e "$dest" ]] && mv "$dest" "$dest.old"
+mv "$work/root" "$dest"
+rm -rf "$dest.old"
+ln -sfn "$dest/usr/bin/etcd" "$TOOLS/bin/etcd"
+ln -sfn "$dest/usr/bin/etcdctl" "$TOOLS/bin/etcdctl"
 "$TOOLS/bin/etcd" --version | head -1 >&2
