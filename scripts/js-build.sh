@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the JavaScript package's wasm (the core through wasm-bindgen) into js/pkg, as
-# scripts/test-js.sh does, without its tests: the wasm32 rustup target and wasm-bindgen-cli at
-# the Cargo.lock version are installed if missing (scripts/js-ensure-wasm-bindgen.sh).
+# Builds the JavaScript package's wasm (the core through wasm-bindgen, profile `wasm`) into
+# js/pkg and prints that path. Installs what it needs: the wasm32-unknown-unknown rustup target
+# and wasm-bindgen-cli at the Cargo.lock version (scripts/js-ensure-wasm-bindgen.sh). Cargo's
+# output goes to $JS_TARGET_DIR (scripts/lib.sh), a target folder of its own, so this build can
+# run while another cargo command holds the main one.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -10,7 +12,7 @@ profile=wasm
 
 rust_target "$TARGET"
 bash "$ROOT/scripts/js-ensure-wasm-bindgen.sh"
-cargo build --quiet -p sequencer --features js --target "$TARGET" --profile "$profile"
+cargo build --quiet -p sequencer --features js --target "$TARGET" --profile "$profile" --target-dir "$JS_TARGET_DIR"
 rm -rf "$ROOT/js/pkg"
-wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$TARGET_DIR/$TARGET/$profile/sequencer.wasm"
+wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$JS_TARGET_DIR/$TARGET/$profile/sequencer.wasm"
 echo "$ROOT/js/pkg"

@@ -4,13 +4,16 @@
 #   ROOT         the clone
 #   TARGET_DIR   cargo's target folder: $CARGO_TARGET_DIR if set, else ./target (what a plain
 #                `cargo build` or `cargo run` in the clone uses, so the README's commands and
-#                the scripts share one build)
+#                the scripts share one build); JS_TARGET_DIR (below) is a folder inside it
 #   TOOLS        tools the project installs for itself (wasm-bindgen-cli, etcd, protoc), in
 #                $SEQUENCER_CACHE (default ~/.cache/sequencer) so clones and CI runs share them;
 #                never the user's ~/.cargo/bin or /usr. $TOOLS/bin goes first on PATH.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+# The JavaScript package's wasm build has a target folder of its own (it shares no artifact with
+# the other builds), so it can run while the tests hold the main one.
+JS_TARGET_DIR="$TARGET_DIR/js"
 SEQUENCER_CACHE="${SEQUENCER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sequencer}"
 TOOLS="$SEQUENCER_CACHE/tools"
 export PATH="$TOOLS/bin:$PATH"

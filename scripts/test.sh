@@ -44,9 +44,7 @@ step "preparing in the background: etcd, chromium, npm and Python packages, wasm
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
-bg npm-js bash -c 'cd js && stamp=node_modules/.sequencer-lock-stamp &&
-  { [[ -f $stamp ]] && cmp -s $stamp package-lock.json && echo "js/node_modules: up to date"; } ||
-  { npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json $stamp; }'
+bg npm-js bash scripts/js-ensure-npm.sh
 bg conformance-deps bash scripts/test-conformance.sh --prepare
 # A cargo build in a target folder of its own, niced: it takes the cores the main build leaves idle.
 bg wasm-bindgen nice -n 10 bash scripts/js-ensure-wasm-bindgen.sh
@@ -63,21 +61,31 @@ step "build and lint (clippy -D warnings) the workspace with the etcd store: eve
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
 with_clippy cargo test --workspace --features sequencer-host/etcd --all-targets --no-run
 
-step "the component (wasm32-wasip2), and clippy on the component and JavaScript glue"
+step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo clippy --quiet -p sequencer --target wasm32-wasip2 --features component -- -D warnings
+
+# While the tests run (they mostly wait on real processes), two more builds use the cores, each
+# in a target folder of its own so neither waits for the other's lock: clippy on the component
+# and JavaScript glue (wasm targets), and the JavaScript package.
+bg_wait wasm-bindgen
 rust_target wasm32-unknown-unknown
-cargo clippy --quiet -p sequencer --target wasm32-unknown-unknown --features js -- -D warnings
+bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p sequencer --target wasm32-wasip2 \
+  --features component --target-dir "$0" -- -D warnings && cargo clippy --quiet -p sequencer \
+  --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings' "$TARGET_DIR/lint-wasm"
+bg js-pkg nice -n 5 bash scripts/js-build.sh
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
 with_clippy cargo test --workspace --features sequencer-host/etcd
 
+step "clippy on the component and JavaScript glue (wasm targets)"
+bg_wait lint-wasm
+
 step "JavaScript: the wasm-bindgen package in Node and Chromium"
+bg_wait js-pkg
 bg_wait chromium
 bg_wait npm-js
-bg_wait wasm-bindgen
 bash scripts/test-js.sh
 
 step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"

@@ -35,7 +35,8 @@ class StepFailed(Exception):
 def component_path():
     path = os.environ.get("SEQUENCER_COMPONENT")
     if not path:
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/sequencer-target"))
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
         path = os.path.join(target, "wasm32-wasip2/wasm/sequencer.wasm")
     return path
 
