@@ -47,8 +47,10 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
-use crate::event_codec::{StoredEvent, decode_event, encode_event};
-use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+use crate::event_codec::{StoredEvent, decode_event};
+use crate::storage::{
+    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};
 
 /// View rows per flusher transaction (etcd allows 128 operations per transaction by default).
 pub const VALUES_PER_TXN: usize = 100;
@@ -58,6 +60,19 @@ pub const PAGE_EVENTS: usize = 1024;
 
 /// The largest response the client accepts (etcd-client's default is 4 MiB).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// etcd's default `--max-txn-ops`: operations per transaction (per branch).
+pub const DEFAULT_MAX_TXN_OPS: usize = 128;
+
+/// etcd's default `--max-request-bytes` (1.5 MiB).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// What one put of an append costs in a request beside its event: the key
+/// (`plog/<partition>/<offset:020>`, at most 36 bytes) and protobuf framing.
+const PUT_OVERHEAD_BYTES: usize = 64;
+
+/// Room in an append request for the compares, the else branch and gRPC framing.
+const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
 
 /// How the store talks to the cluster.
 #[derive(Clone, Debug)]
@@ -71,16 +86,25 @@ pub struct EtcdConfig {
     /// Serve reads from the member the client is connected to, without asking the leader
     /// (for looking at one member's copy; not for running a partition).
     pub serializable_reads: bool,
+    /// The cluster's `--max-txn-ops` (operations per transaction): an append of more events
+    /// is split into transactions of at most this many puts.
+    pub max_txn_ops: usize,
+    /// The cluster's `--max-request-bytes`: an append request is kept below it (events,
+    /// keys and framing), splitting a batch as needed.
+    pub max_request_bytes: usize,
 }
 
 impl EtcdConfig {
-    /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads.
+    /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads, etcd's
+    /// default limits (128 operations per transaction, 1.5 MiB per request).
     pub fn new(endpoints: Vec<String>) -> Self {
         Self {
             endpoints,
             request_timeout: Duration::from_secs(2),
             retry_for: Duration::from_secs(10),
             serializable_reads: false,
+            max_txn_ops: DEFAULT_MAX_TXN_OPS,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 
@@ -113,6 +137,9 @@ impl EtcdConfig {
 pub struct EtcdStats {
     /// PLog events appended by this store.
     pub appends: AtomicU64,
+    /// Append transactions sent (one per batch, or per part of a batch split to fit etcd's
+    /// limits), retries included.
+    pub append_txns: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
     /// Flusher writes (values and next offset) applied.
@@ -298,10 +325,10 @@ impl EtcdStorage {
     }
 
     /// Runs `fut` on the store's runtime; the returned future answers on any executor.
-    fn spawn<T: Send + 'static>(
+    fn spawn<T: Send + 'static, E: From<StorageError> + Send + 'static>(
         &self,
-        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
-    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, E>> {
         let (tx, rx) = oneshot::channel();
         let closed = self.err("the store is closed", "its runtime stopped");
         match &self.inner.runtime {
@@ -310,16 +337,16 @@ impl EtcdStorage {
                     let _ = tx.send(fut.await);
                 });
             }
-            None => return futures::future::ready(Err(closed)).boxed(),
+            None => return futures::future::ready(Err(E::from(closed))).boxed(),
         }
-        async move { rx.await.unwrap_or(Err(closed)) }.boxed()
+        async move { rx.await.unwrap_or_else(|_| Err(E::from(closed))) }.boxed()
     }
 
     /// Runs `fut` on the store's runtime and waits for it on this (non-tokio) thread.
-    fn block<T: Send + 'static>(
+    fn block<T: Send + 'static, E: From<StorageError> + Send + 'static>(
         &self,
-        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
-    ) -> Result<T, StorageError> {
+        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+    ) -> Result<T, E> {
         futures::executor::block_on(self.spawn(fut))
     }
 
@@ -369,13 +396,15 @@ impl EtcdStorage {
         }
     }
 
-    async fn append_async(
+    /// One fenced append transaction: puts `events` at `first` and the offsets after it if
+    /// `first` is the PLog's next offset, else nothing.
+    async fn append_part_async(
         self,
         partition: PartitionId,
-        offset: PLogOffset,
-        event: Vec<u8>,
+        first: PLogOffset,
+        events: Vec<Vec<u8>>,
     ) -> Result<(), AppendError> {
-        if offset == 0 {
+        if first == 0 {
             return Err(AppendError::WrongOffset {
                 expected: self
                     .clone()
@@ -385,56 +414,68 @@ impl EtcdStorage {
                 offered: 0,
             });
         }
-        let key = plog_key(partition, offset);
+        let Some(first_event) = events.first().cloned() else {
+            return Ok(());
+        };
+        let count = events.len() as u64;
+        let key = plog_key(partition, first);
         let prefix = plog_prefix(partition);
         let mut when = vec![Compare::create_revision(key.clone(), CompareOp::Equal, 0)];
-        if offset > 1 {
+        if first > 1 {
             when.push(Compare::create_revision(
-                plog_key(partition, offset - 1),
+                plog_key(partition, first - 1),
                 CompareOp::Greater,
                 0,
             ));
         }
-        let txn = Txn::new()
-            .when(when)
-            .and_then(vec![TxnOp::put(key.clone(), event.clone(), None)])
-            .or_else(vec![
-                TxnOp::get(key.clone(), None),
-                TxnOp::get(
-                    prefix.clone(),
-                    Some(
-                        GetOptions::new()
-                            .with_range(prefix_end(&prefix))
-                            .with_sort(SortTarget::Key, SortOrder::Descend)
-                            .with_limit(1),
-                    ),
+        let puts: Vec<TxnOp> = events
+            .into_iter()
+            .zip(first..)
+            .map(|(event, offset)| TxnOp::put(plog_key(partition, offset), event, None))
+            .collect();
+        let txn = Txn::new().when(when).and_then(puts).or_else(vec![
+            TxnOp::get(key.clone(), None),
+            TxnOp::get(
+                prefix.clone(),
+                Some(
+                    GetOptions::new()
+                        .with_range(prefix_end(&prefix))
+                        .with_sort(SortTarget::Key, SortOrder::Descend)
+                        .with_limit(1),
                 ),
-            ]);
-        let stats_txns = &self.inner.stats.txns;
+            ),
+        ]);
+        let stats = &self.inner.stats;
         let mut attempts = 0u32;
+        let what = if count == 1 {
+            format!("append at partition {partition} offset {first}")
+        } else {
+            format!(
+                "append at partition {partition} offset {first} ({count} events, to {})",
+                first + count - 1
+            )
+        };
         let resp = self
             .clone()
-            .retrying(
-                format!("append at partition {partition} offset {offset}"),
-                |mut kv| {
-                    attempts += 1;
-                    stats_txns.fetch_add(1, Ordering::Relaxed);
-                    let txn = txn.clone();
-                    async move { kv.txn(txn).await }
-                },
-            )
+            .retrying(what, |mut kv| {
+                attempts += 1;
+                stats.txns.fetch_add(1, Ordering::Relaxed);
+                stats.append_txns.fetch_add(1, Ordering::Relaxed);
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
             .await
             .map_err(AppendError::Storage)?;
         if resp.succeeded() {
-            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+            stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
-        let mut at_offset: Option<Vec<u8>> = None;
+        let mut at_first: Option<Vec<u8>> = None;
         let mut last: PLogOffset = 0;
         for (i, r) in resp.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(g) = r {
                 match i {
-                    0 => at_offset = g.kvs().first().map(|kv| kv.value().to_vec()),
+                    0 => at_first = g.kvs().first().map(|kv| kv.value().to_vec()),
                     _ => {
                         last = g
                             .kvs()
@@ -445,19 +486,19 @@ impl EtcdStorage {
                 }
             }
         }
-        // Only after an attempt whose outcome is unknown can the event at the offset be ours:
-        // a first attempt that was answered "no" wrote nothing (and another writer's event
-        // may be byte-for-byte equal to this one).
-        if attempts > 1 && at_offset.as_deref() == Some(event.as_slice()) {
-            self.inner.stats.read_backs.fetch_add(1, Ordering::Relaxed);
-            // An earlier attempt whose answer was lost did commit: the event is ours.
-            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+        // Only after an attempt whose outcome is unknown can the events be ours: a first
+        // attempt that was answered "no" wrote nothing (and another writer's event may be
+        // byte-for-byte equal to ours). A transaction is all or nothing, so finding our first
+        // event at `first` means every event of the part is in.
+        if attempts > 1 && at_first.as_deref() == Some(first_event.as_slice()) {
+            stats.read_backs.fetch_add(1, Ordering::Relaxed);
+            stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
-        self.inner.stats.fenced.fetch_add(1, Ordering::Relaxed);
+        stats.fenced.fetch_add(1, Ordering::Relaxed);
         Err(AppendError::WrongOffset {
             expected: last + 1,
-            offered: offset,
+            offered: first,
         })
     }
 
@@ -844,22 +885,26 @@ impl Storage for EtcdStorage {
         values: &[SeqValue],
         payload: &[u8],
     ) -> Result<(), AppendError> {
-        let fut = self
-            .clone()
-            .append_async(partition, offset, encode_event(values, payload));
-        let (tx, rx) = oneshot::channel();
-        let Some(rt) = &self.inner.runtime else {
-            return Err(AppendError::Storage(
-                self.err("the store is closed", "its runtime stopped"),
-            ));
-        };
-        rt.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        futures::executor::block_on(rx).unwrap_or_else(|_| {
-            Err(AppendError::Storage(
-                self.err("the store is closed", "its runtime stopped"),
-            ))
+        self.append_events(partition, &EventBatch::single(offset, values, payload))
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        batch.append_in_parts(self.append_limits(), |part| {
+            let events: Vec<Vec<u8>> = part.iter().map(|(_, e)| e.to_vec()).collect();
+            self.block(
+                self.clone()
+                    .append_part_async(partition, part.first(), events),
+            )
         })
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        let c = &self.inner.config;
+        // Keys, their framing and the compares take at most this much beside the events.
+        let overhead = c.max_txn_ops.saturating_mul(PUT_OVERHEAD_BYTES) + REQUEST_HEADROOM_BYTES;
+        AppendLimits {
+            max_events: c.max_txn_ops.max(1),
+            max_bytes: c.max_request_bytes.saturating_sub(overhead).max(1),
+        }
     }
 }

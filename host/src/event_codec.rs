@@ -14,7 +14,19 @@ const VALUE_BYTES: usize = 8 + 2 + 8;
 
 /// Encodes an event's values and payload as every backend stores it.
 pub fn encode_event(values: &[SeqValue], payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + values.len() * VALUE_BYTES + payload.len());
+    let mut out = Vec::with_capacity(encoded_len(values.len(), payload.len()));
+    encode_event_into(&mut out, values, payload);
+    out
+}
+
+/// How many bytes [`encode_event`] makes of `values` values and a payload of `payload` bytes.
+pub fn encoded_len(values: usize, payload: usize) -> usize {
+    5 + values * VALUE_BYTES + payload
+}
+
+/// [`encode_event`] appended to `out` (no allocation when `out` has room).
+pub fn encode_event_into(out: &mut Vec<u8>, values: &[SeqValue], payload: &[u8]) {
+    out.reserve(encoded_len(values.len(), payload.len()));
     out.push(EVENT_VERSION);
     out.extend_from_slice(
         &u32::try_from(values.len())
@@ -27,7 +39,6 @@ pub fn encode_event(values: &[SeqValue], payload: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&v.value.to_le_bytes());
     }
     out.extend_from_slice(payload);
-    out
 }
 
 /// Decodes an event stored by [`encode_event`]; `None` if the bytes are not one.

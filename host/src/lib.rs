@@ -51,7 +51,7 @@ pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
 #[cfg(feature = "etcd")]
 pub use etcd_storage::{EtcdConfig, EtcdStats, EtcdStorage, PAGE_EVENTS, VALUES_PER_TXN};
-pub use event_codec::{StoredEvent, decode_event, encode_event};
+pub use event_codec::{StoredEvent, decode_event, encode_event, encode_event_into, encoded_len};
 pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};
@@ -60,4 +60,6 @@ pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
 pub use runtime::{Limits, Runtime};
 pub use state::Op;
-pub use storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+pub use storage::{
+    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};

@@ -1,10 +1,16 @@
 //! `run`: the command-processor workload.
 //!
-//! One thread per partition plays a command processor: each event picks a workspace, takes its
-//! PLog offset with `start` and its numbers with `next` (one WLog offset, one to three record
-//! ids, zero to two C-record ids, as spec 002's system sequences), appends itself with a payload
-//! to the PLog (durable on return), then flushes. A share of events fail after `start` and take
-//! the `actualize` path instead; so does an event whose append fails in storage.
+//! One thread per partition plays a command processor that appends its events in batches:
+//! each command picks a workspace and takes its event's PLog offset and numbers with one
+//! `start_next` (one WLog offset, one to three record ids, zero to two C-record ids, as spec
+//! 002's system sequences), then `stage`s the event; once the batch is full (`--batch-size`),
+//! or the next command would make its first event wait longer than `--batch-wait-ms`, or the
+//! sequencer says "not now", the batch goes to the PLog with one durable `append_events`, and
+//! `flush` completes all its events at once. A share of commands fail after `start` (their
+//! numbers go back): that ends the batch, whose events so far are appended, then `actualize`
+//! drops the failed one (and replays the appended ones from the PLog). A failed or refused
+//! append takes the `actualize` path for the whole batch. `--batch-size 1` is one event per
+//! durable write (no `stage`), for comparison.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,9 +26,9 @@ use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 use sequencer_host::EtcdStorage;
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
-    AppendError, DataDir, DirState, Driver, DriverConfig, HostError, Limits, MemoryStorage,
-    MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker, PlogPage, Runtime,
-    Storage, StorageError,
+    AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
+    Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
+    PlogPage, Runtime, Storage, StorageError, encoded_len,
 };
 
 use super::logging::Progress;
@@ -72,10 +78,18 @@ pub fn initial(id: SeqId) -> Option<Number> {
     SEQS.iter().find(|s| s.id == id).map(|s| s.initial)
 }
 
+/// Values a partition may hold unwritten (staged batches included) before `start` says "not
+/// now": the default (500) is smaller than one batch of 256 events over a few hundred keys.
+const MAX_UNFLUSHED_VALUES: usize = 100_000;
+
 fn params() -> Params {
     SEQS.iter()
         .fold(Params::new(), |p, s| p.with_seq(KIND, s.id, s.initial))
+        .with_max_unflushed_values(MAX_UNFLUSHED_VALUES)
 }
+
+/// The most numbers one event of the workload takes (1 + 3 + 2).
+const MAX_NUMBERS: usize = 6;
 
 /// Options of `run`.
 #[derive(Args, Debug, Clone)]
@@ -108,6 +122,35 @@ pub struct RunArgs {
     /// Seed of the workload's choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Events per durable append (one PLog write); 1 appends each event on its own.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub batch_size: u64,
+    /// The longest a batch's first event waits for more commands before the batch is
+    /// appended, in milliseconds (only an offered --rate makes commands wait).
+    #[arg(long, default_value_t = 2.0, value_parser = parse_millis)]
+    pub batch_wait_ms: f64,
+    /// Commands offered per second over all partitions (evenly spaced); 0: as fast as the
+    /// store acknowledges them.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate: f64,
+}
+
+fn parse_millis(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60_000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of milliseconds from 0 to 60000"
+        )),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate (events per second, 0 for no limit)"
+        )),
+    }
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -131,6 +174,15 @@ impl Storage for CountingStorage {
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.inner.read_numbers(partition, ws, seqs)
+    }
+
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.inner.read_numbers_many(partition, ws, seqs)
     }
 
     fn read_next_offset(
@@ -176,6 +228,14 @@ impl Storage for CountingStorage {
     ) -> Result<(), AppendError> {
         self.inner.append_event(partition, offset, values, payload)
     }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.inner.append_events(partition, batch)
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        self.inner.append_limits()
+    }
 }
 
 /// The store a run works on.
@@ -201,13 +261,37 @@ impl Backend {
 /// What one partition's command processor did.
 #[derive(Default, Clone)]
 struct Tally {
+    /// Events durable in the PLog (acknowledged, or found there by actualization).
     events: u64,
     numbers: [u64; SEQS.len()],
+    /// Durable appends that succeeded (one per batch).
+    appends: u64,
+    /// Events of failed appends that actualization found in the PLog after all.
+    recovered: u64,
     actualizations: u64,
     append_failures: u64,
     fenced: u64,
     actualizing: Duration,
     not_now: u64,
+    /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
+    latencies_us: Vec<u32>,
+}
+
+impl Tally {
+    fn add(&mut self, t: Tally) {
+        self.events += t.events;
+        for (sum, n) in self.numbers.iter_mut().zip(t.numbers) {
+            *sum += n;
+        }
+        self.appends += t.appends;
+        self.recovered += t.recovered;
+        self.actualizations += t.actualizations;
+        self.append_failures += t.append_failures;
+        self.fenced += t.fenced;
+        self.actualizing += t.actualizing;
+        self.not_now += t.not_now;
+        self.latencies_us.extend(t.latencies_us);
+    }
 }
 
 struct Rng(u64);
@@ -226,6 +310,97 @@ impl Rng {
     }
 }
 
+/// One command of the workload: its workspace, the sequences its event takes numbers of, and
+/// whether it fails after `start`.
+struct Command {
+    ws: WsId,
+    seqs: [SeqId; MAX_NUMBERS],
+    len: usize,
+    fails: bool,
+}
+
+impl Command {
+    fn seqs(&self) -> &[SeqId] {
+        &self.seqs[..self.len]
+    }
+}
+
+/// A partition's commands, from the seed.
+struct Commands {
+    rng: Rng,
+    partition: u64,
+    partitions: u64,
+    per_partition: u64,
+    fail_rate: f64,
+}
+
+impl Commands {
+    fn new(a: &RunArgs, p: PartitionId) -> Self {
+        Self {
+            rng: Rng((a.seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(u64::from(p) + 1) | 1),
+            partition: u64::from(p),
+            partitions: u64::from(a.partitions),
+            per_partition: a.workspaces.div_ceil(u64::from(a.partitions)),
+            fail_rate: a.fail_rate,
+        }
+    }
+
+    fn next(&mut self) -> Command {
+        let rng = &mut self.rng;
+        let ws = (rng.next() % self.per_partition) * self.partitions + self.partition + 1;
+        let recs = 1 + (rng.next() % 3) as usize;
+        let crecs = (rng.next() % 3) as usize;
+        let mut seqs = [SEQS[0].id; MAX_NUMBERS];
+        seqs[1..=recs].fill(SEQS[1].id);
+        seqs[1 + recs..1 + recs + crecs].fill(SEQS[2].id);
+        Command {
+            ws,
+            seqs,
+            len: 1 + recs + crecs,
+            fails: rng.share() < self.fail_rate,
+        }
+    }
+}
+
+/// When commands arrive: evenly spaced at an offered rate, or always at once.
+struct Arrivals {
+    start: Instant,
+    interval: Option<Duration>,
+    taken: u32,
+}
+
+impl Arrivals {
+    fn new(a: &RunArgs) -> Self {
+        let per_partition = a.rate / f64::from(a.partitions);
+        Self {
+            start: Instant::now(),
+            interval: (per_partition > 0.0).then(|| Duration::from_secs_f64(1.0 / per_partition)),
+            taken: 0,
+        }
+    }
+
+    /// When the next command arrives (`None`: it is there already).
+    fn next_due(&self) -> Option<Instant> {
+        self.interval.map(|i| self.start + i * self.taken)
+    }
+
+    fn take(&mut self) {
+        self.taken = self.taken.saturating_add(1);
+    }
+}
+
+/// Why a batch stopped growing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BatchEnd {
+    /// Full, or the run's events are all numbered.
+    Full,
+    /// The next command would arrive after the first event's longest wait, or the sequencer
+    /// said "not now": append what there is.
+    Early,
+    /// A command failed after `start`: append what there is, then actualize (dropping it).
+    CommandFailed,
+}
+
 struct Workload<'a> {
     args: &'a RunArgs,
     storage: &'a Arc<dyn Storage>,
@@ -236,92 +411,211 @@ struct Workload<'a> {
     shared: bool,
 }
 
+/// One partition's command processor at work.
+struct Processor<'a> {
+    w: &'a Workload<'a>,
+    seq: &'a PartitionSequencer,
+    t: Tally,
+    commands: Commands,
+    arrivals: Arrivals,
+    /// A command drawn but not yet started (the sequencer said "not now").
+    pending: Option<Command>,
+    batch: EventBatch,
+    /// When each event of the batch was numbered.
+    numbered: Vec<Instant>,
+    /// Numbers the batch's events took, per sequence.
+    batch_numbers: [u64; SEQS.len()],
+    payload: Vec<u8>,
+    values: Vec<SeqValue>,
+    actualizing_since: Option<Instant>,
+    /// A batch whose append failed in storage: how many of its events are durable is known
+    /// once actualization has read the PLog (the next start's offset).
+    unresolved: Option<(PLogOffset, u64)>,
+}
+
 impl Workload<'_> {
     fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let p = seq.partition();
-        let mut t = Tally::default();
-        let mut rng = Rng((a.seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(u64::from(p) + 1) | 1);
-        let per_partition = a.workspaces.div_ceil(u64::from(a.partitions));
-        let mut actualizing_since: Option<Instant> = None;
-        let mut seqs: Vec<SeqId> = Vec::with_capacity(6);
-        let mut payload = Vec::with_capacity(a.payload_bytes);
-        while t.events < a.events {
-            let ws = (rng.next() % per_partition) * u64::from(a.partitions) + u64::from(p) + 1;
-            seqs.clear();
-            seqs.push(SEQS[0].id);
-            seqs.extend(std::iter::repeat_n(
-                SEQS[1].id,
-                1 + (rng.next() % 3) as usize,
-            ));
-            seqs.extend(std::iter::repeat_n(SEQS[2].id, (rng.next() % 3) as usize));
-            let (outcome, numbers) = seq.start_next(KIND, ws, &seqs).map_err(host)?;
+        let mut p = Processor {
+            w: self,
+            seq,
+            t: Tally::default(),
+            commands: Commands::new(a, seq.partition()),
+            arrivals: Arrivals::new(a),
+            pending: None,
+            batch: EventBatch::new(0),
+            numbered: Vec::with_capacity(a.batch_size as usize),
+            batch_numbers: [0; SEQS.len()],
+            payload: Vec::with_capacity(a.payload_bytes),
+            values: Vec::with_capacity(MAX_NUMBERS),
+            actualizing_since: None,
+            unresolved: None,
+        };
+        while p.t.events < a.events {
+            let end = p.fill_batch()?;
+            p.append_batch(end)?;
+        }
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        Ok(p.t)
+    }
+}
+
+impl Processor<'_> {
+    /// Numbers and stages events until the batch is full or must go.
+    fn fill_batch(&mut self) -> Result<BatchEnd, CliError> {
+        let a = self.w.args;
+        let want = a.batch_size.min(a.events.saturating_sub(self.t.events));
+        let max_wait = Duration::from_secs_f64(a.batch_wait_ms / 1000.0);
+        self.batch.reset(0);
+        self.numbered.clear();
+        self.batch_numbers = [0; SEQS.len()];
+        while (self.batch.len() as u64) < want {
+            if let Some(due) = self.arrivals.next_due() {
+                let now = Instant::now();
+                if due > now {
+                    if self
+                        .numbered
+                        .first()
+                        .is_some_and(|&first| due > first + max_wait)
+                    {
+                        return Ok(BatchEnd::Early);
+                    }
+                    std::thread::sleep(due - now);
+                }
+            }
+            let cmd = self.pending.get_or_insert_with(|| self.commands.next());
+            let (outcome, numbers) = self
+                .seq
+                .start_next(KIND, cmd.ws, cmd.seqs())
+                .map_err(host)?;
             let offset = match outcome {
                 StartOutcome::Started(offset) => offset,
                 StartOutcome::NotNow(reason) => {
                     if reason == NotNowReason::TooManyUnflushed {
-                        t.not_now += 1;
+                        self.t.not_now += 1;
+                    }
+                    if !self.batch.is_empty() {
+                        return Ok(BatchEnd::Early);
                     }
                     std::thread::sleep(Duration::from_micros(100));
                     continue;
                 }
             };
-            if let Some(since) = actualizing_since.take() {
-                t.actualizing += since.elapsed();
-            }
-            if rng.share() < a.fail_rate {
-                // The command failed after `start`: its offset and numbers go back.
-                seq.actualize().map_err(host)?;
-                t.actualizations += 1;
-                self.actualizations.fetch_add(1, Ordering::Relaxed);
-                actualizing_since = Some(Instant::now());
+            self.started(offset);
+            let Some(cmd) = self.pending.take() else {
                 continue;
+            };
+            self.arrivals.take();
+            if cmd.fails {
+                // The command failed after `start`: its offset and numbers go back.
+                return Ok(BatchEnd::CommandFailed);
             }
-            let values: Vec<SeqValue> = seqs
-                .iter()
-                .zip(&numbers)
-                .map(|(&s, &n)| SeqValue::new(ws, s, n))
-                .collect();
-            fill_payload(&mut payload, a.payload_bytes, ws, offset, &values);
-            match self.storage.append_event(p, offset, &values, &payload) {
-                Ok(()) => {}
-                Err(AppendError::Storage(e)) => {
-                    // Whether the event is in the PLog is unknown: actualization finds out.
-                    tracing::warn!("partition {p}: {e}; actualizing");
-                    seq.actualize().map_err(host)?;
-                    t.append_failures += 1;
-                    t.actualizations += 1;
-                    self.actualizations.fetch_add(1, Ordering::Relaxed);
-                    actualizing_since = Some(Instant::now());
-                    continue;
-                }
-                Err(e @ AppendError::WrongOffset { .. }) if self.shared => {
-                    // Another host committed this offset: catch up from the PLog and go on.
-                    tracing::warn!("partition {p}: {e}; actualizing");
-                    seq.actualize().map_err(host)?;
-                    t.fenced += 1;
-                    t.actualizations += 1;
-                    self.actualizations.fetch_add(1, Ordering::Relaxed);
-                    actualizing_since = Some(Instant::now());
-                    continue;
-                }
-                Err(e @ AppendError::WrongOffset { .. }) => {
-                    return Err(CliError(format!("partition {p}: {e}")));
-                }
+            if self.batch.is_empty() {
+                self.batch.reset(offset);
             }
-            seq.flush().map_err(host)?;
-            for &s in &seqs {
+            self.values.clear();
+            self.values.extend(
+                cmd.seqs()
+                    .iter()
+                    .zip(&numbers)
+                    .map(|(&s, &n)| SeqValue::new(cmd.ws, s, n)),
+            );
+            fill_payload(
+                &mut self.payload,
+                a.payload_bytes,
+                cmd.ws,
+                offset,
+                &self.values,
+            );
+            self.batch.push(&self.values, &self.payload);
+            self.numbered.push(Instant::now());
+            for &s in cmd.seqs() {
                 if let Some(i) = SEQS.iter().position(|d| d.id == s) {
-                    t.numbers[i] += 1;
+                    self.batch_numbers[i] += 1;
                 }
             }
-            t.events += 1;
-            self.events_bar.inc(1);
+            if a.batch_size > 1 {
+                self.seq.stage().map_err(host)?;
+            }
         }
-        if let Some(since) = actualizing_since {
-            t.actualizing += since.elapsed();
+        Ok(BatchEnd::Full)
+    }
+
+    /// A start succeeded at `offset`: actualization, if any, is over.
+    fn started(&mut self, offset: PLogOffset) {
+        if let Some(since) = self.actualizing_since.take() {
+            self.t.actualizing += since.elapsed();
         }
-        Ok(t)
+        if let Some((first, len)) = self.unresolved.take() {
+            // Actualization replayed the PLog: the events of the failed append before this
+            // offset are in it.
+            self.durable_unacknowledged(offset.saturating_sub(first).min(len));
+        }
+    }
+
+    /// Counts `n` events that are durable although their append reported a failure.
+    fn durable_unacknowledged(&mut self, n: u64) {
+        self.t.events += n;
+        self.t.recovered += n;
+        self.w.events_bar.inc(n);
+    }
+
+    /// Appends the batch with one durable write, then completes it (`flush`), or drops what
+    /// is not in the PLog (`actualize`).
+    fn append_batch(&mut self, end: BatchEnd) -> Result<(), CliError> {
+        let p = self.seq.partition();
+        let appended = if self.batch.is_empty() {
+            Ok(())
+        } else {
+            self.w.storage.append_events(p, &self.batch)
+        };
+        let mut actualize = end == BatchEnd::CommandFailed;
+        match appended {
+            Ok(()) => {
+                let acked = Instant::now();
+                let n = self.batch.len() as u64;
+                if n > 0 {
+                    self.t.appends += 1;
+                }
+                self.t.events += n;
+                for (sum, k) in self.t.numbers.iter_mut().zip(self.batch_numbers) {
+                    *sum += k;
+                }
+                self.t.latencies_us.extend(self.numbered.iter().map(|&at| {
+                    u32::try_from(acked.duration_since(at).as_micros()).unwrap_or(u32::MAX)
+                }));
+                self.w.events_bar.inc(n);
+            }
+            Err(AppendError::Storage(e)) => {
+                // Which parts of the batch are in the PLog is unknown: actualization finds out.
+                tracing::warn!("partition {p}: {e}; actualizing");
+                self.t.append_failures += 1;
+                self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
+                actualize = true;
+            }
+            Err(e @ AppendError::WrongOffset { offered, .. }) if self.w.shared => {
+                // Another host committed at `offered`: the parts before it are ours. Catch up
+                // from the PLog and go on.
+                tracing::warn!("partition {p}: {e}; actualizing");
+                self.t.fenced += 1;
+                self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
+                actualize = true;
+            }
+            Err(e @ AppendError::WrongOffset { .. }) => {
+                return Err(CliError(format!("partition {p}: {e}")));
+            }
+        }
+        if actualize {
+            self.seq.actualize().map_err(host)?;
+            self.t.actualizations += 1;
+            self.w.actualizations.fetch_add(1, Ordering::Relaxed);
+            self.actualizing_since = Some(Instant::now());
+        } else if !self.batch.is_empty() {
+            self.seq.flush().map_err(host)?;
+        }
+        Ok(())
     }
 }
 
@@ -333,15 +627,19 @@ fn host(e: HostError) -> CliError {
 fn fill_payload(out: &mut Vec<u8>, size: usize, ws: WsId, offset: PLogOffset, values: &[SeqValue]) {
     use std::io::Write;
     out.clear();
-    let ids: Vec<String> = values.iter().map(|v| v.value.to_string()).collect();
     let _ = write!(
         out,
-        r#"{{"cmd":"c.orders.Place","ws":{ws},"offset":{offset},"ids":[{}]"#,
-        ids.join(",")
+        r#"{{"cmd":"c.orders.Place","ws":{ws},"offset":{offset},"ids":["#
     );
+    for (i, v) in values.iter().enumerate() {
+        let _ = write!(out, "{}{}", if i == 0 { "" } else { "," }, v.value);
+    }
+    out.push(b']');
     let pad = size.saturating_sub(out.len() + 10);
     if pad > 0 {
-        let _ = write!(out, r#","pad":"{}""#, ".".repeat(pad));
+        out.extend_from_slice(br#","pad":""#);
+        out.resize(out.len() + pad, b'.');
+        out.push(b'"');
     }
     out.push(b'}');
 }
@@ -398,6 +696,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => Arc::new(e.clone()),
     };
+    check_event_fits(args, base.append_limits())?;
     let replayed = Arc::new(AtomicU64::new(0));
     let storage: Arc<dyn Storage> = Arc::new(CountingStorage {
         inner: base,
@@ -471,10 +770,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         actualizations: &actualizations,
         shared: backend.shared(),
     };
-    let counts_before = match &backend {
-        Backend::Embedded(d) => d.store().counts(),
-        _ => Default::default(),
-    };
+    let counts_before = StoreSnapshot::take(&backend);
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = seqs
@@ -494,8 +790,8 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 let c = d.store().counts();
                 msg.push_str(&format!(
                     ", flushes {}, commits {}",
-                    c.writes - counts_before.writes,
-                    c.commits - counts_before.commits
+                    c.writes - counts_before.redb.writes,
+                    c.commits - counts_before.redb.commits
                 ));
             }
             events_bar.set_message(msg);
@@ -510,19 +806,11 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             .collect()
     });
     let elapsed = started.elapsed();
+    let during = StoreSnapshot::take(&backend).since(&counts_before);
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
-        let t = r?;
-        tally.events += t.events;
-        for (sum, n) in tally.numbers.iter_mut().zip(t.numbers) {
-            *sum += n;
-        }
-        tally.actualizations += t.actualizations;
-        tally.append_failures += t.append_failures;
-        tally.fenced += t.fenced;
-        tally.actualizing += t.actualizing;
-        tally.not_now += t.not_now;
+        tally.add(r?);
     }
 
     // Let the flusher catch up, then stop.
@@ -531,17 +819,6 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         s.cleanup();
     }
     drop(driver);
-    let counts = match &backend {
-        Backend::Embedded(d) => {
-            let c = d.store().counts();
-            Some((
-                c.writes - counts_before.writes,
-                c.commits - counts_before.commits,
-                c,
-            ))
-        }
-        _ => None,
-    };
 
     // Prove what is stored.
     let checked = match &backend {
@@ -578,49 +855,88 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 args.partitions, args.workspaces, args.fail_rate
             ),
         ),
+        (
+            "batches".into(),
+            if args.batch_size == 1 {
+                "one event per durable append".into()
+            } else {
+                format!(
+                    "up to {} events, first event waits at most {} ms{}",
+                    args.batch_size,
+                    args.batch_wait_ms,
+                    if args.rate > 0.0 {
+                        format!(", {} commands/s offered", args.rate)
+                    } else {
+                        ", commands always waiting".into()
+                    }
+                )
+            },
+        ),
         ("events".into(), tally.events.to_string()),
         ("elapsed".into(), format!("{secs:.2} s")),
         (
-            "events/s".into(),
+            "durable events/s".into(),
             format!("{:.0}", tally.events as f64 / secs),
         ),
+        (
+            "durable appends".into(),
+            format!(
+                "{} ({:.1} events each{})",
+                tally.appends,
+                (tally.events - tally.recovered) as f64 / tally.appends.max(1) as f64,
+                if tally.recovered > 0 {
+                    format!(
+                        "; {} more events of failed appends found in the PLog",
+                        tally.recovered
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        ("ack latency".into(), latency_line(&mut tally.latencies_us)),
     ];
     for (d, n) in SEQS.iter().zip(tally.numbers) {
         rows.push((format!("numbers {}", d.name), n.to_string()));
     }
-    match counts {
-        Some((writes, commits, c)) => {
-            rows.push(("flushes (view writes)".into(), writes.to_string()));
+    match during {
+        StoreSnapshot {
+            redb: c,
+            embedded: true,
+            ..
+        } => {
+            rows.push((
+                "flushes (view writes)".into(),
+                format!("{} ({} view rows)", c.writes, c.values_written),
+            ));
             rows.push((
                 "commits (1 fsync each)".into(),
                 format!(
-                    "{commits} ({:.2} per event, mean {})",
-                    commits as f64 / tally.events.max(1) as f64,
+                    "{} ({:.1} events per fsync, mean {})",
+                    c.commits,
+                    tally.events as f64 / c.commits.max(1) as f64,
                     ms(Duration::from_nanos(c.commit_nanos / c.commits.max(1)))
                 ),
             ));
         }
-        None => match &backend {
-            #[cfg(feature = "etcd")]
-            Backend::Etcd(e) => {
-                let s = e.stats();
-                rows.push((
-                    "flushes (view writes)".into(),
-                    s.writes.load(Ordering::Relaxed).to_string(),
-                ));
-                rows.push((
-                    "etcd transactions".into(),
-                    format!(
-                        "{} ({} retried, {} appends decided by read-back, {} refused by the fence)",
-                        s.txns.load(Ordering::Relaxed),
-                        s.retries.load(Ordering::Relaxed),
-                        s.read_backs.load(Ordering::Relaxed),
-                        s.fenced.load(Ordering::Relaxed)
-                    ),
-                ));
-            }
-            _ => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
-        },
+        #[cfg(feature = "etcd")]
+        StoreSnapshot { etcd: Some(e), .. } => {
+            rows.push(("flushes (view writes)".into(), e.writes.to_string()));
+            rows.push((
+                "etcd transactions".into(),
+                format!(
+                    "{} ({:.1} events per transaction; {} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence)",
+                    e.txns,
+                    tally.events as f64 / e.txns.max(1) as f64,
+                    e.append_txns,
+                    tally.events as f64 / e.append_txns.max(1) as f64,
+                    e.retries,
+                    e.read_backs,
+                    e.fenced
+                ),
+            ));
+        }
+        _ => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
     }
     rows.push((
         "actualizations".into(),
@@ -644,6 +960,116 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     ));
     print_table(&rows);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the store did, as counters (those of the backend in use).
+#[derive(Default)]
+struct StoreSnapshot {
+    embedded: bool,
+    redb: sequencer_host::StoreCounts,
+    #[cfg(feature = "etcd")]
+    etcd: Option<EtcdCounts>,
+}
+
+/// A snapshot of [`sequencer_host::EtcdStats`].
+#[cfg(feature = "etcd")]
+#[derive(Clone, Copy, Default)]
+struct EtcdCounts {
+    writes: u64,
+    txns: u64,
+    append_txns: u64,
+    retries: u64,
+    read_backs: u64,
+    fenced: u64,
+}
+
+impl StoreSnapshot {
+    fn take(backend: &Backend) -> Self {
+        match backend {
+            Backend::Embedded(d) => Self {
+                embedded: true,
+                redb: d.store().counts(),
+                ..Self::default()
+            },
+            #[cfg(feature = "etcd")]
+            Backend::Etcd(e) => {
+                let s = e.stats();
+                let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+                Self {
+                    etcd: Some(EtcdCounts {
+                        writes: get(&s.writes),
+                        txns: get(&s.txns),
+                        append_txns: get(&s.append_txns),
+                        retries: get(&s.retries),
+                        read_backs: get(&s.read_backs),
+                        fenced: get(&s.fenced),
+                    }),
+                    ..Self::default()
+                }
+            }
+            Backend::Memory(_) => Self::default(),
+        }
+    }
+
+    /// What was done between `before` and this snapshot.
+    fn since(self, before: &Self) -> Self {
+        let r = (self.redb, before.redb);
+        Self {
+            embedded: self.embedded,
+            redb: sequencer_host::StoreCounts {
+                commits: r.0.commits - r.1.commits,
+                appends: r.0.appends - r.1.appends,
+                append_writes: r.0.append_writes - r.1.append_writes,
+                writes: r.0.writes - r.1.writes,
+                values_written: r.0.values_written - r.1.values_written,
+                commit_nanos: r.0.commit_nanos - r.1.commit_nanos,
+            },
+            #[cfg(feature = "etcd")]
+            etcd: match (self.etcd, before.etcd) {
+                (Some(a), Some(b)) => Some(EtcdCounts {
+                    writes: a.writes - b.writes,
+                    txns: a.txns - b.txns,
+                    append_txns: a.append_txns - b.append_txns,
+                    retries: a.retries - b.retries,
+                    read_backs: a.read_backs - b.read_backs,
+                    fenced: a.fenced - b.fenced,
+                }),
+                (a, _) => a,
+            },
+        }
+    }
+}
+
+/// Refuses a workload whose largest event the store cannot take in one write.
+fn check_event_fits(args: &RunArgs, limits: AppendLimits) -> CliResult<()> {
+    // The payload is the command as JSON (at most ~160 bytes), padded to --payload-bytes.
+    let largest = encoded_len(MAX_NUMBERS, args.payload_bytes.max(160));
+    if largest > limits.max_bytes {
+        return Err(CliError(format!(
+            "--payload-bytes {}: an event of up to {largest} bytes does not fit in one write of this store (at most {} bytes)",
+            args.payload_bytes, limits.max_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
+fn latency_line(us: &mut [u32]) -> String {
+    if us.is_empty() {
+        return "n/a (no event acknowledged)".into();
+    }
+    us.sort_unstable();
+    let at = |q: f64| {
+        let i = ((us.len() as f64 * q).ceil() as usize).clamp(1, us.len()) - 1;
+        ms(Duration::from_micros(u64::from(us[i])))
+    };
+    format!(
+        "p50 {}, p99 {}, max {} (numbering to durable acknowledgement, {} events)",
+        at(0.50),
+        at(0.99),
+        at(1.0),
+        us.len()
+    )
 }
 
 fn open_partitions(
