@@ -20,9 +20,9 @@
 //!   only if the stored value is byte-for-byte its event (payloads should name their writer, so
 //!   that two hosts' events are never equal).
 //! - **Values, then offset.** A flusher write puts its view rows in transactions of at most
-//!   [`VALUES_PER_TXN`] rows, then the next offset. Each row is a max-merge (a nested
-//!   transaction that puts only if the key is missing or holds a smaller number), so a stale
-//!   host's late flusher write can never move the view backwards.
+//!   [`VALUES_PER_TXN`] rows, sent together, then the last of them with the next offset. Each
+//!   row is a max-merge (a nested transaction that puts only if the key is missing or holds a
+//!   smaller number), so a stale host's late flusher write can never move the view backwards.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
 //! - Requests that fail on the transport (a member died, no leader) are retried with backoff
@@ -47,7 +47,7 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
-use crate::event_codec::{StoredEvent, decode_event};
+use crate::event_codec::{StoredEvent, decode_event, encode_pack, split_pack};
 use crate::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -61,18 +61,18 @@ pub const PAGE_EVENTS: usize = 1024;
 /// The largest response the client accepts (etcd-client's default is 4 MiB).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
-/// etcd's default `--max-txn-ops`: operations per transaction (per branch).
-pub const DEFAULT_MAX_TXN_OPS: usize = 128;
-
 /// etcd's default `--max-request-bytes` (1.5 MiB).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
 
-/// What one put of an append costs in a request beside its event: the key
-/// (`plog/<partition>/<offset:020>`, at most 36 bytes) and protobuf framing.
-const PUT_OVERHEAD_BYTES: usize = 64;
+/// The most events one PLog key (one append transaction) holds.
+pub const PACK_MAX_EVENTS: usize = 1024;
 
-/// Room in an append request for the compares, the else branch and gRPC framing.
+/// Room in an append request for the key, the compares, the else branch and gRPC framing.
 const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
+
+/// The most a PLog range read asks for, in stored bytes (keys × the largest value seen), well
+/// under the client's response limit.
+const READ_BUDGET_BYTES: usize = 16 * 1024 * 1024;
 
 /// How the store talks to the cluster.
 #[derive(Clone, Debug)]
@@ -86,24 +86,20 @@ pub struct EtcdConfig {
     /// Serve reads from the member the client is connected to, without asking the leader
     /// (for looking at one member's copy; not for running a partition).
     pub serializable_reads: bool,
-    /// The cluster's `--max-txn-ops` (operations per transaction): an append of more events
-    /// is split into transactions of at most this many puts.
-    pub max_txn_ops: usize,
-    /// The cluster's `--max-request-bytes`: an append request is kept below it (events,
-    /// keys and framing), splitting a batch as needed.
+    /// The cluster's `--max-request-bytes`: an append request is kept below it (events and
+    /// framing), splitting a batch as needed.
     pub max_request_bytes: usize,
 }
 
 impl EtcdConfig {
     /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads, etcd's
-    /// default limits (128 operations per transaction, 1.5 MiB per request).
+    /// default request limit (1.5 MiB).
     pub fn new(endpoints: Vec<String>) -> Self {
         Self {
             endpoints,
             request_timeout: Duration::from_secs(2),
             retry_for: Duration::from_secs(10),
             serializable_reads: false,
-            max_txn_ops: DEFAULT_MAX_TXN_OPS,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
@@ -138,7 +134,7 @@ pub struct EtcdStats {
     /// PLog events appended by this store.
     pub appends: AtomicU64,
     /// Append transactions sent (one per batch, or per part of a batch split to fit etcd's
-    /// limits), retries included.
+    /// request limit), retries included.
     pub append_txns: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
@@ -164,6 +160,14 @@ struct Inner {
     config: EtcdConfig,
     label: String,
     stats: EtcdStats,
+    pack_shape: PackShape,
+}
+
+/// What PLog reads have met, to size the next read: events per key (last read) and the
+/// largest value (ever; 0 before the first read).
+struct PackShape {
+    events_per_key: AtomicU64,
+    largest_value: AtomicU64,
 }
 
 impl Drop for Inner {
@@ -213,6 +217,25 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
         *last += 1;
     }
     end
+}
+
+/// The numbers of `seqs` among one workspace's view rows `kvs`, 0 for a row missing.
+fn numbers_in(kvs: &[etcd_client::KeyValue], seqs: &[SeqId]) -> Vec<Number> {
+    let stored: Vec<(SeqId, Number)> = kvs
+        .iter()
+        .filter_map(|kv| {
+            let seq = std::str::from_utf8(kv.key())
+                .ok()?
+                .rsplit('/')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((seq, parse_u64(kv.value())?))
+        })
+        .collect();
+    seqs.iter()
+        .map(|s| stored.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n))
+        .collect()
 }
 
 fn parse_u64(bytes: &[u8]) -> Option<u64> {
@@ -281,6 +304,10 @@ impl EtcdStorage {
                 config,
                 label,
                 stats: EtcdStats::default(),
+                pack_shape: PackShape {
+                    events_per_key: AtomicU64::new(1),
+                    largest_value: AtomicU64::new(0),
+                },
             }),
         })
     }
@@ -396,13 +423,14 @@ impl EtcdStorage {
         }
     }
 
-    /// One fenced append transaction: puts `events` at `first` and the offsets after it if
-    /// `first` is the PLog's next offset, else nothing.
+    /// One fenced append transaction: stores the events from `first` to `last` (encoded as
+    /// one value, `pack`) under `last`'s key if `first` is the PLog's next offset, else nothing.
     async fn append_part_async(
         self,
         partition: PartitionId,
         first: PLogOffset,
-        events: Vec<Vec<u8>>,
+        last: PLogOffset,
+        pack: Vec<u8>,
     ) -> Result<(), AppendError> {
         if first == 0 {
             return Err(AppendError::WrongOffset {
@@ -414,13 +442,15 @@ impl EtcdStorage {
                 offered: 0,
             });
         }
-        let Some(first_event) = events.first().cloned() else {
-            return Ok(());
-        };
-        let count = events.len() as u64;
-        let key = plog_key(partition, first);
+        let count = last + 1 - first;
+        let key = plog_key(partition, last);
         let prefix = plog_prefix(partition);
-        let mut when = vec![Compare::create_revision(key.clone(), CompareOp::Equal, 0)];
+        // The fence: no key at or after `first` (no event there: a key holds the events up to
+        // its offset), and a key at `first - 1` (the PLog ends exactly there).
+        let mut when = vec![
+            Compare::create_revision(plog_key(partition, first), CompareOp::Equal, 0)
+                .with_range(prefix_end(&prefix)),
+        ];
         if first > 1 {
             when.push(Compare::create_revision(
                 plog_key(partition, first - 1),
@@ -428,32 +458,28 @@ impl EtcdStorage {
                 0,
             ));
         }
-        let puts: Vec<TxnOp> = events
-            .into_iter()
-            .zip(first..)
-            .map(|(event, offset)| TxnOp::put(plog_key(partition, offset), event, None))
-            .collect();
-        let txn = Txn::new().when(when).and_then(puts).or_else(vec![
-            TxnOp::get(key.clone(), None),
-            TxnOp::get(
-                prefix.clone(),
-                Some(
-                    GetOptions::new()
-                        .with_range(prefix_end(&prefix))
-                        .with_sort(SortTarget::Key, SortOrder::Descend)
-                        .with_limit(1),
+        let txn = Txn::new()
+            .when(when)
+            .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
+            .or_else(vec![
+                TxnOp::get(key.clone(), None),
+                TxnOp::get(
+                    prefix.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_range(prefix_end(&prefix))
+                            .with_sort(SortTarget::Key, SortOrder::Descend)
+                            .with_limit(1)
+                            .with_keys_only(),
+                    ),
                 ),
-            ),
-        ]);
+            ]);
         let stats = &self.inner.stats;
         let mut attempts = 0u32;
         let what = if count == 1 {
             format!("append at partition {partition} offset {first}")
         } else {
-            format!(
-                "append at partition {partition} offset {first} ({count} events, to {})",
-                first + count - 1
-            )
+            format!("append at partition {partition} offset {first} ({count} events, to {last})")
         };
         let resp = self
             .clone()
@@ -470,14 +496,14 @@ impl EtcdStorage {
             stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
-        let mut at_first: Option<Vec<u8>> = None;
-        let mut last: PLogOffset = 0;
+        let mut at_last: Option<Vec<u8>> = None;
+        let mut plog_last: PLogOffset = 0;
         for (i, r) in resp.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(g) = r {
                 match i {
-                    0 => at_first = g.kvs().first().map(|kv| kv.value().to_vec()),
+                    0 => at_last = g.kvs().first().map(|kv| kv.value().to_vec()),
                     _ => {
-                        last = g
+                        plog_last = g
                             .kvs()
                             .first()
                             .and_then(|kv| offset_of(kv.key()))
@@ -487,17 +513,16 @@ impl EtcdStorage {
             }
         }
         // Only after an attempt whose outcome is unknown can the events be ours: a first
-        // attempt that was answered "no" wrote nothing (and another writer's event may be
-        // byte-for-byte equal to ours). A transaction is all or nothing, so finding our first
-        // event at `first` means every event of the part is in.
-        if attempts > 1 && at_first.as_deref() == Some(first_event.as_slice()) {
+        // attempt that was answered "no" wrote nothing (and another writer's events may be
+        // byte-for-byte equal to ours).
+        if attempts > 1 && at_last.as_deref() == Some(pack.as_slice()) {
             stats.read_backs.fetch_add(1, Ordering::Relaxed);
             stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
         stats.fenced.fetch_add(1, Ordering::Relaxed);
         Err(AppendError::WrongOffset {
-            expected: last + 1,
+            expected: plog_last + 1,
             offered: first,
         })
     }
@@ -536,46 +561,81 @@ impl EtcdStorage {
         from: PLogOffset,
         max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
-        if max == 0 {
-            // etcd reads a limit of 0 as "no limit".
-            return Ok(Vec::new());
-        }
+        let max = max.min(PAGE_EVENTS);
         let prefix = plog_prefix(partition);
-        let limit = max.min(PAGE_EVENTS);
-        let opts = self
-            .get_options()
-            .with_range(prefix_end(&prefix))
-            .with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
-        let start = plog_key(partition, from);
-        let resp = self
-            .clone()
-            .retrying(
-                format!("read the PLog of partition {partition} from {from}"),
-                |mut kv| {
-                    let (start, opts) = (start.clone(), opts.clone());
-                    async move { kv.get(start, Some(opts)).await }
-                },
-            )
-            .await?;
-        resp.kvs()
-            .iter()
-            .map(|kv| {
-                let offset = offset_of(kv.key()).ok_or_else(|| {
+        let mut out: Vec<StoredEvent> = Vec::new();
+        let mut start = plog_key(partition, from);
+        while out.len() < max {
+            // A key holds a pack of events: ask for as many keys as should hold what is still
+            // wanted, and no more than keeps the response within READ_BUDGET_BYTES.
+            let shape = &self.inner.pack_shape;
+            let per_key = shape.events_per_key.load(Ordering::Relaxed).max(1);
+            // Until a read has seen one, a value may be as large as a request.
+            let key_bytes = match shape.largest_value.load(Ordering::Relaxed) {
+                0 => self.inner.config.max_request_bytes as u64,
+                seen => seen,
+            };
+            let keys = (max - out.len())
+                .div_ceil(usize::try_from(per_key).unwrap_or(1))
+                .min(READ_BUDGET_BYTES / usize::try_from(key_bytes).unwrap_or(usize::MAX))
+                .clamp(1, PAGE_EVENTS);
+            let opts = self
+                .get_options()
+                .with_range(prefix_end(&prefix))
+                .with_limit(i64::try_from(keys).unwrap_or(i64::MAX));
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("read the PLog of partition {partition} from {from}"),
+                    |mut kv| {
+                        let (start, opts) = (start.clone(), opts.clone());
+                        async move { kv.get(start, Some(opts)).await }
+                    },
+                )
+                .await?;
+            let (mut events_read, mut largest) = (0u64, 0u64);
+            for kv in resp.kvs() {
+                let last = offset_of(kv.key()).ok_or_else(|| {
                     self.err("PLog key is not ours", &String::from_utf8_lossy(kv.key()))
                 })?;
-                let (values, payload) = decode_event(kv.value()).ok_or_else(|| {
+                let corrupt = || {
                     self.err(
                         "corrupt PLog event",
-                        &format!("partition {partition} offset {offset}"),
+                        &format!("partition {partition}, the events up to offset {last}"),
                     )
-                })?;
-                Ok(StoredEvent {
-                    offset,
-                    values,
-                    payload: payload.to_vec(),
-                })
-            })
-            .collect()
+                };
+                let pack = split_pack(kv.value()).ok_or_else(corrupt)?;
+                let first = (last + 1)
+                    .checked_sub(pack.len() as u64)
+                    .ok_or_else(corrupt)?;
+                events_read += pack.len() as u64;
+                largest = largest.max(kv.value().len() as u64);
+                for (offset, bytes) in (first..).zip(pack) {
+                    if offset < from || out.len() >= max {
+                        continue;
+                    }
+                    let (values, payload) = decode_event(bytes).ok_or_else(corrupt)?;
+                    out.push(StoredEvent {
+                        offset,
+                        values,
+                        payload: payload.to_vec(),
+                    });
+                }
+            }
+            if let Some(n) = events_read.checked_div(resp.kvs().len() as u64) {
+                shape.events_per_key.store(n.max(1), Ordering::Relaxed);
+                shape.largest_value.fetch_max(largest, Ordering::Relaxed);
+            }
+            match resp.kvs().last() {
+                Some(last) if resp.more() => {
+                    let mut next = last.key().to_vec();
+                    next.push(0);
+                    start = String::from_utf8_lossy(&next).into_owned();
+                }
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     async fn get_u64(self, key: String, what: String) -> Result<Option<u64>, StorageError> {
@@ -601,52 +661,53 @@ impl EtcdStorage {
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
     ) -> Result<(), StorageError> {
-        for chunk in values.chunks(VALUES_PER_TXN) {
-            let ops: Vec<TxnOp> = chunk
-                .iter()
-                .map(|v| {
-                    let key = seq_key(partition, v.key.ws, v.key.seq);
-                    let value = v.value.to_be_bytes().to_vec();
-                    let put = TxnOp::put(key.clone(), value.clone(), None);
-                    // Max-merge: put if missing, else put if the stored number is smaller.
-                    TxnOp::txn(
+        let max_merge = |v: &SeqValue| {
+            let key = seq_key(partition, v.key.ws, v.key.seq);
+            let value = v.value.to_be_bytes().to_vec();
+            let put = TxnOp::put(key.clone(), value.clone(), None);
+            // Max-merge: put if missing, else put if the stored number is smaller.
+            TxnOp::txn(
+                Txn::new()
+                    .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
+                    .and_then(vec![put.clone()])
+                    .or_else(vec![TxnOp::txn(
                         Txn::new()
-                            .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
-                            .and_then(vec![put.clone()])
-                            .or_else(vec![TxnOp::txn(
-                                Txn::new()
-                                    .when(vec![Compare::value(key, CompareOp::Less, value)])
-                                    .and_then(vec![put]),
-                            )]),
-                    )
-                })
-                .collect();
-            let txn = Txn::new().and_then(ops);
-            let stats = &self.inner.stats;
-            self.clone()
-                .retrying(
-                    format!("write the view of partition {partition}"),
-                    |mut kv| {
-                        stats.txns.fetch_add(1, Ordering::Relaxed);
-                        let txn = txn.clone();
-                        async move { kv.txn(txn).await }
-                    },
-                )
-                .await?;
-        }
-        let key = next_key(partition);
-        let value = next_offset.to_be_bytes().to_vec();
-        let stats = &self.inner.stats;
-        self.clone()
-            .retrying(
-                format!("write the next offset of partition {partition}"),
-                |mut kv| {
-                    stats.txns.fetch_add(1, Ordering::Relaxed);
-                    let (key, value) = (key.clone(), value.clone());
-                    async move { kv.put(key, value, None).await }
-                },
+                            .when(vec![Compare::value(key, CompareOp::Less, value)])
+                            .and_then(vec![put]),
+                    )]),
             )
-            .await?;
+        };
+        let stats = &self.inner.stats;
+        let send = |what: String, txn: Txn| {
+            self.clone().retrying(what, move |mut kv| {
+                stats.txns.fetch_add(1, Ordering::Relaxed);
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+        };
+        // Every chunk but the last at once (their order does not matter: each row is a
+        // max-merge); then the last with the offset, so the offset is durable only after every
+        // value is.
+        let mut chunks: Vec<&[SeqValue]> = values.chunks(VALUES_PER_TXN).collect();
+        let last = chunks.pop().unwrap_or_default();
+        futures::future::try_join_all(chunks.into_iter().map(|chunk| {
+            send(
+                format!("write the view of partition {partition}"),
+                Txn::new().and_then(chunk.iter().map(max_merge).collect::<Vec<_>>()),
+            )
+        }))
+        .await?;
+        let mut ops: Vec<TxnOp> = last.iter().map(max_merge).collect();
+        ops.push(TxnOp::put(
+            next_key(partition),
+            next_offset.to_be_bytes().to_vec(),
+            None,
+        ));
+        send(
+            format!("write the view and next offset of partition {partition}"),
+            Txn::new().and_then(ops),
+        )
+        .await?;
         self.inner.stats.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -669,23 +730,51 @@ impl EtcdStorage {
                 },
             )
             .await?;
-        let stored: Vec<(SeqId, Number)> = resp
-            .kvs()
-            .iter()
-            .filter_map(|kv| {
-                let seq = std::str::from_utf8(kv.key())
-                    .ok()?
-                    .rsplit('/')
-                    .next()?
-                    .parse()
-                    .ok()?;
-                Some((seq, parse_u64(kv.value())?))
-            })
-            .collect();
-        Ok(seqs
-            .iter()
-            .map(|s| stored.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n))
-            .collect())
+        Ok(numbers_in(resp.kvs(), &seqs))
+    }
+
+    /// [`numbers_async`](Self::numbers_async) for many workspaces: read-only transactions of
+    /// one range read per workspace (at most [`VALUES_PER_TXN`] each), sent together.
+    async fn numbers_many_async(
+        self,
+        partition: PartitionId,
+        ws: Vec<WsId>,
+        seqs: Vec<SeqId>,
+    ) -> Result<Vec<Number>, StorageError> {
+        let reads = ws.chunks(VALUES_PER_TXN).map(|chunk| {
+            let gets: Vec<TxnOp> = chunk
+                .iter()
+                .map(|&w| {
+                    let prefix = seq_ws_prefix(partition, w);
+                    let opts = self.get_options().with_range(prefix_end(&prefix));
+                    TxnOp::get(prefix, Some(opts))
+                })
+                .collect();
+            let txn = Txn::new().and_then(gets);
+            self.clone().retrying(
+                format!(
+                    "read numbers of partition {partition}, {} workspaces",
+                    chunk.len()
+                ),
+                move |mut kv| {
+                    let txn = txn.clone();
+                    async move { kv.txn(txn).await }
+                },
+            )
+        });
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for resp in futures::future::try_join_all(reads).await? {
+            for r in resp.op_responses() {
+                match r {
+                    TxnOpResponse::Get(g) => out.extend(numbers_in(g.kvs(), &seqs)),
+                    _ => return Err(self.err("read numbers", "the reply is not a range read")),
+                }
+            }
+        }
+        if out.len() != ws.len() * seqs.len() {
+            return Err(self.err("read numbers", "the reply misses workspaces"));
+        }
+        Ok(out)
     }
 
     async fn view_async(
@@ -839,6 +928,18 @@ impl Storage for EtcdStorage {
         self.block(self.clone().numbers_async(partition, ws, seqs.to_vec()))
     }
 
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.block(
+            self.clone()
+                .numbers_many_async(partition, ws.to_vec(), seqs.to_vec()),
+        )
+    }
+
     fn read_next_offset(
         &self,
         partition: PartitionId,
@@ -890,21 +991,28 @@ impl Storage for EtcdStorage {
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
         batch.append_in_parts(self.append_limits(), |part| {
-            let events: Vec<Vec<u8>> = part.iter().map(|(_, e)| e.to_vec()).collect();
-            self.block(
-                self.clone()
-                    .append_part_async(partition, part.first(), events),
-            )
+            let pack = encode_pack(part.iter().map(|(_, e)| e));
+            self.block(self.clone().append_part_async(
+                partition,
+                part.first(),
+                part.next() - 1,
+                pack,
+            ))
         })
     }
 
     fn append_limits(&self) -> AppendLimits {
-        let c = &self.inner.config;
-        // Keys, their framing and the compares take at most this much beside the events.
-        let overhead = c.max_txn_ops.saturating_mul(PUT_OVERHEAD_BYTES) + REQUEST_HEADROOM_BYTES;
+        // The pack's lengths, the key, the compares, the else branch and gRPC framing take at
+        // most this much beside the events.
+        let overhead = 4 * PACK_MAX_EVENTS + REQUEST_HEADROOM_BYTES;
         AppendLimits {
-            max_events: c.max_txn_ops.max(1),
-            max_bytes: c.max_request_bytes.saturating_sub(overhead).max(1),
+            max_events: PACK_MAX_EVENTS,
+            max_bytes: self
+                .inner
+                .config
+                .max_request_bytes
+                .saturating_sub(overhead)
+                .max(1),
         }
     }
 }

@@ -36,6 +36,7 @@ mod gate;
 mod memory;
 mod partition;
 mod plog_check;
+mod read_ahead;
 #[cfg(feature = "redb")]
 mod redb_storage;
 mod runtime;
@@ -51,11 +52,15 @@ pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
 #[cfg(feature = "etcd")]
 pub use etcd_storage::{EtcdConfig, EtcdStats, EtcdStorage, PAGE_EVENTS, VALUES_PER_TXN};
-pub use event_codec::{StoredEvent, decode_event, encode_event, encode_event_into, encoded_len};
+pub use event_codec::{
+    StoredEvent, decode_event, encode_event, encode_event_into, encode_pack, encoded_len,
+    split_pack,
+};
 pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};
 pub use plog_check::{CheckReport, PlogChecker, Violation};
+pub use read_ahead::ReadAhead;
 #[cfg(feature = "redb")]
 pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
 pub use runtime::{Limits, Runtime};

@@ -245,7 +245,7 @@ impl<'a> BatchPart<'a> {
     }
 
     /// Its events in offset order: (offset, encoded event).
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (PLogOffset, &'a [u8])> + 'a {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (PLogOffset, &'a [u8])> + Clone + 'a {
         let batch = self.batch;
         self.events
             .clone()

@@ -12,6 +12,7 @@
 //! append takes the `actualize` path for the whole batch. `--batch-size 1` is one event per
 //! durable write (no `stage`), for comparison.
 
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
     Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
-    PlogPage, Runtime, Storage, StorageError, encoded_len,
+    PlogPage, ReadAhead, Runtime, Storage, StorageError, encoded_len,
 };
 
 use super::logging::Progress;
@@ -88,6 +89,9 @@ fn params() -> Params {
         .with_max_unflushed_values(MAX_UNFLUSHED_VALUES)
 }
 
+/// The longest a command processor waits for its sequencer to become ready.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
 /// The most numbers one event of the workload takes (1 + 3 + 2).
 const MAX_NUMBERS: usize = 6;
 
@@ -133,6 +137,10 @@ pub struct RunArgs {
     /// store acknowledges them.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub rate: f64,
+    /// The shortest time between two flusher writes of a partition, in milliseconds: the
+    /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
+    pub flush_interval_ms: f64,
 }
 
 fn parse_millis(s: &str) -> Result<f64, String> {
@@ -160,10 +168,35 @@ fn parse_share(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Counts PLog events replayed, for the actualization progress bar.
+/// Counts PLog events replayed (for the actualization progress bar) and the numbers reads of
+/// cold workspaces (for the summary).
 struct CountingStorage {
     inner: Arc<dyn Storage>,
     replayed: Arc<AtomicU64>,
+    reads: Arc<ReadCounts>,
+}
+
+/// Numbers reads (`read_numbers`, `read_numbers_many`) and the time spent in them.
+#[derive(Default)]
+struct ReadCounts {
+    calls: AtomicU64,
+    workspaces: AtomicU64,
+    nanos: AtomicU64,
+}
+
+impl ReadCounts {
+    fn timed<T>(&self, workspaces: usize, read: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let out = read();
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.workspaces
+            .fetch_add(workspaces as u64, Ordering::Relaxed);
+        self.nanos.fetch_add(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        out
+    }
 }
 
 impl Storage for CountingStorage {
@@ -173,7 +206,8 @@ impl Storage for CountingStorage {
         ws: WsId,
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        self.inner.read_numbers(partition, ws, seqs)
+        self.reads
+            .timed(1, || self.inner.read_numbers(partition, ws, seqs))
     }
 
     fn read_numbers_many(
@@ -182,7 +216,9 @@ impl Storage for CountingStorage {
         ws: &[WsId],
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        self.inner.read_numbers_many(partition, ws, seqs)
+        self.reads.timed(ws.len(), || {
+            self.inner.read_numbers_many(partition, ws, seqs)
+        })
     }
 
     fn read_next_offset(
@@ -404,6 +440,7 @@ enum BatchEnd {
 struct Workload<'a> {
     args: &'a RunArgs,
     storage: &'a Arc<dyn Storage>,
+    read_ahead: &'a ReadAhead,
     events_bar: &'a ProgressBar,
     actualizations: &'a AtomicU64,
     /// A shared store (etcd): another host may hold the same partition, so an append refused
@@ -418,8 +455,14 @@ struct Processor<'a> {
     t: Tally,
     commands: Commands,
     arrivals: Arrivals,
-    /// A command drawn but not yet started (the sequencer said "not now").
-    pending: Option<Command>,
+    /// Commands drawn and not yet started, oldest first.
+    upcoming: VecDeque<Command>,
+    /// The sequencer's cache is empty (at first, and after each actualization): wait until it
+    /// is ready before reading ahead.
+    cold: bool,
+    /// Workspaces whose numbers were read ahead since the last actualization (so are in the
+    /// sequencer's memory once started).
+    known: HashSet<WsId>,
     batch: EventBatch,
     /// When each event of the batch was numbered.
     numbered: Vec<Instant>,
@@ -442,7 +485,9 @@ impl Workload<'_> {
             t: Tally::default(),
             commands: Commands::new(a, seq.partition()),
             arrivals: Arrivals::new(a),
-            pending: None,
+            upcoming: VecDeque::with_capacity(a.batch_size as usize),
+            cold: true,
+            known: HashSet::new(),
             batch: EventBatch::new(0),
             numbered: Vec::with_capacity(a.batch_size as usize),
             batch_numbers: [0; SEQS.len()],
@@ -467,10 +512,61 @@ impl Processor<'_> {
     fn fill_batch(&mut self) -> Result<BatchEnd, CliError> {
         let a = self.w.args;
         let want = a.batch_size.min(a.events.saturating_sub(self.t.events));
-        let max_wait = Duration::from_secs_f64(a.batch_wait_ms / 1000.0);
         self.batch.reset(0);
         self.numbered.clear();
         self.batch_numbers = [0; SEQS.len()];
+        self.read_ahead(want)?;
+        self.number_batch(want)
+    }
+
+    /// Reads the numbers of the next `n` commands' workspaces that were not read since the
+    /// last actualization with one storage read, instead of one per `start` on a workspace
+    /// not in the sequencer's cache (after an actualization, every workspace).
+    fn read_ahead(&mut self, n: u64) -> Result<(), CliError> {
+        while (self.upcoming.len() as u64) < n {
+            self.upcoming.push_back(self.commands.next());
+        }
+        let mut ws: Vec<WsId> = Vec::new();
+        for c in self.upcoming.iter().take(n as usize) {
+            if self.known.insert(c.ws) {
+                ws.push(c.ws);
+            }
+        }
+        if ws.is_empty() {
+            return Ok(());
+        }
+        if self.cold {
+            self.wait_ready()?;
+        }
+        let seqs: Vec<SeqId> = SEQS.iter().map(|s| s.id).collect();
+        self.w
+            .read_ahead
+            .read_ahead(self.seq.partition(), &ws, &seqs)
+            .map_err(|e| CliError(format!("partition {}: {e}", self.seq.partition())))?;
+        Ok(())
+    }
+
+    /// Waits (bounded) until the sequencer has actualized.
+    fn wait_ready(&mut self) -> Result<(), CliError> {
+        let deadline = Instant::now() + READY_WITHIN;
+        while self.seq.status() != Status::Ready {
+            if Instant::now() > deadline {
+                return Err(CliError(format!(
+                    "partition {}: the sequencer is not ready after {} s",
+                    self.seq.partition(),
+                    READY_WITHIN.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        self.cold = false;
+        Ok(())
+    }
+
+    /// Numbers and stages up to `want` events.
+    fn number_batch(&mut self, want: u64) -> Result<BatchEnd, CliError> {
+        let a = self.w.args;
+        let max_wait = Duration::from_secs_f64(a.batch_wait_ms / 1000.0);
         while (self.batch.len() as u64) < want {
             if let Some(due) = self.arrivals.next_due() {
                 let now = Instant::now();
@@ -485,7 +581,12 @@ impl Processor<'_> {
                     std::thread::sleep(due - now);
                 }
             }
-            let cmd = self.pending.get_or_insert_with(|| self.commands.next());
+            if self.upcoming.is_empty() {
+                self.upcoming.push_back(self.commands.next());
+            }
+            let Some(cmd) = self.upcoming.front() else {
+                continue;
+            };
             let (outcome, numbers) = self
                 .seq
                 .start_next(KIND, cmd.ws, cmd.seqs())
@@ -504,7 +605,7 @@ impl Processor<'_> {
                 }
             };
             self.started(offset);
-            let Some(cmd) = self.pending.take() else {
+            let Some(cmd) = self.upcoming.pop_front() else {
                 continue;
             };
             self.arrivals.take();
@@ -608,6 +709,8 @@ impl Processor<'_> {
             }
         }
         if actualize {
+            self.cold = true;
+            self.known.clear();
             self.seq.actualize().map_err(host)?;
             self.t.actualizations += 1;
             self.w.actualizations.fetch_add(1, Ordering::Relaxed);
@@ -698,10 +801,13 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     };
     check_event_fits(args, base.append_limits())?;
     let replayed = Arc::new(AtomicU64::new(0));
-    let storage: Arc<dyn Storage> = Arc::new(CountingStorage {
+    let reads = Arc::new(ReadCounts::default());
+    let read_ahead = Arc::new(ReadAhead::new(Arc::new(CountingStorage {
         inner: base,
         replayed: replayed.clone(),
-    });
+        reads: reads.clone(),
+    })));
+    let storage: Arc<dyn Storage> = read_ahead.clone();
 
     // What a restart has to replay: from the stored next offset to the PLog's end.
     let mut to_replay = 0u64;
@@ -723,7 +829,8 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         storage.clone(),
         Arc::new(MonotonicClock::new()),
         DriverConfig::default(),
-    );
+    )
+    .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0));
     let params = params();
     let actualize_started = Instant::now();
     let seqs = open_partitions(&driver, &runtime, &params, args.partitions)?;
@@ -766,11 +873,17 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let workload = Workload {
         args,
         storage: &storage,
+        read_ahead: &read_ahead,
         events_bar: &events_bar,
         actualizations: &actualizations,
         shared: backend.shared(),
     };
     let counts_before = StoreSnapshot::take(&backend);
+    let reads_before = (
+        reads.calls.load(Ordering::Relaxed),
+        reads.workspaces.load(Ordering::Relaxed),
+        reads.nanos.load(Ordering::Relaxed),
+    );
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = seqs
@@ -807,6 +920,11 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     });
     let elapsed = started.elapsed();
     let during = StoreSnapshot::take(&backend).since(&counts_before);
+    let (read_calls, read_workspaces, read_nanos) = (
+        reads.calls.load(Ordering::Relaxed) - reads_before.0,
+        reads.workspaces.load(Ordering::Relaxed) - reads_before.1,
+        reads.nanos.load(Ordering::Relaxed) - reads_before.2,
+    );
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
@@ -951,6 +1069,15 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             "{} total over all partitions, {} mean",
             ms(tally.actualizing),
             ms(tally.actualizing / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
+        ),
+    ));
+    let (served, missed) = read_ahead.counts();
+    rows.push((
+        "numbers reads".into(),
+        format!(
+            "{read_calls} storage reads of {read_workspaces} workspaces ({} total, {} mean); {served} starts served by reads ahead, {missed} read on their own",
+            ms(Duration::from_nanos(read_nanos)),
+            ms(Duration::from_nanos(read_nanos / read_calls.max(1)))
         ),
     ));
     rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
