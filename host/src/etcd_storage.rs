@@ -33,14 +33,15 @@
 //! spawned on it and answered through a oneshot channel, which any executor (or a blocking
 //! wait, for the synchronous `read_numbers` and `append_event`) can await.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, SortOrder, SortTarget, Txn,
-    TxnOp, TxnOpResponse,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient, SortOrder,
+    SortTarget, Txn, TxnOp, TxnOpResponse,
 };
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
@@ -54,6 +55,13 @@ use crate::storage::{
 
 /// View rows per flusher transaction (etcd allows 128 operations per transaction by default).
 pub const VALUES_PER_TXN: usize = 100;
+
+/// Workspaces per view transaction: a put each, and a delete each for workspaces still in the
+/// earlier layout, plus the next offset, within etcd's 128 operations.
+const VIEW_WS_PER_TXN: usize = 60;
+
+/// How often a view write is tried when another writer keeps changing the same workspaces.
+const VIEW_WRITE_ATTEMPTS: u32 = 10;
 
 /// Most PLog events one range read returns (keeps responses well under the client's limit).
 pub const PAGE_EVENTS: usize = 1024;
@@ -146,6 +154,8 @@ pub struct EtcdStats {
     pub retries: AtomicU64,
     /// Appends found committed by an earlier attempt whose answer was lost.
     pub read_backs: AtomicU64,
+    /// View writes tried again because another writer changed the same workspaces.
+    pub view_conflicts: AtomicU64,
 }
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
@@ -198,12 +208,11 @@ fn seq_prefix(p: PartitionId) -> String {
     format!("seq/{p}/")
 }
 
-fn seq_ws_prefix(p: PartitionId, ws: WsId) -> String {
-    format!("seq/{p}/{ws:020}/")
-}
-
-fn seq_key(p: PartitionId, ws: WsId, seq: SeqId) -> String {
-    format!("seq/{p}/{ws:020}/{seq:05}")
+/// The key of a workspace's numbers. Keys of the earlier layout, one per (workspace,
+/// sequence), are `seq/<p>/<ws:020>/<seq:05>`: this key is their prefix, so a range read from
+/// it to [`prefix_end`] finds both.
+fn ws_key(p: PartitionId, ws: WsId) -> String {
+    format!("seq/{p}/{ws:020}")
 }
 
 fn next_key(p: PartitionId) -> String {
@@ -219,23 +228,78 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
-/// The numbers of `seqs` among one workspace's view rows `kvs`, 0 for a row missing.
-fn numbers_in(kvs: &[etcd_client::KeyValue], seqs: &[SeqId]) -> Vec<Number> {
-    let stored: Vec<(SeqId, Number)> = kvs
-        .iter()
-        .filter_map(|kv| {
-            let seq = std::str::from_utf8(kv.key())
-                .ok()?
-                .rsplit('/')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((seq, parse_u64(kv.value())?))
-        })
-        .collect();
-    seqs.iter()
-        .map(|s| stored.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n))
-        .collect()
+/// Bytes per (sequence, number) in a workspace's view value.
+const VIEW_ENTRY_BYTES: usize = 2 + 8;
+
+/// A workspace's view value: (sequence u16 BE, number u64 BE) by ascending sequence.
+fn encode_numbers(numbers: &BTreeMap<SeqId, Number>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(numbers.len() * VIEW_ENTRY_BYTES);
+    for (seq, n) in numbers {
+        out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+    out
+}
+
+/// One view key and value as (workspace, sequence, number) rows: a workspace key with its
+/// numbers, or a row key of the earlier layout; `None` if it is neither.
+fn view_rows(key: &[u8], value: &[u8]) -> Option<Vec<(WsId, SeqId, Number)>> {
+    let key = std::str::from_utf8(key).ok()?;
+    let mut parts = key.split('/').skip(2);
+    let ws: WsId = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None if value.len() % VIEW_ENTRY_BYTES == 0 => Some(
+            value
+                .chunks_exact(VIEW_ENTRY_BYTES)
+                .map(|c| {
+                    let seq = u16::from_be_bytes([c[0], c[1]]);
+                    (ws, seq, parse_u64(&c[2..]).unwrap_or_default())
+                })
+                .collect(),
+        ),
+        Some(seq) if parts.next().is_none() => {
+            Some(vec![(ws, seq.parse().ok()?, parse_u64(value)?)])
+        }
+        _ => None,
+    }
+}
+
+/// What the view holds of one workspace, from the keys of its range.
+#[derive(Default)]
+struct WsView {
+    /// Its numbers, the largest of every key that names them.
+    numbers: BTreeMap<SeqId, Number>,
+    /// The workspace key's value and revision (0 if it does not exist).
+    value: Vec<u8>,
+    revision: i64,
+    /// Keys of the earlier layout exist.
+    old_rows: bool,
+}
+
+impl WsView {
+    fn of(kvs: &[etcd_client::KeyValue]) -> Option<Self> {
+        let mut v = Self::default();
+        for kv in kvs {
+            let rows = view_rows(kv.key(), kv.value())?;
+            if kv.key().iter().filter(|&&b| b == b'/').count() == 2 {
+                v.value = kv.value().to_vec();
+                v.revision = kv.mod_revision();
+            } else {
+                v.old_rows = true;
+            }
+            for (_, seq, n) in rows {
+                let e = v.numbers.entry(seq).or_default();
+                *e = (*e).max(n);
+            }
+        }
+        Some(v)
+    }
+
+    /// The numbers of `seqs`, 0 for one never stored.
+    fn numbers_of<'a>(&'a self, seqs: &'a [SeqId]) -> impl Iterator<Item = Number> + 'a {
+        seqs.iter()
+            .map(|s| self.numbers.get(s).copied().unwrap_or(0))
+    }
 }
 
 fn parse_u64(bytes: &[u8]) -> Option<u64> {
@@ -661,55 +725,132 @@ impl EtcdStorage {
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
     ) -> Result<(), StorageError> {
-        let max_merge = |v: &SeqValue| {
-            let key = seq_key(partition, v.key.ws, v.key.seq);
-            let value = v.value.to_be_bytes().to_vec();
-            let put = TxnOp::put(key.clone(), value.clone(), None);
-            // Max-merge: put if missing, else put if the stored number is smaller.
-            TxnOp::txn(
-                Txn::new()
-                    .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
-                    .and_then(vec![put.clone()])
-                    .or_else(vec![TxnOp::txn(
-                        Txn::new()
-                            .when(vec![Compare::value(key, CompareOp::Less, value)])
-                            .and_then(vec![put]),
-                    )]),
-            )
-        };
-        let stats = &self.inner.stats;
-        let send = |what: String, txn: Txn| {
-            self.clone().retrying(what, move |mut kv| {
-                stats.txns.fetch_add(1, Ordering::Relaxed);
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-        };
-        // Every chunk but the last at once (their order does not matter: each row is a
-        // max-merge); then the last with the offset, so the offset is durable only after every
-        // value is.
-        let mut chunks: Vec<&[SeqValue]> = values.chunks(VALUES_PER_TXN).collect();
+        let mut by_ws: BTreeMap<WsId, Vec<(SeqId, Number)>> = BTreeMap::new();
+        for v in &values {
+            by_ws
+                .entry(v.key.ws)
+                .or_default()
+                .push((v.key.seq, v.value));
+        }
+        let by_ws: Vec<(WsId, Vec<(SeqId, Number)>)> = by_ws.into_iter().collect();
+        // Every chunk but the last at once (their order does not matter); then the last with
+        // the offset, so the offset is durable only after every value is.
+        let mut chunks: Vec<&[(WsId, Vec<(SeqId, Number)>)]> =
+            by_ws.chunks(VIEW_WS_PER_TXN).collect();
         let last = chunks.pop().unwrap_or_default();
-        futures::future::try_join_all(chunks.into_iter().map(|chunk| {
-            send(
-                format!("write the view of partition {partition}"),
-                Txn::new().and_then(chunk.iter().map(max_merge).collect::<Vec<_>>()),
-            )
-        }))
-        .await?;
-        let mut ops: Vec<TxnOp> = last.iter().map(max_merge).collect();
-        ops.push(TxnOp::put(
-            next_key(partition),
-            next_offset.to_be_bytes().to_vec(),
-            None,
-        ));
-        send(
-            format!("write the view and next offset of partition {partition}"),
-            Txn::new().and_then(ops),
+        futures::future::try_join_all(
+            chunks
+                .into_iter()
+                .map(|chunk| self.clone().merge_view(partition, chunk, None)),
         )
         .await?;
+        self.clone()
+            .merge_view(partition, last, Some(next_offset))
+            .await?;
         self.inner.stats.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Raises the stored numbers of the workspaces of `chunk` to at least theirs (and stores
+    /// `offset` as the next offset, if given), by read, merge and a write that applies only if
+    /// none of those workspace keys changed since the read; read again and retry if one did
+    /// (another host writing the same partition's view). So the view never moves back.
+    async fn merge_view(
+        self,
+        partition: PartitionId,
+        chunk: &[(WsId, Vec<(SeqId, Number)>)],
+        offset: Option<PLogOffset>,
+    ) -> Result<(), StorageError> {
+        let stats = &self.inner.stats;
+        let reads: Vec<TxnOp> = chunk
+            .iter()
+            .map(|(ws, _)| {
+                let key = ws_key(partition, *ws);
+                let opts = GetOptions::new().with_range(prefix_end(&key));
+                TxnOp::get(key, Some(opts))
+            })
+            .collect();
+        let read = Txn::new().and_then(reads);
+        let mut delay = Duration::from_millis(2);
+        for _ in 0..VIEW_WRITE_ATTEMPTS {
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("read the view of partition {partition}"),
+                    |mut kv| {
+                        stats.txns.fetch_add(1, Ordering::Relaxed);
+                        let read = read.clone();
+                        async move { kv.txn(read).await }
+                    },
+                )
+                .await?;
+            let mut compares = Vec::new();
+            let mut ops = Vec::new();
+            for ((ws, new), r) in chunk.iter().zip(resp.op_responses()) {
+                let stored = match r {
+                    TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                    _ => None,
+                };
+                let stored =
+                    stored.ok_or_else(|| self.err("write the view", "a view key is not ours"))?;
+                let mut merged = stored.numbers.clone();
+                for &(seq, n) in new {
+                    let e = merged.entry(seq).or_default();
+                    *e = (*e).max(n);
+                }
+                let value = encode_numbers(&merged);
+                if value == stored.value && !stored.old_rows {
+                    continue;
+                }
+                let key = ws_key(partition, *ws);
+                compares.push(Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    stored.revision,
+                ));
+                if stored.old_rows {
+                    // The earlier layout's rows of this workspace: merged above, gone now.
+                    let rows = format!("{key}/");
+                    let opts = DeleteOptions::new().with_range(prefix_end(&rows));
+                    ops.push(TxnOp::delete(rows, Some(opts)));
+                }
+                ops.push(TxnOp::put(key, value, None));
+            }
+            if let Some(o) = offset {
+                ops.push(TxnOp::put(
+                    next_key(partition),
+                    o.to_be_bytes().to_vec(),
+                    None,
+                ));
+            }
+            if ops.is_empty() {
+                return Ok(());
+            }
+            let write = Txn::new().when(compares).and_then(ops);
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("write the view of partition {partition}"),
+                    |mut kv| {
+                        stats.txns.fetch_add(1, Ordering::Relaxed);
+                        let write = write.clone();
+                        async move { kv.txn(write).await }
+                    },
+                )
+                .await?;
+            if resp.succeeded() {
+                return Ok(());
+            }
+            stats.view_conflicts.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(100));
+        }
+        Err(self.err(
+            &format!("write the view of partition {partition}"),
+            &format!(
+                "another writer changed the same workspaces {VIEW_WRITE_ATTEMPTS} times in a row"
+            ),
+        ))
     }
 
     async fn numbers_async(
@@ -718,7 +859,7 @@ impl EtcdStorage {
         ws: WsId,
         seqs: Vec<SeqId>,
     ) -> Result<Vec<Number>, StorageError> {
-        let prefix = seq_ws_prefix(partition, ws);
+        let prefix = ws_key(partition, ws);
         let opts = self.get_options().with_range(prefix_end(&prefix));
         let resp = self
             .clone()
@@ -730,7 +871,9 @@ impl EtcdStorage {
                 },
             )
             .await?;
-        Ok(numbers_in(resp.kvs(), &seqs))
+        let view = WsView::of(resp.kvs())
+            .ok_or_else(|| self.err("read numbers", "a view key is not ours"))?;
+        Ok(view.numbers_of(&seqs).collect())
     }
 
     /// [`numbers_async`](Self::numbers_async) for many workspaces: read-only transactions of
@@ -745,7 +888,7 @@ impl EtcdStorage {
             let gets: Vec<TxnOp> = chunk
                 .iter()
                 .map(|&w| {
-                    let prefix = seq_ws_prefix(partition, w);
+                    let prefix = ws_key(partition, w);
                     let opts = self.get_options().with_range(prefix_end(&prefix));
                     TxnOp::get(prefix, Some(opts))
                 })
@@ -765,10 +908,13 @@ impl EtcdStorage {
         let mut out = Vec::with_capacity(ws.len() * seqs.len());
         for resp in futures::future::try_join_all(reads).await? {
             for r in resp.op_responses() {
-                match r {
-                    TxnOpResponse::Get(g) => out.extend(numbers_in(g.kvs(), &seqs)),
-                    _ => return Err(self.err("read numbers", "the reply is not a range read")),
-                }
+                let view = match r {
+                    TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                    _ => None,
+                };
+                let view =
+                    view.ok_or_else(|| self.err("read numbers", "a view key is not ours"))?;
+                out.extend(view.numbers_of(&seqs));
             }
         }
         if out.len() != ws.len() * seqs.len() {
@@ -782,7 +928,7 @@ impl EtcdStorage {
         partition: PartitionId,
     ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
         let prefix = seq_prefix(partition);
-        let mut out = Vec::new();
+        let mut out: BTreeMap<(WsId, SeqId), Number> = BTreeMap::new();
         let mut start = prefix.clone();
         loop {
             let opts = self
@@ -800,13 +946,12 @@ impl EtcdStorage {
                 )
                 .await?;
             for kv in resp.kvs() {
-                let key = String::from_utf8_lossy(kv.key()).into_owned();
-                let mut parts = key.rsplit('/');
-                let seq = parts.next().and_then(|s| s.parse().ok());
-                let ws = parts.next().and_then(|s| s.parse().ok());
-                match (ws, seq, parse_u64(kv.value())) {
-                    (Some(ws), Some(seq), Some(n)) => out.push((ws, seq, n)),
-                    _ => return Err(self.err("view key is not ours", &key)),
+                let rows = view_rows(kv.key(), kv.value()).ok_or_else(|| {
+                    self.err("view key is not ours", &String::from_utf8_lossy(kv.key()))
+                })?;
+                for (ws, seq, n) in rows {
+                    let e = out.entry((ws, seq)).or_default();
+                    *e = (*e).max(n);
                 }
             }
             match resp.kvs().last() {
@@ -815,7 +960,7 @@ impl EtcdStorage {
                     next.push(0);
                     start = String::from_utf8_lossy(&next).into_owned();
                 }
-                _ => return Ok(out),
+                _ => return Ok(out.into_iter().map(|((w, s), n)| (w, s, n)).collect()),
             }
         }
     }
