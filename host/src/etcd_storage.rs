@@ -228,6 +228,9 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
+/// A workspace and the numbers a flusher write raises in it.
+type WsNumbers = (WsId, Vec<(SeqId, Number)>);
+
 /// Bytes per (sequence, number) in a workspace's view value.
 const VIEW_ENTRY_BYTES: usize = 2 + 8;
 
@@ -248,7 +251,7 @@ fn view_rows(key: &[u8], value: &[u8]) -> Option<Vec<(WsId, SeqId, Number)>> {
     let mut parts = key.split('/').skip(2);
     let ws: WsId = parts.next()?.parse().ok()?;
     match parts.next() {
-        None if value.len() % VIEW_ENTRY_BYTES == 0 => Some(
+        None if value.len().is_multiple_of(VIEW_ENTRY_BYTES) => Some(
             value
                 .chunks_exact(VIEW_ENTRY_BYTES)
                 .map(|c| {
@@ -758,7 +761,7 @@ impl EtcdStorage {
     async fn merge_view(
         self,
         partition: PartitionId,
-        chunk: &[(WsId, Vec<(SeqId, Number)>)],
+        chunk: &[WsNumbers],
         offset: Option<PLogOffset>,
     ) -> Result<(), StorageError> {
         let stats = &self.inner.stats;
