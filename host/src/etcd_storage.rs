@@ -735,11 +735,10 @@ impl EtcdStorage {
                 .or_default()
                 .push((v.key.seq, v.value));
         }
-        let by_ws: Vec<(WsId, Vec<(SeqId, Number)>)> = by_ws.into_iter().collect();
+        let by_ws: Vec<WsNumbers> = by_ws.into_iter().collect();
         // Every chunk but the last at once (their order does not matter); then the last with
         // the offset, so the offset is durable only after every value is.
-        let mut chunks: Vec<&[(WsId, Vec<(SeqId, Number)>)]> =
-            by_ws.chunks(VIEW_WS_PER_TXN).collect();
+        let mut chunks: Vec<&[WsNumbers]> = by_ws.chunks(VIEW_WS_PER_TXN).collect();
         let last = chunks.pop().unwrap_or_default();
         futures::future::try_join_all(
             chunks

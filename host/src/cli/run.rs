@@ -899,13 +899,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 "{rate:.0}/s, actualizations {}",
                 actualizations.load(Ordering::Relaxed)
             );
-            if let Backend::Embedded(d) = &backend {
-                let c = d.store().counts();
-                msg.push_str(&format!(
-                    ", flushes {}, commits {}",
-                    c.writes - counts_before.redb.writes,
-                    c.commits - counts_before.redb.commits
-                ));
+            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(&backend).since(&counts_before)
+            {
+                msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
             }
             events_bar.set_message(msg);
             std::thread::sleep(Duration::from_millis(100));
@@ -1018,11 +1014,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         rows.push((format!("numbers {}", d.name), n.to_string()));
     }
     match during {
-        StoreSnapshot {
-            redb: c,
-            embedded: true,
-            ..
-        } => {
+        StoreSnapshot::Embedded(c) => {
             rows.push((
                 "flushes (view writes)".into(),
                 format!("{} ({} view rows)", c.writes, c.values_written),
@@ -1038,19 +1030,20 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             ));
         }
         #[cfg(feature = "etcd")]
-        StoreSnapshot { etcd: Some(e), .. } => {
+        StoreSnapshot::Etcd(e) => {
             rows.push(("flushes (view writes)".into(), e.writes.to_string()));
             rows.push((
                 "etcd transactions".into(),
                 format!(
-                    "{} ({:.1} events per transaction; {} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence)",
+                    "{} ({:.1} events per transaction; {} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again)",
                     e.txns,
                     tally.events as f64 / e.txns.max(1) as f64,
                     e.append_txns,
                     tally.events as f64 / e.append_txns.max(1) as f64,
                     e.retries,
                     e.read_backs,
-                    e.fenced
+                    e.fenced,
+                    e.view_conflicts
                 ),
             ));
         }
@@ -1090,17 +1083,16 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
 }
 
 /// What the store did, as counters (those of the backend in use).
-#[derive(Default)]
-struct StoreSnapshot {
-    embedded: bool,
-    redb: sequencer_host::StoreCounts,
+enum StoreSnapshot {
+    Embedded(sequencer_host::StoreCounts),
     #[cfg(feature = "etcd")]
-    etcd: Option<EtcdCounts>,
+    Etcd(EtcdCounts),
+    Memory,
 }
 
 /// A snapshot of [`sequencer_host::EtcdStats`].
 #[cfg(feature = "etcd")]
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct EtcdCounts {
     writes: u64,
     txns: u64,
@@ -1108,61 +1100,53 @@ struct EtcdCounts {
     retries: u64,
     read_backs: u64,
     fenced: u64,
+    view_conflicts: u64,
 }
 
 impl StoreSnapshot {
     fn take(backend: &Backend) -> Self {
         match backend {
-            Backend::Embedded(d) => Self {
-                embedded: true,
-                redb: d.store().counts(),
-                ..Self::default()
-            },
+            Backend::Embedded(d) => Self::Embedded(d.store().counts()),
             #[cfg(feature = "etcd")]
             Backend::Etcd(e) => {
                 let s = e.stats();
                 let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-                Self {
-                    etcd: Some(EtcdCounts {
-                        writes: get(&s.writes),
-                        txns: get(&s.txns),
-                        append_txns: get(&s.append_txns),
-                        retries: get(&s.retries),
-                        read_backs: get(&s.read_backs),
-                        fenced: get(&s.fenced),
-                    }),
-                    ..Self::default()
-                }
+                Self::Etcd(EtcdCounts {
+                    writes: get(&s.writes),
+                    txns: get(&s.txns),
+                    append_txns: get(&s.append_txns),
+                    retries: get(&s.retries),
+                    read_backs: get(&s.read_backs),
+                    fenced: get(&s.fenced),
+                    view_conflicts: get(&s.view_conflicts),
+                })
             }
-            Backend::Memory(_) => Self::default(),
+            Backend::Memory(_) => Self::Memory,
         }
     }
 
     /// What was done between `before` and this snapshot.
     fn since(self, before: &Self) -> Self {
-        let r = (self.redb, before.redb);
-        Self {
-            embedded: self.embedded,
-            redb: sequencer_host::StoreCounts {
-                commits: r.0.commits - r.1.commits,
-                appends: r.0.appends - r.1.appends,
-                append_writes: r.0.append_writes - r.1.append_writes,
-                writes: r.0.writes - r.1.writes,
-                values_written: r.0.values_written - r.1.values_written,
-                commit_nanos: r.0.commit_nanos - r.1.commit_nanos,
-            },
+        match (self, before) {
+            (Self::Embedded(a), Self::Embedded(b)) => Self::Embedded(sequencer_host::StoreCounts {
+                commits: a.commits - b.commits,
+                appends: a.appends - b.appends,
+                append_writes: a.append_writes - b.append_writes,
+                writes: a.writes - b.writes,
+                values_written: a.values_written - b.values_written,
+                commit_nanos: a.commit_nanos - b.commit_nanos,
+            }),
             #[cfg(feature = "etcd")]
-            etcd: match (self.etcd, before.etcd) {
-                (Some(a), Some(b)) => Some(EtcdCounts {
-                    writes: a.writes - b.writes,
-                    txns: a.txns - b.txns,
-                    append_txns: a.append_txns - b.append_txns,
-                    retries: a.retries - b.retries,
-                    read_backs: a.read_backs - b.read_backs,
-                    fenced: a.fenced - b.fenced,
-                }),
-                (a, _) => a,
-            },
+            (Self::Etcd(a), Self::Etcd(b)) => Self::Etcd(EtcdCounts {
+                writes: a.writes - b.writes,
+                txns: a.txns - b.txns,
+                append_txns: a.append_txns - b.append_txns,
+                retries: a.retries - b.retries,
+                read_backs: a.read_backs - b.read_backs,
+                fenced: a.fenced - b.fenced,
+                view_conflicts: a.view_conflicts - b.view_conflicts,
+            }),
+            (now, _) => now,
         }
     }
 }
