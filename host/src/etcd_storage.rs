@@ -3,26 +3,33 @@
 //!
 //! Keys (numbers zero-padded so that keys sort in numeric order):
 //!
-//! | key                                  | value                                       |
-//! |--------------------------------------|---------------------------------------------|
-//! | `plog/<partition>/<offset:020>`      | the event, as [`encode_event`] encodes it   |
-//! | `seq/<partition>/<ws:020>/<seq:05>`  | last number, 8 bytes big-endian             |
-//! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE     |
+//! | key                                  | value                                              |
+//! |--------------------------------------|----------------------------------------------------|
+//! | `plog/<partition>/<offset:020>`      | the events of one append, up to `offset`: one event as [`encode_event`] encodes it, or a pack of several ([`encode_pack`]) |
+//! | `seq/<partition>/<ws:020>`           | the workspace's last numbers: (sequence u16, number u64) big-endian pairs by sequence |
+//! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE            |
 //!
-//! - **The fence.** An append is one transaction that puts `plog/P/O` only if that key does
-//!   not exist and `plog/P/O-1` does (or `O` is 1). Two hosts that both believe they own a
-//!   partition can never both commit an offset: the stale one's transaction fails and it gets
+//! Stores written before packs and per-workspace view keys read on: a PLog key of one event is
+//! a pack of one, and view rows `seq/<p>/<ws:020>/<seq:05>` (one number each) are merged with
+//! the workspace key they extend, and folded into it by the next write of that workspace.
+//!
+//! - **The fence.** An append of the events `F..=L` is one transaction that puts their pack
+//!   under `plog/P/L` only if no key exists from `plog/P/F` on (a range compare) and
+//!   `plog/P/F-1` does (or `F` is 1). Two hosts that both believe they own a partition can
+//!   never both commit an offset: the stale one's transaction fails and it gets
 //!   [`AppendError::WrongOffset`] with the PLog's real next offset (read in the same
-//!   transaction's else branch).
+//!   transaction's else branch). A batch larger than a request ([`EtcdConfig::max_request_bytes`],
+//!   [`PACK_MAX_EVENTS`]) is appended in parts, in order, each fenced so.
 //! - **Ambiguous outcomes.** After a transport error or timeout the append may or may not have
 //!   been applied. The writer retries the same conditional transaction; when a retry fails, its
-//!   else branch also returns the key at the offset, and the append counts as the writer's own
-//!   only if the stored value is byte-for-byte its event (payloads should name their writer, so
-//!   that two hosts' events are never equal).
-//! - **Values, then offset.** A flusher write puts its view rows in transactions of at most
-//!   [`VALUES_PER_TXN`] rows, sent together, then the last of them with the next offset. Each
-//!   row is a max-merge (a nested transaction that puts only if the key is missing or holds a
-//!   smaller number), so a stale host's late flusher write can never move the view backwards.
+//!   else branch also returns the key at `L`, and the append counts as the writer's own only if
+//!   the stored value is byte-for-byte its pack (payloads should name their writer, so that two
+//!   hosts' events are never equal).
+//! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches,
+//!   merges its numbers into them by maximum, and writes them back only if none changed since
+//!   (revision compares; read again otherwise), at most 60 workspaces per transaction, the
+//!   chunks sent together, then the last with the next offset. So a stale host's late flusher
+//!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
 //! - Requests that fail on the transport (a member died, no leader) are retried with backoff
@@ -53,12 +60,13 @@ use crate::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 
-/// View rows per flusher transaction (etcd allows 128 operations per transaction by default).
-pub const VALUES_PER_TXN: usize = 100;
+/// Workspaces per read-only transaction of `read_numbers_many` (etcd allows 128 operations per
+/// transaction by default).
+pub const READS_PER_TXN: usize = 100;
 
-/// Workspaces per view transaction: a put each, and a delete each for workspaces still in the
-/// earlier layout, plus the next offset, within etcd's 128 operations.
-const VIEW_WS_PER_TXN: usize = 60;
+/// Workspaces per view write transaction: a put each, and a delete each for workspaces still
+/// in the earlier layout, plus the next offset, within etcd's 128 operations.
+pub const VIEW_WS_PER_TXN: usize = 60;
 
 /// How often a view write is tried when another writer keeps changing the same workspaces.
 const VIEW_WRITE_ATTEMPTS: u32 = 10;
@@ -879,14 +887,14 @@ impl EtcdStorage {
     }
 
     /// [`numbers_async`](Self::numbers_async) for many workspaces: read-only transactions of
-    /// one range read per workspace (at most [`VALUES_PER_TXN`] each), sent together.
+    /// one range read per workspace (at most [`READS_PER_TXN`] each), sent together.
     async fn numbers_many_async(
         self,
         partition: PartitionId,
         ws: Vec<WsId>,
         seqs: Vec<SeqId>,
     ) -> Result<Vec<Number>, StorageError> {
-        let reads = ws.chunks(VALUES_PER_TXN).map(|chunk| {
+        let reads = ws.chunks(READS_PER_TXN).map(|chunk| {
             let gets: Vec<TxnOp> = chunk
                 .iter()
                 .map(|&w| {

@@ -1,30 +1,6 @@
 //! Reading many workspaces' numbers in one go before a batch, for a command processor whose
 //! sequencer has just lost its cache (after an actualization) and would otherwise read them
-//! one `start` at a time.
-//!
-//! [`ReadAhead`] wraps a [`Storage`]: [`ReadAhead::read_ahead`] reads the stored numbers of a
-//! batch's workspaces with one `read_numbers_many` and keeps them until the guest asks for
-//! them (`read_numbers`, served once: the guest then holds them in its cache). A number kept
-//! is exactly what storage holds, because nothing that could change it is let through:
-//!
-//! - when a flusher write succeeds, the kept numbers of its keys rise to what it wrote (what
-//!   storage now holds); when it fails, or its future is dropped before it ends, the kept
-//!   numbers of its workspaces are dropped; what a read-ahead finds is raised by the writes
-//!   that succeeded while it ran (it may have read before them) and dropped for those that
-//!   failed (while a write is in flight its keys are in the sequencer's memory, so the guest
-//!   does not read them);
-//! - an offset read (the start of an actualization) drops everything kept for the partition,
-//!   and a read-ahead that one overlapped keeps nothing: numbers read before an actualization
-//!   began must never serve a guest after it (another host may have written the view
-//!   meanwhile, for events the replay does not cover);
-//! - from an offset read until a PLog read reaches the PLog's end (an actualization), nothing
-//!   read ahead is kept;
-//! - so what is kept was read while the partition's sequencer was ready, between its
-//!   actualizations, and answers as a `read_numbers` at the `start` itself would: every number
-//!   another host wrote for events before the stored offset read by the actualization is
-//!   visible, events from there on were replayed (in the sequencer's memory, never read), and
-//!   events after the replay's end make this host's next append fail its fence; a number this
-//!   host changes is changed by one of its writes, which is accounted for.
+//! one `start` at a time. Why what it keeps is never stale: [`ReadAhead`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,8 +13,29 @@ use crate::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 
-/// Storage that can read a batch's numbers ahead; see the [module](self) for why what it keeps
-/// is never stale.
+/// Storage that reads a batch's numbers ahead. It wraps a [`Storage`]: [`ReadAhead::read_ahead`] reads the stored numbers of a
+/// batch's workspaces with one `read_numbers_many` and keeps them until the guest asks for
+/// them (`read_numbers`, served once: the guest then holds them in its cache). A number kept
+/// is exactly what storage holds, because nothing that could change it is let through:
+///
+/// - when a flusher write succeeds, the kept numbers of its keys rise to what it wrote (what
+///   storage now holds); when it fails, or its future is dropped before it ends, the kept
+///   numbers of its workspaces are dropped; what a read-ahead finds is raised by the writes
+///   that succeeded while it ran (it may have read before them) and dropped for those that
+///   failed (while a write is in flight its keys are in the sequencer's memory, so the guest
+///   does not read them);
+/// - an offset read (the start of an actualization) drops everything kept for the partition,
+///   and a read-ahead that one overlapped keeps nothing: numbers read before an actualization
+///   began must never serve a guest after it (another host may have written the view
+///   meanwhile, for events the replay does not cover);
+/// - from an offset read until a PLog read reaches the PLog's end (an actualization), nothing
+///   read ahead is kept;
+/// - so what is kept was read while the partition's sequencer was ready, between its
+///   actualizations, and answers as a `read_numbers` at the `start` itself would: every number
+///   another host wrote for events before the stored offset read by the actualization is
+///   visible, events from there on were replayed (in the sequencer's memory, never read), and
+///   events after the replay's end make this host's next append fail its fence; a number this
+///   host changes is changed by one of its writes, which is accounted for.
 pub struct ReadAhead {
     inner: Arc<dyn Storage>,
     partitions: Arc<Mutex<HashMap<PartitionId, Kept>>>,

@@ -10,7 +10,8 @@
 //! | `next_offset` | partition                        | the stored next PLog offset        |
 //! | `meta`        | name                             | `format` → the format version      |
 //!
-//! Writes (flusher writes and PLog appends of every partition) go to one writer thread, which
+//! Writes (flusher writes and PLog appends of every partition, an append being a batch of one
+//! or many events) go to one writer thread, which
 //! commits them in groups: everything that arrived while the previous commit ran goes into the
 //! next transaction, and every request in it is acknowledged only after that transaction is
 //! durable (redb's `Durability::Immediate`: one fsync per commit with redb's default 1-phase commit).
@@ -18,7 +19,8 @@
 //! be durable without the offset or the other way round: "values before offset" holds trivially.
 //! Requests are applied in the order they arrived, so one partition's writes are applied in
 //! the order they were begun. An append is checked against the PLog's last offset inside the
-//! transaction that inserts it (which sees earlier appends of the same group).
+//! transaction that inserts it (which sees earlier appends of the same group): all of its
+//! events go in, or none.
 //!
 //! Reads run in redb read transactions, which see exactly the committed state: `read_numbers`
 //! on the caller's thread, offset and PLog reads on a reader thread, so the task driver's loop
