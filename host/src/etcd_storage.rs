@@ -25,9 +25,10 @@
 //!   else branch also returns the key at `L`, and the append counts as the writer's own only if
 //!   the stored value is byte-for-byte its pack (payloads should name their writer, so that two
 //!   hosts' events are never equal).
-//! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches,
-//!   merges its numbers into them by maximum, and writes them back only if none changed since
-//!   (revision compares; read again otherwise), at most 60 workspaces per transaction, the
+//! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches
+//!   (from the member it talks to first, linearizably after a conflict), merges its numbers
+//!   into them by maximum, and writes them back only if none changed since (revision compares;
+//!   read again otherwise), at most 60 workspaces per transaction, the
 //!   chunks sent together, then the last with the next offset. So a stale host's late flusher
 //!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
@@ -772,17 +773,28 @@ impl EtcdStorage {
         offset: Option<PLogOffset>,
     ) -> Result<(), StorageError> {
         let stats = &self.inner.stats;
-        let reads: Vec<TxnOp> = chunk
-            .iter()
-            .map(|(ws, _)| {
-                let key = ws_key(partition, *ws);
-                let opts = GetOptions::new().with_range(prefix_end(&key));
-                TxnOp::get(key, Some(opts))
-            })
-            .collect();
-        let read = Txn::new().and_then(reads);
+        // The first read is served by the member the client talks to, without asking the
+        // leader (no read index round): if that member lags, the write's compares fail and
+        // the next read is linearizable.
+        let read = |serializable: bool| {
+            let reads: Vec<TxnOp> = chunk
+                .iter()
+                .map(|(ws, _)| {
+                    let key = ws_key(partition, *ws);
+                    let opts = GetOptions::new().with_range(prefix_end(&key));
+                    let opts = if serializable {
+                        opts.with_serializable()
+                    } else {
+                        opts
+                    };
+                    TxnOp::get(key, Some(opts))
+                })
+                .collect();
+            Txn::new().and_then(reads)
+        };
         let mut delay = Duration::from_millis(2);
-        for _ in 0..VIEW_WRITE_ATTEMPTS {
+        for attempt in 0..VIEW_WRITE_ATTEMPTS {
+            let read = read(attempt == 0);
             let resp = self
                 .clone()
                 .retrying(
@@ -852,8 +864,10 @@ impl EtcdStorage {
                 return Ok(());
             }
             stats.view_conflicts.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_millis(100));
+            if attempt > 0 {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
         }
         Err(self.err(
             &format!("write the view of partition {partition}"),
