@@ -65,7 +65,7 @@ pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};
 pub use plog_check::{CheckReport, PlogChecker, Violation};
-pub use read_ahead::ReadAhead;
+pub use read_ahead::{ReadAhead, ReadCounts};
 #[cfg(feature = "redb")]
 pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
 pub use runtime::{Limits, Runtime};

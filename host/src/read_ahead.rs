@@ -36,13 +36,70 @@ use crate::storage::{
 ///   visible, events from there on were replayed (in the sequencer's memory, never read), and
 ///   events after the replay's end make this host's next append fail its fence; a number this
 ///   host changes is changed by one of its writes, which is accounted for.
+///
+/// It also counts what it reads ([`ReadAhead::counts`]): the numbers reads that reached
+/// storage and the time they took, and the PLog events read (an actualization's replay).
 pub struct ReadAhead {
     inner: Arc<dyn Storage>,
     partitions: Arc<Mutex<HashMap<PartitionId, Kept>>>,
-    /// Guest reads answered from what was kept.
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
     served: AtomicU64,
-    /// Guest reads that went to storage.
     missed: AtomicU64,
+    storage_reads: AtomicU64,
+    workspaces_read: AtomicU64,
+    read_nanos: AtomicU64,
+    plog_events_read: AtomicU64,
+}
+
+/// What a [`ReadAhead`] has read so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Guest numbers reads answered from what was read ahead.
+    pub served: u64,
+    /// Guest numbers reads that went to storage on their own.
+    pub missed: u64,
+    /// Numbers reads sent to storage (read-aheads and guest reads not served).
+    pub storage_reads: u64,
+    /// Workspaces those reads were of.
+    pub workspaces_read: u64,
+    /// Nanoseconds spent in them.
+    pub read_nanos: u64,
+    /// PLog events read (by actualizations' replays).
+    pub plog_events_read: u64,
+}
+
+impl ReadCounts {
+    /// What was read between `before` and this.
+    pub fn since(&self, before: &Self) -> Self {
+        Self {
+            served: self.served - before.served,
+            missed: self.missed - before.missed,
+            storage_reads: self.storage_reads - before.storage_reads,
+            workspaces_read: self.workspaces_read - before.workspaces_read,
+            read_nanos: self.read_nanos - before.read_nanos,
+            plog_events_read: self.plog_events_read - before.plog_events_read,
+        }
+    }
+}
+
+impl Counters {
+    /// Runs a numbers read of `workspaces` workspaces sent to storage, counting it.
+    fn storage_read<T>(&self, workspaces: usize, read: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = read();
+        self.storage_reads.fetch_add(1, Ordering::Relaxed);
+        self.workspaces_read
+            .fetch_add(workspaces as u64, Ordering::Relaxed);
+        self.read_nanos.fetch_add(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        out
+    }
 }
 
 /// The writes that ended during a read-ahead (which may have read their keys before or after
@@ -136,17 +193,22 @@ impl ReadAhead {
         Self {
             inner,
             partitions: Arc::new(Mutex::new(HashMap::new())),
-            served: AtomicU64::new(0),
-            missed: AtomicU64::new(0),
+            counters: Arc::new(Counters::default()),
         }
     }
 
-    /// Guest reads so far: (answered from what was read ahead, sent to storage).
-    pub fn counts(&self) -> (u64, u64) {
-        (
-            self.served.load(Ordering::Relaxed),
-            self.missed.load(Ordering::Relaxed),
-        )
+    /// What it has read so far.
+    pub fn counts(&self) -> ReadCounts {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ReadCounts {
+            served: get(&c.served),
+            missed: get(&c.missed),
+            storage_reads: get(&c.storage_reads),
+            workspaces_read: get(&c.workspaces_read),
+            read_nanos: get(&c.read_nanos),
+            plog_events_read: get(&c.plog_events_read),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<PartitionId, Kept>> {
@@ -171,7 +233,9 @@ impl ReadAhead {
             let kept = g.entry(partition).or_default();
             kept.reading = Some((!kept.actualizing).then(Overlap::default));
         }
-        let read = self.inner.read_numbers_many(partition, &distinct, seqs);
+        let read = self.counters.storage_read(distinct.len(), || {
+            self.inner.read_numbers_many(partition, &distinct, seqs)
+        });
         let mut g = self.lock();
         let kept = g.entry(partition).or_default();
         let overlap = kept.reading.take().flatten().filter(|_| !kept.actualizing);
@@ -227,12 +291,13 @@ impl Storage for ReadAhead {
     ) -> Result<Vec<Number>, StorageError> {
         match self.take(partition, ws, seqs) {
             Some(numbers) => {
-                self.served.fetch_add(1, Ordering::Relaxed);
+                self.counters.served.fetch_add(1, Ordering::Relaxed);
                 Ok(numbers)
             }
             None => {
-                self.missed.fetch_add(1, Ordering::Relaxed);
-                self.inner.read_numbers(partition, ws, seqs)
+                self.counters.missed.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .storage_read(1, || self.inner.read_numbers(partition, ws, seqs))
             }
         }
     }
@@ -243,7 +308,9 @@ impl Storage for ReadAhead {
         ws: &[WsId],
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        self.inner.read_numbers_many(partition, ws, seqs)
+        self.counters.storage_read(ws.len(), || {
+            self.inner.read_numbers_many(partition, ws, seqs)
+        })
     }
 
     fn read_next_offset(
@@ -283,9 +350,15 @@ impl Storage for ReadAhead {
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let partitions = self.partitions.clone();
+        let counters = self.counters.clone();
         self.inner
             .read_plog(partition, from, max_events)
             .map(move |r| {
+                if let Ok(page) = &r {
+                    counters
+                        .plog_events_read
+                        .fetch_add(page.next.saturating_sub(from), Ordering::Relaxed);
+                }
                 if matches!(&r, Ok(page) if page.end) {
                     // The replay has reached the PLog's end: the actualization is done.
                     lock(&partitions).entry(partition).or_default().actualizing = false;

@@ -6,10 +6,12 @@
 
 mod common;
 
+use common::ready;
+
 use std::sync::Arc;
 
 use sequencer::{Params, SeqValue};
-use sequencer_host::bindings::{StartOutcome, Status};
+use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
     AppendError, AppendLimits, Driver, DriverConfig, EventBatch, Faults, Limits, MemoryStorage,
     MonotonicClock, PartitionSequencer, PlogChecker, RedbStorage, Runtime, Storage, decode_event,
@@ -187,18 +189,6 @@ fn a_split_batch_whose_second_part_fails_leaves_a_dense_prefix_and_the_writer_go
 
 fn params() -> Params {
     Params::new().with_seq(1, 1, 1).with_seq(1, 2, 100)
-}
-
-/// Waits (bounded) for the driver to settle and the sequencer to be ready.
-fn ready(driver: &Driver, seq: &PartitionSequencer) {
-    for _ in 0..1000 {
-        driver.idle();
-        if seq.status() == Status::Ready {
-            return;
-        }
-        std::thread::yield_now();
-    }
-    panic!("the sequencer never became ready: {:?}", seq.status());
 }
 
 /// Numbers and stages the events of commands `commands` (command `i` on workspace

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{component_path, host, run_host, text};
+use common::{checked_events, component_path, host, run_host, text};
 use sequencer::{Params, SeqValue};
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
@@ -675,22 +675,6 @@ fn numbers_of_many_workspaces_read_in_one_go_are_those_read_one_by_one() {
     assert_eq!(&many[3 * 10..3 * 11], &[1250, 0, 250], "workspace 250");
 }
 
-/// Runs `check` on the cluster and returns how many PLog events it proved.
-fn checked_events(url: &str, after: &str) -> u64 {
-    let out = run_host(&["check", "--store", url]);
-    let (stdout, stderr) = text(&out);
-    assert!(
-        out.status.success(),
-        "check failed {after}:\n{stdout}{stderr}"
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    last.split(", ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected check summary {last:?}"))
-}
-
 /// The kill test on etcd: the host, appending batches, is sent SIGKILL at random moments
 /// (`SEQUENCER_ETCD_KILL_ROUNDS`, default 6; the sleeps are the point: a real process killed
 /// at a random moment), restarted each time; `check` proves the PLog dense and no number
@@ -723,7 +707,10 @@ fn sigkill_of_the_host_during_batched_appends_never_leaves_a_gap_or_a_number_iss
         }
         child.kill().expect("SIGKILL the host");
         child.wait().expect("reap the host");
-        let now = checked_events(&url, &format!("after kill {round} at {delay:?}"));
+        let now = checked_events(
+            &["check", "--store", &url],
+            &format!("after kill {round} at {delay:?}"),
+        );
         assert!(
             now >= events,
             "round {round}: the PLog shrank from {events} to {now}"
@@ -748,7 +735,7 @@ fn sigkill_of_the_host_during_batched_appends_never_leaves_a_gap_or_a_number_iss
         "the final run failed:\n{stdout}{stderr}"
     );
     assert_eq!(
-        checked_events(&url, "after the final run"),
+        checked_events(&["check", "--store", &url], "after the final run"),
         events + 400,
         "the final run appended 4 × 100 events"
     );

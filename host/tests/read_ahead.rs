@@ -29,6 +29,12 @@ fn seeded() -> MemoryStorage {
     m
 }
 
+/// (guest reads answered from what was read ahead, guest reads sent to storage)
+fn served_missed(r: &ReadAhead) -> (u64, u64) {
+    let c = r.counts();
+    (c.served, c.missed)
+}
+
 /// Changes the view behind the read-ahead's back (as another writer would).
 fn store_directly(m: &MemoryStorage, ws: WsId, seq: SeqId, value: Number) {
     block_on(m.write(P, vec![SeqValue::new(ws, seq, value)], 1)).expect("write");
@@ -60,11 +66,17 @@ fn numbers_read_ahead_are_served_once_then_read_from_storage() {
         "a subset of the sequences kept"
     );
     assert_eq!(r.read_numbers(P, 4, &[1]), Ok(vec![40]), "not read ahead");
-    assert_eq!(r.counts(), (2, 2));
+    assert_eq!(served_missed(&r), (2, 2));
+    let c = r.counts();
+    assert_eq!(
+        (c.storage_reads, c.workspaces_read),
+        (3, 4),
+        "one read ahead of 2 workspaces, then 2 reads of one"
+    );
     // Partitions are apart.
     assert_eq!(r.read_ahead(P + 1, &[1], &SEQS), Ok(1));
     assert_eq!(r.read_numbers(P, 1, &[1]), Ok(vec![77]));
-    assert_eq!(r.counts(), (2, 3));
+    assert_eq!(served_missed(&r), (2, 3));
 }
 
 #[test]
@@ -84,7 +96,7 @@ fn a_successful_write_raises_what_is_kept_and_a_failed_one_drops_it() {
         "raised to the write"
     );
     assert_eq!(r.read_numbers(P, 3, &SEQS), Ok(vec![31, 300]));
-    assert_eq!(r.counts(), (2, 0));
+    assert_eq!(served_missed(&r), (2, 0));
 
     m.set_faults(Faults {
         fail_writes: 1,
@@ -97,7 +109,7 @@ fn a_successful_write_raises_what_is_kept_and_a_failed_one_drops_it() {
         Ok(vec![25, 200]),
         "after a failed write, storage is asked"
     );
-    assert_eq!(r.counts(), (2, 1));
+    assert_eq!(served_missed(&r), (2, 1));
 }
 
 #[test]
@@ -120,7 +132,7 @@ fn a_write_abandoned_before_it_ends_drops_what_is_kept_of_its_workspaces() {
         Ok(vec![20]),
         "another workspace still served"
     );
-    assert_eq!(r.counts(), (1, 1));
+    assert_eq!(served_missed(&r), (1, 1));
 }
 
 #[test]
@@ -140,10 +152,10 @@ fn an_actualization_drops_everything_kept_and_nothing_read_ahead_until_it_ends_i
     assert!(page.end);
     assert_eq!(r.read_numbers(P, 1, &[1]), Ok(vec![10]));
     assert_eq!(r.read_numbers(P, 3, &[1]), Ok(vec![30]));
-    assert_eq!(r.counts(), (0, 2), "all from storage");
+    assert_eq!(served_missed(&r), (0, 2), "all from storage");
     assert_eq!(r.read_ahead(P, &[3], &SEQS), Ok(1), "ready again: kept");
     assert_eq!(r.read_numbers(P, 3, &[1]), Ok(vec![30]));
-    assert_eq!(r.counts(), (1, 2));
+    assert_eq!(served_missed(&r), (1, 2));
 }
 
 /// Storage that runs a hook inside `read_numbers_many`, as if another thread acted while the
@@ -243,7 +255,7 @@ fn a_read_ahead_that_an_actualization_overlapped_keeps_nothing() {
     });
     assert_eq!(r.read_ahead(P, &[1, 2], &SEQS), Ok(0));
     assert_eq!(r.read_numbers(P, 1, &[1]), Ok(vec![10]));
-    assert_eq!(r.counts(), (0, 1));
+    assert_eq!(served_missed(&r), (0, 1));
 }
 
 #[test]
@@ -276,5 +288,5 @@ fn a_read_ahead_keeps_the_larger_numbers_of_writes_that_ended_meanwhile_and_none
         "read from storage"
     );
     assert_eq!(r.read_numbers(P, 3, &SEQS), Ok(vec![30, 300]));
-    assert_eq!(r.counts(), (2, 1));
+    assert_eq!(served_missed(&r), (2, 1));
 }

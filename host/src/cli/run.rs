@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use futures::future::{BoxFuture, FutureExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 #[cfg(feature = "etcd")]
@@ -29,7 +28,7 @@ use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
     Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
-    PlogPage, ReadAhead, Runtime, Storage, StorageError, encoded_len,
+    ReadAhead, Runtime, Storage, encoded_len,
 };
 
 use super::logging::Progress;
@@ -165,112 +164,6 @@ fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
         _ => Err(format!("{s:?} is not a share between 0 and 1")),
-    }
-}
-
-/// Counts PLog events replayed (for the actualization progress bar) and the numbers reads of
-/// cold workspaces (for the summary).
-struct CountingStorage {
-    inner: Arc<dyn Storage>,
-    replayed: Arc<AtomicU64>,
-    reads: Arc<ReadCounts>,
-}
-
-/// Numbers reads (`read_numbers`, `read_numbers_many`) and the time spent in them.
-#[derive(Default)]
-struct ReadCounts {
-    calls: AtomicU64,
-    workspaces: AtomicU64,
-    nanos: AtomicU64,
-}
-
-impl ReadCounts {
-    fn timed<T>(&self, workspaces: usize, read: impl FnOnce() -> T) -> T {
-        let started = Instant::now();
-        let out = read();
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.workspaces
-            .fetch_add(workspaces as u64, Ordering::Relaxed);
-        self.nanos.fetch_add(
-            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-        out
-    }
-}
-
-impl Storage for CountingStorage {
-    fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.reads
-            .timed(1, || self.inner.read_numbers(partition, ws, seqs))
-    }
-
-    fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.reads.timed(ws.len(), || {
-            self.inner.read_numbers_many(partition, ws, seqs)
-        })
-    }
-
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
-        self.inner.read_next_offset(partition)
-    }
-
-    fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
-        self.inner.write(partition, values, next_offset)
-    }
-
-    fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
-        let replayed = self.replayed.clone();
-        self.inner
-            .read_plog(partition, from, max_events)
-            .map(move |r| {
-                if let Ok(page) = &r {
-                    replayed.fetch_add(page.next.saturating_sub(from), Ordering::Relaxed);
-                }
-                r
-            })
-            .boxed()
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.inner.append_event(partition, offset, values, payload)
-    }
-
-    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        self.inner.append_events(partition, batch)
-    }
-
-    fn append_limits(&self) -> AppendLimits {
-        self.inner.append_limits()
     }
 }
 
@@ -779,7 +672,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         None => match &args.store {
             #[cfg(feature = "etcd")]
             StoreKind::Etcd(url) => {
-                let unavailable = |e: StorageError| {
+                let unavailable = |e: sequencer_host::StorageError| {
                     CliError(format!(
                         "store {url}: the etcd cluster is not available: {e}"
                     ))
@@ -800,13 +693,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         Backend::Etcd(e) => Arc::new(e.clone()),
     };
     check_event_fits(args, base.append_limits())?;
-    let replayed = Arc::new(AtomicU64::new(0));
-    let reads = Arc::new(ReadCounts::default());
-    let read_ahead = Arc::new(ReadAhead::new(Arc::new(CountingStorage {
-        inner: base,
-        replayed: replayed.clone(),
-        reads: reads.clone(),
-    })));
+    let read_ahead = Arc::new(ReadAhead::new(base));
     let storage: Arc<dyn Storage> = read_ahead.clone();
 
     // What a restart has to replay: from the stored next offset to the PLog's end.
@@ -840,7 +727,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     ));
     bar.set_prefix("actualizing");
     loop {
-        bar.set_position(replayed.load(Ordering::Relaxed).min(to_replay));
+        bar.set_position(read_ahead.counts().plog_events_read.min(to_replay));
         if seqs.iter().all(|s| s.status() == Status::Ready) {
             break;
         }
@@ -854,7 +741,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     }
     bar.finish_and_clear();
     let actualize_time = actualize_started.elapsed();
-    let replayed_events = replayed.load(Ordering::Relaxed);
+    let replayed_events = read_ahead.counts().plog_events_read;
     if resumed_events > 0 {
         tracing::info!(
             "resumed {resumed_events} events: replayed {replayed_events} from the last flushed offsets in {:.3} s",
@@ -879,11 +766,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         shared: backend.shared(),
     };
     let counts_before = StoreSnapshot::take(&backend);
-    let reads_before = (
-        reads.calls.load(Ordering::Relaxed),
-        reads.workspaces.load(Ordering::Relaxed),
-        reads.nanos.load(Ordering::Relaxed),
-    );
+    let reads_before = read_ahead.counts();
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = seqs
@@ -916,11 +799,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     });
     let elapsed = started.elapsed();
     let during = StoreSnapshot::take(&backend).since(&counts_before);
-    let (read_calls, read_workspaces, read_nanos) = (
-        reads.calls.load(Ordering::Relaxed) - reads_before.0,
-        reads.workspaces.load(Ordering::Relaxed) - reads_before.1,
-        reads.nanos.load(Ordering::Relaxed) - reads_before.2,
-    );
+    let reads = read_ahead.counts().since(&reads_before);
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
@@ -1064,13 +943,16 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             ms(tally.actualizing / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
         ),
     ));
-    let (served, missed) = read_ahead.counts();
     rows.push((
         "numbers reads".into(),
         format!(
-            "{read_calls} storage reads of {read_workspaces} workspaces ({} total, {} mean); {served} starts served by reads ahead, {missed} read on their own",
-            ms(Duration::from_nanos(read_nanos)),
-            ms(Duration::from_nanos(read_nanos / read_calls.max(1)))
+            "{} storage reads of {} workspaces ({} total, {} mean); {} starts served by reads ahead, {} read on their own",
+            reads.storage_reads,
+            reads.workspaces_read,
+            ms(Duration::from_nanos(reads.read_nanos)),
+            ms(Duration::from_nanos(reads.read_nanos / reads.storage_reads.max(1))),
+            reads.served,
+            reads.missed
         ),
     ));
     rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
