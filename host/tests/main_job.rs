@@ -168,3 +168,43 @@ fn batches_share_durable_appends_and_one_event_per_write_stays_available_for_com
     );
     assert!(stdout.contains("ok: 1200 PLog events"), "{stdout}");
 }
+
+#[test]
+fn at_an_offered_rate_a_batch_goes_once_its_first_event_has_waited_the_longest_wait() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    // 1,000 commands/s per partition and a 2 ms wait: batches of a few events, not 100.
+    let out = run_host(&[
+        "run",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--component",
+        component_path().to_str().expect("utf-8"),
+        "--partitions",
+        "2",
+        "--events",
+        "100",
+        "--fail-rate",
+        "0",
+        "--rate",
+        "2000",
+        "--batch-wait-ms",
+        "2",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        row(&stdout, "batches").ends_with("2000 commands/s offered"),
+        "{stdout}"
+    );
+    let appends: u64 = row(&stdout, "durable appends")
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count of appends");
+    assert!(
+        appends >= 10,
+        "200 events arriving over 0.1 s in batches cut at 2 ms: {appends} appends\n{stdout}"
+    );
+    assert!(stdout.contains("ok: 200 PLog events"), "{stdout}");
+}
