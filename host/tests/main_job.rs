@@ -98,24 +98,28 @@ fn inspect_shows_the_plog_tail_and_the_sequences_view_of_a_partition() {
 fn the_memory_store_runs_the_workload_and_writes_no_data_dir() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let out = run_host(&[
-        "run",
-        "--store",
-        "memory",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-        "--partitions",
-        "2",
-        "--events",
-        "200",
-    ]);
+    let out = run_job(&data, &["--store", "memory", "--events", "200"]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("memory (nothing kept)"), "{stdout}");
     assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
     assert!(!data.exists());
+}
+
+/// `run` on `data` with the test component, 2 partitions and `args`.
+fn run_job(data: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let component = component_path();
+    let mut all = vec![
+        "run",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--component",
+        component.to_str().expect("utf-8"),
+        "--partitions",
+        "2",
+    ];
+    all.extend_from_slice(args);
+    run_host(&all)
 }
 
 /// The summary's value for `metric` (the text after the metric's column).
@@ -132,21 +136,10 @@ fn batches_share_durable_appends_and_one_event_per_write_stays_available_for_com
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let run = |batch: &str| {
-        run_host(&[
-            "run",
-            "--data",
-            data.to_str().expect("utf-8"),
-            "--component",
-            component_path().to_str().expect("utf-8"),
-            "--partitions",
-            "2",
-            "--events",
-            "300",
-            "--fail-rate",
-            "0",
-            "--batch-size",
-            batch,
-        ])
+        run_job(
+            &data,
+            &["--events", "300", "--fail-rate", "0", "--batch-size", batch],
+        )
     };
     let out = run("1");
     let (stdout, stderr) = text(&out);
@@ -174,23 +167,19 @@ fn at_an_offered_rate_a_batch_goes_once_its_first_event_has_waited_the_longest_w
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     // 1,000 commands/s per partition and a 2 ms wait: batches of a few events, not 100.
-    let out = run_host(&[
-        "run",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-        "--partitions",
-        "2",
-        "--events",
-        "100",
-        "--fail-rate",
-        "0",
-        "--rate",
-        "2000",
-        "--batch-wait-ms",
-        "2",
-    ]);
+    let out = run_job(
+        &data,
+        &[
+            "--events",
+            "100",
+            "--fail-rate",
+            "0",
+            "--rate",
+            "2000",
+            "--batch-wait-ms",
+            "2",
+        ],
+    );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(
