@@ -3,26 +3,34 @@
 //!
 //! Keys (numbers zero-padded so that keys sort in numeric order):
 //!
-//! | key                                  | value                                       |
-//! |--------------------------------------|---------------------------------------------|
-//! | `plog/<partition>/<offset:020>`      | the event, as [`encode_event`] encodes it   |
-//! | `seq/<partition>/<ws:020>/<seq:05>`  | last number, 8 bytes big-endian             |
-//! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE     |
+//! | key                                  | value                                              |
+//! |--------------------------------------|----------------------------------------------------|
+//! | `plog/<partition>/<offset:020>`      | the events of one append, up to `offset`: one event as [`encode_event`] encodes it, or a pack of several ([`encode_pack`]) |
+//! | `seq/<partition>/<ws:020>`           | the workspace's last numbers: (sequence u16, number u64) big-endian pairs by sequence |
+//! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE            |
 //!
-//! - **The fence.** An append is one transaction that puts `plog/P/O` only if that key does
-//!   not exist and `plog/P/O-1` does (or `O` is 1). Two hosts that both believe they own a
-//!   partition can never both commit an offset: the stale one's transaction fails and it gets
+//! Stores written before packs and per-workspace view keys read on: a PLog key of one event is
+//! a pack of one, and view rows `seq/<p>/<ws:020>/<seq:05>` (one number each) are merged with
+//! the workspace key they extend, and folded into it by the next write of that workspace.
+//!
+//! - **The fence.** An append of the events `F..=L` is one transaction that puts their pack
+//!   under `plog/P/L` only if no key exists from `plog/P/F` on (a range compare) and
+//!   `plog/P/F-1` does (or `F` is 1). Two hosts that both believe they own a partition can
+//!   never both commit an offset: the stale one's transaction fails and it gets
 //!   [`AppendError::WrongOffset`] with the PLog's real next offset (read in the same
-//!   transaction's else branch).
+//!   transaction's else branch). A batch larger than a request ([`EtcdConfig::max_request_bytes`],
+//!   [`PACK_MAX_EVENTS`]) is appended in parts, in order, each fenced so.
 //! - **Ambiguous outcomes.** After a transport error or timeout the append may or may not have
 //!   been applied. The writer retries the same conditional transaction; when a retry fails, its
-//!   else branch also returns the key at the offset, and the append counts as the writer's own
-//!   only if the stored value is byte-for-byte its event (payloads should name their writer, so
-//!   that two hosts' events are never equal).
-//! - **Values, then offset.** A flusher write puts its view rows in transactions of at most
-//!   [`VALUES_PER_TXN`] rows, then the next offset. Each row is a max-merge (a nested
-//!   transaction that puts only if the key is missing or holds a smaller number), so a stale
-//!   host's late flusher write can never move the view backwards.
+//!   else branch also returns the key at `L`, and the append counts as the writer's own only if
+//!   the stored value is byte-for-byte its pack (payloads should name their writer, so that two
+//!   hosts' events are never equal).
+//! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches
+//!   (from the member it talks to first, linearizably after a conflict), merges its numbers
+//!   into them by maximum, and writes them back only if none changed since (revision compares;
+//!   read again otherwise), at most 60 workspaces per transaction, the
+//!   chunks sent together, then the last with the next offset. So a stale host's late flusher
+//!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
 //! - Requests that fail on the transport (a member died, no leader) are retried with backoff
@@ -33,31 +41,55 @@
 //! spawned on it and answered through a oneshot channel, which any executor (or a blocking
 //! wait, for the synchronous `read_numbers` and `append_event`) can await.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, SortOrder, SortTarget, Txn,
-    TxnOp, TxnOpResponse,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, KvClient, SortOrder,
+    SortTarget, Txn, TxnOp, TxnOpResponse,
 };
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
-use crate::event_codec::{StoredEvent, decode_event, encode_event};
-use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+use crate::event_codec::{StoredEvent, decode_event, encode_pack, split_pack};
+use crate::storage::{
+    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};
 
-/// View rows per flusher transaction (etcd allows 128 operations per transaction by default).
-pub const VALUES_PER_TXN: usize = 100;
+/// Workspaces per read-only transaction of `read_numbers_many` (etcd allows 128 operations per
+/// transaction by default).
+pub const READS_PER_TXN: usize = 100;
+
+/// Workspaces per view write transaction: a put each, and a delete each for workspaces still
+/// in the earlier layout, plus the next offset, within etcd's 128 operations.
+pub const VIEW_WS_PER_TXN: usize = 60;
+
+/// How often a view write is tried when another writer keeps changing the same workspaces.
+const VIEW_WRITE_ATTEMPTS: u32 = 10;
 
 /// Most PLog events one range read returns (keeps responses well under the client's limit).
 pub const PAGE_EVENTS: usize = 1024;
 
 /// The largest response the client accepts (etcd-client's default is 4 MiB).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// etcd's default `--max-request-bytes` (1.5 MiB).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// The most events one PLog key (one append transaction) holds.
+pub const PACK_MAX_EVENTS: usize = 1024;
+
+/// Room in an append request for the key, the compares, the else branch and gRPC framing.
+const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
+
+/// The most a PLog range read asks for, in stored bytes (keys × the largest value seen), well
+/// under the client's response limit.
+const READ_BUDGET_BYTES: usize = 16 * 1024 * 1024;
 
 /// How the store talks to the cluster.
 #[derive(Clone, Debug)]
@@ -71,16 +103,21 @@ pub struct EtcdConfig {
     /// Serve reads from the member the client is connected to, without asking the leader
     /// (for looking at one member's copy; not for running a partition).
     pub serializable_reads: bool,
+    /// The cluster's `--max-request-bytes`: an append request is kept below it (events and
+    /// framing), splitting a batch as needed.
+    pub max_request_bytes: usize,
 }
 
 impl EtcdConfig {
-    /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads.
+    /// Defaults for `endpoints`: 2 s per request, retried for 10 s, linearizable reads, etcd's
+    /// default request limit (1.5 MiB).
     pub fn new(endpoints: Vec<String>) -> Self {
         Self {
             endpoints,
             request_timeout: Duration::from_secs(2),
             retry_for: Duration::from_secs(10),
             serializable_reads: false,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 
@@ -113,6 +150,9 @@ impl EtcdConfig {
 pub struct EtcdStats {
     /// PLog events appended by this store.
     pub appends: AtomicU64,
+    /// Append transactions sent (one per batch, or per part of a batch split to fit etcd's
+    /// request limit), retries included.
+    pub append_txns: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
     /// Flusher writes (values and next offset) applied.
@@ -123,6 +163,8 @@ pub struct EtcdStats {
     pub retries: AtomicU64,
     /// Appends found committed by an earlier attempt whose answer was lost.
     pub read_backs: AtomicU64,
+    /// View writes tried again because another writer changed the same workspaces.
+    pub view_conflicts: AtomicU64,
 }
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
@@ -137,6 +179,14 @@ struct Inner {
     config: EtcdConfig,
     label: String,
     stats: EtcdStats,
+    pack_shape: PackShape,
+}
+
+/// What PLog reads have met, to size the next read: events per key (last read) and the
+/// largest value (ever; 0 before the first read).
+struct PackShape {
+    events_per_key: AtomicU64,
+    largest_value: AtomicU64,
 }
 
 impl Drop for Inner {
@@ -167,12 +217,11 @@ fn seq_prefix(p: PartitionId) -> String {
     format!("seq/{p}/")
 }
 
-fn seq_ws_prefix(p: PartitionId, ws: WsId) -> String {
-    format!("seq/{p}/{ws:020}/")
-}
-
-fn seq_key(p: PartitionId, ws: WsId, seq: SeqId) -> String {
-    format!("seq/{p}/{ws:020}/{seq:05}")
+/// The key of a workspace's numbers. Keys of the earlier layout, one per (workspace,
+/// sequence), are `seq/<p>/<ws:020>/<seq:05>`: this key is their prefix, so a range read from
+/// it to [`prefix_end`] finds both.
+fn ws_key(p: PartitionId, ws: WsId) -> String {
+    format!("seq/{p}/{ws:020}")
 }
 
 fn next_key(p: PartitionId) -> String {
@@ -186,6 +235,83 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
         *last += 1;
     }
     end
+}
+
+/// A workspace and the numbers a flusher write raises in it.
+type WsNumbers = (WsId, Vec<(SeqId, Number)>);
+
+/// Bytes per (sequence, number) in a workspace's view value.
+const VIEW_ENTRY_BYTES: usize = 2 + 8;
+
+/// A workspace's view value: (sequence u16 BE, number u64 BE) by ascending sequence.
+fn encode_numbers(numbers: &BTreeMap<SeqId, Number>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(numbers.len() * VIEW_ENTRY_BYTES);
+    for (seq, n) in numbers {
+        out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+    out
+}
+
+/// One view key and value as (workspace, sequence, number) rows: a workspace key with its
+/// numbers, or a row key of the earlier layout; `None` if it is neither.
+fn view_rows(key: &[u8], value: &[u8]) -> Option<Vec<(WsId, SeqId, Number)>> {
+    let key = std::str::from_utf8(key).ok()?;
+    let mut parts = key.split('/').skip(2);
+    let ws: WsId = parts.next()?.parse().ok()?;
+    match parts.next() {
+        None if value.len().is_multiple_of(VIEW_ENTRY_BYTES) => Some(
+            value
+                .chunks_exact(VIEW_ENTRY_BYTES)
+                .map(|c| {
+                    let seq = u16::from_be_bytes([c[0], c[1]]);
+                    (ws, seq, parse_u64(&c[2..]).unwrap_or_default())
+                })
+                .collect(),
+        ),
+        Some(seq) if parts.next().is_none() => {
+            Some(vec![(ws, seq.parse().ok()?, parse_u64(value)?)])
+        }
+        _ => None,
+    }
+}
+
+/// What the view holds of one workspace, from the keys of its range.
+#[derive(Default)]
+struct WsView {
+    /// Its numbers, the largest of every key that names them.
+    numbers: BTreeMap<SeqId, Number>,
+    /// The workspace key's value and revision (0 if it does not exist).
+    value: Vec<u8>,
+    revision: i64,
+    /// Keys of the earlier layout exist.
+    old_rows: bool,
+}
+
+impl WsView {
+    fn of(kvs: &[etcd_client::KeyValue]) -> Option<Self> {
+        let mut v = Self::default();
+        for kv in kvs {
+            let rows = view_rows(kv.key(), kv.value())?;
+            if kv.key().iter().filter(|&&b| b == b'/').count() == 2 {
+                v.value = kv.value().to_vec();
+                v.revision = kv.mod_revision();
+            } else {
+                v.old_rows = true;
+            }
+            for (_, seq, n) in rows {
+                let e = v.numbers.entry(seq).or_default();
+                *e = (*e).max(n);
+            }
+        }
+        Some(v)
+    }
+
+    /// The numbers of `seqs`, 0 for one never stored.
+    fn numbers_of<'a>(&'a self, seqs: &'a [SeqId]) -> impl Iterator<Item = Number> + 'a {
+        seqs.iter()
+            .map(|s| self.numbers.get(s).copied().unwrap_or(0))
+    }
 }
 
 fn parse_u64(bytes: &[u8]) -> Option<u64> {
@@ -254,6 +380,10 @@ impl EtcdStorage {
                 config,
                 label,
                 stats: EtcdStats::default(),
+                pack_shape: PackShape {
+                    events_per_key: AtomicU64::new(1),
+                    largest_value: AtomicU64::new(0),
+                },
             }),
         })
     }
@@ -298,10 +428,10 @@ impl EtcdStorage {
     }
 
     /// Runs `fut` on the store's runtime; the returned future answers on any executor.
-    fn spawn<T: Send + 'static>(
+    fn spawn<T: Send + 'static, E: From<StorageError> + Send + 'static>(
         &self,
-        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
-    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, E>> {
         let (tx, rx) = oneshot::channel();
         let closed = self.err("the store is closed", "its runtime stopped");
         match &self.inner.runtime {
@@ -310,16 +440,16 @@ impl EtcdStorage {
                     let _ = tx.send(fut.await);
                 });
             }
-            None => return futures::future::ready(Err(closed)).boxed(),
+            None => return futures::future::ready(Err(E::from(closed))).boxed(),
         }
-        async move { rx.await.unwrap_or(Err(closed)) }.boxed()
+        async move { rx.await.unwrap_or_else(|_| Err(E::from(closed))) }.boxed()
     }
 
     /// Runs `fut` on the store's runtime and waits for it on this (non-tokio) thread.
-    fn block<T: Send + 'static>(
+    fn block<T: Send + 'static, E: From<StorageError> + Send + 'static>(
         &self,
-        fut: impl Future<Output = Result<T, StorageError>> + Send + 'static,
-    ) -> Result<T, StorageError> {
+        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+    ) -> Result<T, E> {
         futures::executor::block_on(self.spawn(fut))
     }
 
@@ -369,13 +499,16 @@ impl EtcdStorage {
         }
     }
 
-    async fn append_async(
+    /// One fenced append transaction: stores the events from `first` to `last` (encoded as
+    /// one value, `pack`) under `last`'s key if `first` is the PLog's next offset, else nothing.
+    async fn append_part_async(
         self,
         partition: PartitionId,
-        offset: PLogOffset,
-        event: Vec<u8>,
+        first: PLogOffset,
+        last: PLogOffset,
+        pack: Vec<u8>,
     ) -> Result<(), AppendError> {
-        if offset == 0 {
+        if first == 0 {
             return Err(AppendError::WrongOffset {
                 expected: self
                     .clone()
@@ -385,19 +518,25 @@ impl EtcdStorage {
                 offered: 0,
             });
         }
-        let key = plog_key(partition, offset);
+        let count = last + 1 - first;
+        let key = plog_key(partition, last);
         let prefix = plog_prefix(partition);
-        let mut when = vec![Compare::create_revision(key.clone(), CompareOp::Equal, 0)];
-        if offset > 1 {
+        // The fence: no key at or after `first` (no event there: a key holds the events up to
+        // its offset), and a key at `first - 1` (the PLog ends exactly there).
+        let mut when = vec![
+            Compare::create_revision(plog_key(partition, first), CompareOp::Equal, 0)
+                .with_range(prefix_end(&prefix)),
+        ];
+        if first > 1 {
             when.push(Compare::create_revision(
-                plog_key(partition, offset - 1),
+                plog_key(partition, first - 1),
                 CompareOp::Greater,
                 0,
             ));
         }
         let txn = Txn::new()
             .when(when)
-            .and_then(vec![TxnOp::put(key.clone(), event.clone(), None)])
+            .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
             .or_else(vec![
                 TxnOp::get(key.clone(), None),
                 TxnOp::get(
@@ -406,37 +545,41 @@ impl EtcdStorage {
                         GetOptions::new()
                             .with_range(prefix_end(&prefix))
                             .with_sort(SortTarget::Key, SortOrder::Descend)
-                            .with_limit(1),
+                            .with_limit(1)
+                            .with_keys_only(),
                     ),
                 ),
             ]);
-        let stats_txns = &self.inner.stats.txns;
+        let stats = &self.inner.stats;
         let mut attempts = 0u32;
+        let what = if count == 1 {
+            format!("append at partition {partition} offset {first}")
+        } else {
+            format!("append at partition {partition} offset {first} ({count} events, to {last})")
+        };
         let resp = self
             .clone()
-            .retrying(
-                format!("append at partition {partition} offset {offset}"),
-                |mut kv| {
-                    attempts += 1;
-                    stats_txns.fetch_add(1, Ordering::Relaxed);
-                    let txn = txn.clone();
-                    async move { kv.txn(txn).await }
-                },
-            )
+            .retrying(what, |mut kv| {
+                attempts += 1;
+                stats.txns.fetch_add(1, Ordering::Relaxed);
+                stats.append_txns.fetch_add(1, Ordering::Relaxed);
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
             .await
             .map_err(AppendError::Storage)?;
         if resp.succeeded() {
-            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+            stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
-        let mut at_offset: Option<Vec<u8>> = None;
-        let mut last: PLogOffset = 0;
+        let mut at_last: Option<Vec<u8>> = None;
+        let mut plog_last: PLogOffset = 0;
         for (i, r) in resp.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(g) = r {
                 match i {
-                    0 => at_offset = g.kvs().first().map(|kv| kv.value().to_vec()),
+                    0 => at_last = g.kvs().first().map(|kv| kv.value().to_vec()),
                     _ => {
-                        last = g
+                        plog_last = g
                             .kvs()
                             .first()
                             .and_then(|kv| offset_of(kv.key()))
@@ -445,19 +588,18 @@ impl EtcdStorage {
                 }
             }
         }
-        // Only after an attempt whose outcome is unknown can the event at the offset be ours:
-        // a first attempt that was answered "no" wrote nothing (and another writer's event
-        // may be byte-for-byte equal to this one).
-        if attempts > 1 && at_offset.as_deref() == Some(event.as_slice()) {
-            self.inner.stats.read_backs.fetch_add(1, Ordering::Relaxed);
-            // An earlier attempt whose answer was lost did commit: the event is ours.
-            self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+        // Only after an attempt whose outcome is unknown can the events be ours: a first
+        // attempt that was answered "no" wrote nothing (and another writer's events may be
+        // byte-for-byte equal to ours).
+        if attempts > 1 && at_last.as_deref() == Some(pack.as_slice()) {
+            stats.read_backs.fetch_add(1, Ordering::Relaxed);
+            stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
-        self.inner.stats.fenced.fetch_add(1, Ordering::Relaxed);
+        stats.fenced.fetch_add(1, Ordering::Relaxed);
         Err(AppendError::WrongOffset {
-            expected: last + 1,
-            offered: offset,
+            expected: plog_last + 1,
+            offered: first,
         })
     }
 
@@ -495,46 +637,81 @@ impl EtcdStorage {
         from: PLogOffset,
         max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
-        if max == 0 {
-            // etcd reads a limit of 0 as "no limit".
-            return Ok(Vec::new());
-        }
+        let max = max.min(PAGE_EVENTS);
         let prefix = plog_prefix(partition);
-        let limit = max.min(PAGE_EVENTS);
-        let opts = self
-            .get_options()
-            .with_range(prefix_end(&prefix))
-            .with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
-        let start = plog_key(partition, from);
-        let resp = self
-            .clone()
-            .retrying(
-                format!("read the PLog of partition {partition} from {from}"),
-                |mut kv| {
-                    let (start, opts) = (start.clone(), opts.clone());
-                    async move { kv.get(start, Some(opts)).await }
-                },
-            )
-            .await?;
-        resp.kvs()
-            .iter()
-            .map(|kv| {
-                let offset = offset_of(kv.key()).ok_or_else(|| {
+        let mut out: Vec<StoredEvent> = Vec::new();
+        let mut start = plog_key(partition, from);
+        while out.len() < max {
+            // A key holds a pack of events: ask for as many keys as should hold what is still
+            // wanted, and no more than keeps the response within READ_BUDGET_BYTES.
+            let shape = &self.inner.pack_shape;
+            let per_key = shape.events_per_key.load(Ordering::Relaxed).max(1);
+            // Until a read has seen one, a value may be as large as a request.
+            let key_bytes = match shape.largest_value.load(Ordering::Relaxed) {
+                0 => self.inner.config.max_request_bytes as u64,
+                seen => seen,
+            };
+            let keys = (max - out.len())
+                .div_ceil(usize::try_from(per_key).unwrap_or(1))
+                .min(READ_BUDGET_BYTES / usize::try_from(key_bytes).unwrap_or(usize::MAX))
+                .clamp(1, PAGE_EVENTS);
+            let opts = self
+                .get_options()
+                .with_range(prefix_end(&prefix))
+                .with_limit(i64::try_from(keys).unwrap_or(i64::MAX));
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("read the PLog of partition {partition} from {from}"),
+                    |mut kv| {
+                        let (start, opts) = (start.clone(), opts.clone());
+                        async move { kv.get(start, Some(opts)).await }
+                    },
+                )
+                .await?;
+            let (mut events_read, mut largest) = (0u64, 0u64);
+            for kv in resp.kvs() {
+                let last = offset_of(kv.key()).ok_or_else(|| {
                     self.err("PLog key is not ours", &String::from_utf8_lossy(kv.key()))
                 })?;
-                let (values, payload) = decode_event(kv.value()).ok_or_else(|| {
+                let corrupt = || {
                     self.err(
                         "corrupt PLog event",
-                        &format!("partition {partition} offset {offset}"),
+                        &format!("partition {partition}, the events up to offset {last}"),
                     )
-                })?;
-                Ok(StoredEvent {
-                    offset,
-                    values,
-                    payload: payload.to_vec(),
-                })
-            })
-            .collect()
+                };
+                let pack = split_pack(kv.value()).ok_or_else(corrupt)?;
+                let first = (last + 1)
+                    .checked_sub(pack.len() as u64)
+                    .ok_or_else(corrupt)?;
+                events_read += pack.len() as u64;
+                largest = largest.max(kv.value().len() as u64);
+                for (offset, bytes) in (first..).zip(pack) {
+                    if offset < from || out.len() >= max {
+                        continue;
+                    }
+                    let (values, payload) = decode_event(bytes).ok_or_else(corrupt)?;
+                    out.push(StoredEvent {
+                        offset,
+                        values,
+                        payload: payload.to_vec(),
+                    });
+                }
+            }
+            if let Some(n) = events_read.checked_div(resp.kvs().len() as u64) {
+                shape.events_per_key.store(n.max(1), Ordering::Relaxed);
+                shape.largest_value.fetch_max(largest, Ordering::Relaxed);
+            }
+            match resp.kvs().last() {
+                Some(last) if resp.more() => {
+                    let mut next = last.key().to_vec();
+                    next.push(0);
+                    start = String::from_utf8_lossy(&next).into_owned();
+                }
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     async fn get_u64(self, key: String, what: String) -> Result<Option<u64>, StorageError> {
@@ -560,54 +737,144 @@ impl EtcdStorage {
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
     ) -> Result<(), StorageError> {
-        for chunk in values.chunks(VALUES_PER_TXN) {
-            let ops: Vec<TxnOp> = chunk
+        let mut by_ws: BTreeMap<WsId, Vec<(SeqId, Number)>> = BTreeMap::new();
+        for v in &values {
+            by_ws
+                .entry(v.key.ws)
+                .or_default()
+                .push((v.key.seq, v.value));
+        }
+        let by_ws: Vec<WsNumbers> = by_ws.into_iter().collect();
+        // Every chunk but the last at once (their order does not matter); then the last with
+        // the offset, so the offset is durable only after every value is.
+        let mut chunks: Vec<&[WsNumbers]> = by_ws.chunks(VIEW_WS_PER_TXN).collect();
+        let last = chunks.pop().unwrap_or_default();
+        futures::future::try_join_all(
+            chunks
+                .into_iter()
+                .map(|chunk| self.clone().merge_view(partition, chunk, None)),
+        )
+        .await?;
+        self.clone()
+            .merge_view(partition, last, Some(next_offset))
+            .await?;
+        self.inner.stats.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Raises the stored numbers of the workspaces of `chunk` to at least theirs (and stores
+    /// `offset` as the next offset, if given), by read, merge and a write that applies only if
+    /// none of those workspace keys changed since the read; read again and retry if one did
+    /// (another host writing the same partition's view). So the view never moves back.
+    async fn merge_view(
+        self,
+        partition: PartitionId,
+        chunk: &[WsNumbers],
+        offset: Option<PLogOffset>,
+    ) -> Result<(), StorageError> {
+        let stats = &self.inner.stats;
+        // The first read is served by the member the client talks to, without asking the
+        // leader (no read index round): if that member lags, the write's compares fail and
+        // the next read is linearizable.
+        let read = |serializable: bool| {
+            let reads: Vec<TxnOp> = chunk
                 .iter()
-                .map(|v| {
-                    let key = seq_key(partition, v.key.ws, v.key.seq);
-                    let value = v.value.to_be_bytes().to_vec();
-                    let put = TxnOp::put(key.clone(), value.clone(), None);
-                    // Max-merge: put if missing, else put if the stored number is smaller.
-                    TxnOp::txn(
-                        Txn::new()
-                            .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
-                            .and_then(vec![put.clone()])
-                            .or_else(vec![TxnOp::txn(
-                                Txn::new()
-                                    .when(vec![Compare::value(key, CompareOp::Less, value)])
-                                    .and_then(vec![put]),
-                            )]),
-                    )
+                .map(|(ws, _)| {
+                    let key = ws_key(partition, *ws);
+                    let opts = GetOptions::new().with_range(prefix_end(&key));
+                    let opts = if serializable {
+                        opts.with_serializable()
+                    } else {
+                        opts
+                    };
+                    TxnOp::get(key, Some(opts))
                 })
                 .collect();
-            let txn = Txn::new().and_then(ops);
-            let stats = &self.inner.stats;
-            self.clone()
+            Txn::new().and_then(reads)
+        };
+        let mut delay = Duration::from_millis(2);
+        for attempt in 0..VIEW_WRITE_ATTEMPTS {
+            let read = read(attempt == 0);
+            let resp = self
+                .clone()
+                .retrying(
+                    format!("read the view of partition {partition}"),
+                    |mut kv| {
+                        stats.txns.fetch_add(1, Ordering::Relaxed);
+                        let read = read.clone();
+                        async move { kv.txn(read).await }
+                    },
+                )
+                .await?;
+            let mut compares = Vec::new();
+            let mut ops = Vec::new();
+            for ((ws, new), r) in chunk.iter().zip(resp.op_responses()) {
+                let stored = match r {
+                    TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                    _ => None,
+                };
+                let stored =
+                    stored.ok_or_else(|| self.err("write the view", "a view key is not ours"))?;
+                let mut merged = stored.numbers.clone();
+                for &(seq, n) in new {
+                    let e = merged.entry(seq).or_default();
+                    *e = (*e).max(n);
+                }
+                let value = encode_numbers(&merged);
+                if value == stored.value && !stored.old_rows {
+                    continue;
+                }
+                let key = ws_key(partition, *ws);
+                compares.push(Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    stored.revision,
+                ));
+                if stored.old_rows {
+                    // The earlier layout's rows of this workspace: merged above, gone now.
+                    let rows = format!("{key}/");
+                    let opts = DeleteOptions::new().with_range(prefix_end(&rows));
+                    ops.push(TxnOp::delete(rows, Some(opts)));
+                }
+                ops.push(TxnOp::put(key, value, None));
+            }
+            if let Some(o) = offset {
+                ops.push(TxnOp::put(
+                    next_key(partition),
+                    o.to_be_bytes().to_vec(),
+                    None,
+                ));
+            }
+            if ops.is_empty() {
+                return Ok(());
+            }
+            let write = Txn::new().when(compares).and_then(ops);
+            let resp = self
+                .clone()
                 .retrying(
                     format!("write the view of partition {partition}"),
                     |mut kv| {
                         stats.txns.fetch_add(1, Ordering::Relaxed);
-                        let txn = txn.clone();
-                        async move { kv.txn(txn).await }
+                        let write = write.clone();
+                        async move { kv.txn(write).await }
                     },
                 )
                 .await?;
+            if resp.succeeded() {
+                return Ok(());
+            }
+            stats.view_conflicts.fetch_add(1, Ordering::Relaxed);
+            if attempt > 0 {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
         }
-        let key = next_key(partition);
-        let value = next_offset.to_be_bytes().to_vec();
-        let stats = &self.inner.stats;
-        self.clone()
-            .retrying(
-                format!("write the next offset of partition {partition}"),
-                |mut kv| {
-                    stats.txns.fetch_add(1, Ordering::Relaxed);
-                    let (key, value) = (key.clone(), value.clone());
-                    async move { kv.put(key, value, None).await }
-                },
-            )
-            .await?;
-        self.inner.stats.writes.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Err(self.err(
+            &format!("write the view of partition {partition}"),
+            &format!(
+                "another writer changed the same workspaces {VIEW_WRITE_ATTEMPTS} times in a row"
+            ),
+        ))
     }
 
     async fn numbers_async(
@@ -616,7 +883,7 @@ impl EtcdStorage {
         ws: WsId,
         seqs: Vec<SeqId>,
     ) -> Result<Vec<Number>, StorageError> {
-        let prefix = seq_ws_prefix(partition, ws);
+        let prefix = ws_key(partition, ws);
         let opts = self.get_options().with_range(prefix_end(&prefix));
         let resp = self
             .clone()
@@ -628,23 +895,56 @@ impl EtcdStorage {
                 },
             )
             .await?;
-        let stored: Vec<(SeqId, Number)> = resp
-            .kvs()
-            .iter()
-            .filter_map(|kv| {
-                let seq = std::str::from_utf8(kv.key())
-                    .ok()?
-                    .rsplit('/')
-                    .next()?
-                    .parse()
-                    .ok()?;
-                Some((seq, parse_u64(kv.value())?))
-            })
-            .collect();
-        Ok(seqs
-            .iter()
-            .map(|s| stored.iter().find(|(k, _)| k == s).map_or(0, |(_, n)| *n))
-            .collect())
+        let view = WsView::of(resp.kvs())
+            .ok_or_else(|| self.err("read numbers", "a view key is not ours"))?;
+        Ok(view.numbers_of(&seqs).collect())
+    }
+
+    /// [`numbers_async`](Self::numbers_async) for many workspaces: read-only transactions of
+    /// one range read per workspace (at most [`READS_PER_TXN`] each), sent together.
+    async fn numbers_many_async(
+        self,
+        partition: PartitionId,
+        ws: Vec<WsId>,
+        seqs: Vec<SeqId>,
+    ) -> Result<Vec<Number>, StorageError> {
+        let reads = ws.chunks(READS_PER_TXN).map(|chunk| {
+            let gets: Vec<TxnOp> = chunk
+                .iter()
+                .map(|&w| {
+                    let prefix = ws_key(partition, w);
+                    let opts = self.get_options().with_range(prefix_end(&prefix));
+                    TxnOp::get(prefix, Some(opts))
+                })
+                .collect();
+            let txn = Txn::new().and_then(gets);
+            self.clone().retrying(
+                format!(
+                    "read numbers of partition {partition}, {} workspaces",
+                    chunk.len()
+                ),
+                move |mut kv| {
+                    let txn = txn.clone();
+                    async move { kv.txn(txn).await }
+                },
+            )
+        });
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for resp in futures::future::try_join_all(reads).await? {
+            for r in resp.op_responses() {
+                let view = match r {
+                    TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                    _ => None,
+                };
+                let view =
+                    view.ok_or_else(|| self.err("read numbers", "a view key is not ours"))?;
+                out.extend(view.numbers_of(&seqs));
+            }
+        }
+        if out.len() != ws.len() * seqs.len() {
+            return Err(self.err("read numbers", "the reply misses workspaces"));
+        }
+        Ok(out)
     }
 
     async fn view_async(
@@ -652,7 +952,7 @@ impl EtcdStorage {
         partition: PartitionId,
     ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
         let prefix = seq_prefix(partition);
-        let mut out = Vec::new();
+        let mut out: BTreeMap<(WsId, SeqId), Number> = BTreeMap::new();
         let mut start = prefix.clone();
         loop {
             let opts = self
@@ -670,13 +970,12 @@ impl EtcdStorage {
                 )
                 .await?;
             for kv in resp.kvs() {
-                let key = String::from_utf8_lossy(kv.key()).into_owned();
-                let mut parts = key.rsplit('/');
-                let seq = parts.next().and_then(|s| s.parse().ok());
-                let ws = parts.next().and_then(|s| s.parse().ok());
-                match (ws, seq, parse_u64(kv.value())) {
-                    (Some(ws), Some(seq), Some(n)) => out.push((ws, seq, n)),
-                    _ => return Err(self.err("view key is not ours", &key)),
+                let rows = view_rows(kv.key(), kv.value()).ok_or_else(|| {
+                    self.err("view key is not ours", &String::from_utf8_lossy(kv.key()))
+                })?;
+                for (ws, seq, n) in rows {
+                    let e = out.entry((ws, seq)).or_default();
+                    *e = (*e).max(n);
                 }
             }
             match resp.kvs().last() {
@@ -685,7 +984,7 @@ impl EtcdStorage {
                     next.push(0);
                     start = String::from_utf8_lossy(&next).into_owned();
                 }
-                _ => return Ok(out),
+                _ => return Ok(out.into_iter().map(|((w, s), n)| (w, s, n)).collect()),
             }
         }
     }
@@ -798,6 +1097,18 @@ impl Storage for EtcdStorage {
         self.block(self.clone().numbers_async(partition, ws, seqs.to_vec()))
     }
 
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.block(
+            self.clone()
+                .numbers_many_async(partition, ws.to_vec(), seqs.to_vec()),
+        )
+    }
+
     fn read_next_offset(
         &self,
         partition: PartitionId,
@@ -844,22 +1155,33 @@ impl Storage for EtcdStorage {
         values: &[SeqValue],
         payload: &[u8],
     ) -> Result<(), AppendError> {
-        let fut = self
-            .clone()
-            .append_async(partition, offset, encode_event(values, payload));
-        let (tx, rx) = oneshot::channel();
-        let Some(rt) = &self.inner.runtime else {
-            return Err(AppendError::Storage(
-                self.err("the store is closed", "its runtime stopped"),
-            ));
-        };
-        rt.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        futures::executor::block_on(rx).unwrap_or_else(|_| {
-            Err(AppendError::Storage(
-                self.err("the store is closed", "its runtime stopped"),
+        self.append_events(partition, &EventBatch::single(offset, values, payload))
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        batch.append_in_parts(self.append_limits(), |part| {
+            let pack = encode_pack(part.iter().map(|(_, e)| e));
+            self.block(self.clone().append_part_async(
+                partition,
+                part.first(),
+                part.next() - 1,
+                pack,
             ))
         })
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        // The pack's lengths, the key, the compares, the else branch and gRPC framing take at
+        // most this much beside the events.
+        let overhead = 4 * PACK_MAX_EVENTS + REQUEST_HEADROOM_BYTES;
+        AppendLimits {
+            max_events: PACK_MAX_EVENTS,
+            max_bytes: self
+                .inner
+                .config
+                .max_request_bytes
+                .saturating_sub(overhead)
+                .max(1),
+        }
     }
 }

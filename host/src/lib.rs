@@ -6,7 +6,9 @@
 //!   times they ask for (retries with backoff, replay hold-back).
 //! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory,
 //!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
-//!   on an etcd cluster shared by many hosts (fenced appends).
+//!   on an etcd cluster shared by many hosts (fenced appends). A command processor appends an
+//!   [`EventBatch`] with one durable write ([`Storage::append_events`]); [`ReadAhead`] reads a
+//!   batch's numbers in one go.
 //! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
 //!
 //! Cargo features (all can be on at once):
@@ -36,6 +38,7 @@ mod gate;
 mod memory;
 mod partition;
 mod plog_check;
+mod read_ahead;
 #[cfg(feature = "redb")]
 mod redb_storage;
 mod runtime;
@@ -50,14 +53,23 @@ pub use data_dir::{
 pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
 #[cfg(feature = "etcd")]
-pub use etcd_storage::{EtcdConfig, EtcdStats, EtcdStorage, PAGE_EVENTS, VALUES_PER_TXN};
-pub use event_codec::{StoredEvent, decode_event, encode_event};
+pub use etcd_storage::{
+    DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
+    READS_PER_TXN, VIEW_WS_PER_TXN,
+};
+pub use event_codec::{
+    StoredEvent, decode_event, encode_event, encode_event_into, encode_pack, encoded_len,
+    split_pack,
+};
 pub use gate::Gate;
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::{PartitionSequencer, guest_params};
 pub use plog_check::{CheckReport, PlogChecker, Violation};
+pub use read_ahead::{ReadAhead, ReadCounts};
 #[cfg(feature = "redb")]
 pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
 pub use runtime::{Limits, Runtime};
 pub use state::Op;
-pub use storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+pub use storage::{
+    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};

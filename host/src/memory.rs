@@ -7,8 +7,11 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::event_codec::decode_event;
 use crate::gate::Gate;
-use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+use crate::storage::{
+    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};
 
 /// One write storage received, in the order received.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +39,12 @@ pub struct Faults {
     pub fail_reads: u32,
     /// Fail every operation (appends included) until cleared: storage is down.
     pub down: bool,
+    /// Fail this many of the next append writes (one per event for `append_event`, one per
+    /// part for `append_events`), writing nothing of them.
+    pub fail_appends: u32,
+    /// Let this many append writes succeed before `fail_appends` applies (to fail a batch's
+    /// second part, say).
+    pub appends_before_failing: u32,
 }
 
 #[derive(Default)]
@@ -45,6 +54,7 @@ struct Inner {
     partitions: HashMap<PartitionId, Partition>,
     writes: Vec<WriteRecord>,
     faults: Faults,
+    append_limits: Option<AppendLimits>,
 }
 
 /// In-memory storage for any number of partitions. Clones share the same data.
@@ -70,6 +80,12 @@ impl MemoryStorage {
     /// Changes the fault switches.
     pub fn set_faults(&self, faults: Faults) {
         self.lock().faults = faults;
+    }
+
+    /// Makes `append_events` split batches as a backend with these limits must (one
+    /// all-or-nothing write per part), so tests see what a failure between parts leaves.
+    pub fn set_append_limits(&self, limits: AppendLimits) {
+        self.lock().append_limits = Some(limits);
     }
 
     /// Places an event at any offset, as a test's starting state.
@@ -260,23 +276,61 @@ impl Storage for MemoryStorage {
         values: &[SeqValue],
         payload: &[u8],
     ) -> Result<(), AppendError> {
-        let mut g = self.lock();
-        if g.faults.down {
+        self.append_events(partition, &EventBatch::single(offset, values, payload))
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        let limits = self.append_limits();
+        batch.append_in_parts(limits, |part| self.lock().append_part(partition, &part))
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        self.lock().append_limits.unwrap_or(AppendLimits::UNLIMITED)
+    }
+}
+
+impl Inner {
+    /// One all-or-nothing append write.
+    fn append_part(
+        &mut self,
+        partition: PartitionId,
+        part: &BatchPart<'_>,
+    ) -> Result<(), AppendError> {
+        if self.faults.down {
             return Err(AppendError::Storage(StorageError(
                 "memory storage is down".into(),
             )));
         }
-        let p = g.partitions.entry(partition).or_default();
+        if self.faults.fail_appends > 0 && self.faults.appends_before_failing > 0 {
+            self.faults.appends_before_failing -= 1;
+        } else if self.faults.fail_appends > 0 {
+            self.faults.fail_appends -= 1;
+            return Err(AppendError::Storage(StorageError(
+                "injected append failure".into(),
+            )));
+        }
+        let p = self.partitions.entry(partition).or_default();
         let expected = plog_next(p);
-        if offset != expected {
+        if part.first() != expected {
             return Err(AppendError::WrongOffset {
                 expected,
-                offered: offset,
+                offered: part.first(),
             });
         }
-        p.plog.insert(offset, values.to_vec());
-        if !payload.is_empty() {
-            p.payloads.insert(offset, payload.to_vec());
+        let mut events = Vec::with_capacity(part.len());
+        for (offset, bytes) in part.iter() {
+            let (values, payload) = decode_event(bytes).ok_or_else(|| {
+                AppendError::Storage(StorageError(format!(
+                    "PLog append at offset {offset}: not an encoded event"
+                )))
+            })?;
+            events.push((offset, values, payload));
+        }
+        for (offset, values, payload) in events {
+            p.plog.insert(offset, values);
+            if !payload.is_empty() {
+                p.payloads.insert(offset, payload.to_vec());
+            }
         }
         Ok(())
     }

@@ -10,7 +10,8 @@
 //! | `next_offset` | partition                        | the stored next PLog offset        |
 //! | `meta`        | name                             | `format` → the format version      |
 //!
-//! Writes (flusher writes and PLog appends of every partition) go to one writer thread, which
+//! Writes (flusher writes and PLog appends of every partition, an append being a batch of one
+//! or many events) go to one writer thread, which
 //! commits them in groups: everything that arrived while the previous commit ran goes into the
 //! next transaction, and every request in it is acknowledged only after that transaction is
 //! durable (redb's `Durability::Immediate`: one fsync per commit with redb's default 1-phase commit).
@@ -18,7 +19,8 @@
 //! be durable without the offset or the other way round: "values before offset" holds trivially.
 //! Requests are applied in the order they arrived, so one partition's writes are applied in
 //! the order they were begun. An append is checked against the PLog's last offset inside the
-//! transaction that inserts it (which sees earlier appends of the same group).
+//! transaction that inserts it (which sees earlier appends of the same group): all of its
+//! events go in, or none.
 //!
 //! Reads run in redb read transactions, which see exactly the committed state: `read_numbers`
 //! on the caller's thread, offset and PLog reads on a reader thread, so the task driver's loop
@@ -36,8 +38,8 @@ use redb::{
 };
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::event_codec::{StoredEvent, decode_event, encode_event};
-use crate::storage::{AppendError, PartitionId, PlogPage, Storage, StorageError};
+use crate::event_codec::{StoredEvent, decode_event};
+use crate::storage::{AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError};
 
 /// The format version of the database this build reads and writes.
 pub const DB_FORMAT_VERSION: u64 = 1;
@@ -58,6 +60,8 @@ pub struct StoreStats {
     pub commits: AtomicU64,
     /// PLog events appended.
     pub appends: AtomicU64,
+    /// Appends (batches of events, one or many) committed.
+    pub append_writes: AtomicU64,
     /// Flusher writes (values and next offset) applied.
     pub writes: AtomicU64,
     /// View rows written by flusher writes.
@@ -73,6 +77,8 @@ pub struct StoreCounts {
     pub commits: u64,
     /// PLog events appended.
     pub appends: u64,
+    /// Appends (batches of events) committed.
+    pub append_writes: u64,
     /// Flusher writes applied.
     pub writes: u64,
     /// View rows written.
@@ -86,6 +92,7 @@ impl StoreStats {
         StoreCounts {
             commits: self.commits.load(Ordering::Relaxed),
             appends: self.appends.load(Ordering::Relaxed),
+            append_writes: self.append_writes.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             values_written: self.values_written.load(Ordering::Relaxed),
             commit_nanos: self.commit_nanos.load(Ordering::Relaxed),
@@ -100,10 +107,10 @@ enum Request {
         next_offset: PLogOffset,
         reply: oneshot::Sender<Result<(), StorageError>>,
     },
+    /// A batch of events (one or many): all of it or nothing, in the group's transaction.
     Append {
         partition: PartitionId,
-        offset: PLogOffset,
-        event: Vec<u8>,
+        events: EventBatch,
         reply: oneshot::Sender<Result<(), AppendError>>,
     },
 }
@@ -472,10 +479,7 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
             Ok(Applied::Ok)
         }
         Request::Append {
-            partition,
-            offset,
-            event,
-            ..
+            partition, events, ..
         } => {
             let mut plog = tx.open_table(PLOG)?;
             let expected = match plog
@@ -485,13 +489,15 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
                 Some(last) => last?.0.value().1 + 1,
                 None => 1,
             };
-            if *offset != expected {
+            if events.first() != expected {
                 return Ok(Applied::Refused(AppendError::WrongOffset {
                     expected,
-                    offered: *offset,
+                    offered: events.first(),
                 }));
             }
-            plog.insert((*partition, *offset), event.as_slice())?;
+            for (offset, event) in events.whole().iter() {
+                plog.insert((*partition, offset), event)?;
+            }
             Ok(Applied::Ok)
         }
     }
@@ -529,8 +535,11 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
                         (Request::Write { reply, .. }, _) => {
                             let _ = reply.send(Ok(()));
                         }
-                        (Request::Append { reply, .. }, Applied::Ok) => {
-                            stats.appends.fetch_add(1, Ordering::Relaxed);
+                        (Request::Append { reply, events, .. }, Applied::Ok) => {
+                            stats
+                                .appends
+                                .fetch_add(events.len() as u64, Ordering::Relaxed);
+                            stats.append_writes.fetch_add(1, Ordering::Relaxed);
                             let _ = reply.send(Ok(()));
                         }
                         (Request::Append { reply, .. }, Applied::Refused(e)) => {
@@ -649,11 +658,25 @@ impl Storage for RedbStorage {
         values: &[SeqValue],
         payload: &[u8],
     ) -> Result<(), AppendError> {
+        self.append_batch(partition, EventBatch::single(offset, values, payload))
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.append_batch(partition, batch.clone())
+    }
+}
+
+impl RedbStorage {
+    /// Hands `events` to the writer (one request: all of it in one transaction, or nothing)
+    /// and waits until that transaction is durable.
+    fn append_batch(&self, partition: PartitionId, events: EventBatch) -> Result<(), AppendError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let (reply, rx) = oneshot::channel();
         let req = Request::Append {
             partition,
-            offset,
-            event: encode_event(values, payload),
+            events,
             reply,
         };
         if self.send(req).is_err() {

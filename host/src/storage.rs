@@ -2,9 +2,12 @@
 //! each partition, laid out as in spec 002.
 
 use core::fmt;
+use core::ops::Range;
 
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+
+use crate::event_codec::{decode_event, encode_event_into};
 
 /// Identifies a partition; each partition has its own PLog, view rows and sequencer.
 pub type PartitionId = u32;
@@ -49,6 +52,12 @@ impl fmt::Display for AppendError {
 
 impl std::error::Error for AppendError {}
 
+impl From<StorageError> for AppendError {
+    fn from(e: StorageError) -> Self {
+        Self::Storage(e)
+    }
+}
+
 /// PLog events read from an offset, flattened: every value with its event's offset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PlogPage {
@@ -85,12 +94,189 @@ impl PlogPage {
     }
 }
 
+/// Events for one partition's PLog at consecutive offsets from [`first`](Self::first), each
+/// already encoded as every backend stores it ([`encode_event`](crate::encode_event)), in one
+/// buffer: what [`Storage::append_events`] appends with as few durable writes as the backend
+/// allows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventBatch {
+    first: PLogOffset,
+    bytes: Vec<u8>,
+    /// Where each event ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl EventBatch {
+    /// An empty batch whose first event will go at `first`.
+    pub fn new(first: PLogOffset) -> Self {
+        Self {
+            first,
+            ..Self::default()
+        }
+    }
+
+    /// A batch of one event.
+    pub fn single(offset: PLogOffset, values: &[SeqValue], payload: &[u8]) -> Self {
+        let mut b = Self::new(offset);
+        b.push(values, payload);
+        b
+    }
+
+    /// Empties the batch (keeping its buffers) for events from `first` on.
+    pub fn reset(&mut self, first: PLogOffset) {
+        self.first = first;
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Adds an event at [`next`](Self::next).
+    pub fn push(&mut self, values: &[SeqValue], payload: &[u8]) {
+        encode_event_into(&mut self.bytes, values, payload);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// The offset of the first event.
+    pub fn first(&self) -> PLogOffset {
+        self.first
+    }
+
+    /// The offset after the last event (the first's if there is none).
+    pub fn next(&self) -> PLogOffset {
+        self.first + self.ends.len() as u64
+    }
+
+    /// How many events the batch holds.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the batch holds no event.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// All its events as one part.
+    pub fn whole(&self) -> BatchPart<'_> {
+        BatchPart {
+            batch: self,
+            events: 0..self.len(),
+        }
+    }
+
+    /// The batch cut, in order, into the fewest parts that each fit `limits` (an event larger
+    /// than `limits.max_bytes` is a part of its own, which the backend then refuses).
+    pub fn parts(&self, limits: AppendLimits) -> impl Iterator<Item = BatchPart<'_>> {
+        let max_events = limits.max_events.max(1);
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if start >= self.len() {
+                return None;
+            }
+            let base = self.start_of(start);
+            let mut end = start + 1;
+            while end < self.len()
+                && end - start < max_events
+                && self.ends[end] - base <= limits.max_bytes
+            {
+                end += 1;
+            }
+            let part = BatchPart {
+                batch: self,
+                events: start..end,
+            };
+            start = end;
+            Some(part)
+        })
+    }
+
+    /// Appends the batch part by part as `limits` require, each part with `append_part` (one
+    /// all-or-nothing durable write at the part's first offset), in order, stopping at the
+    /// first failure: the PLog then holds a dense prefix of the batch (the parts before the
+    /// one that failed, if their writes succeeded), never a hole.
+    pub fn append_in_parts(
+        &self,
+        limits: AppendLimits,
+        mut append_part: impl FnMut(BatchPart<'_>) -> Result<(), AppendError>,
+    ) -> Result<(), AppendError> {
+        self.parts(limits).try_for_each(&mut append_part)
+    }
+
+    /// Where event `i` starts in `bytes` (for `i == len()`, where the batch ends).
+    fn start_of(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.ends[i - 1] }
+    }
+
+    fn event(&self, i: usize) -> &[u8] {
+        &self.bytes[self.start_of(i)..self.ends[i]]
+    }
+}
+
+/// Consecutive events of an [`EventBatch`]: what one durable write appends.
+#[derive(Clone, Debug)]
+pub struct BatchPart<'a> {
+    batch: &'a EventBatch,
+    events: Range<usize>,
+}
+
+impl<'a> BatchPart<'a> {
+    /// The offset of its first event.
+    pub fn first(&self) -> PLogOffset {
+        self.batch.first + self.events.start as u64
+    }
+
+    /// The offset after its last event.
+    pub fn next(&self) -> PLogOffset {
+        self.batch.first + self.events.end as u64
+    }
+
+    /// How many events it holds (at least one).
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds no event (never, for a part of [`EventBatch::parts`]).
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Encoded bytes of all its events.
+    pub fn encoded_len(&self) -> usize {
+        self.batch.start_of(self.events.end) - self.batch.start_of(self.events.start)
+    }
+
+    /// Its events in offset order: (offset, encoded event).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (PLogOffset, &'a [u8])> + Clone + 'a {
+        let batch = self.batch;
+        self.events
+            .clone()
+            .map(move |i| (batch.first + i as u64, batch.event(i)))
+    }
+}
+
+/// The most one durable write of [`Storage::append_events`] takes; a bigger batch is split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendLimits {
+    /// Events per write.
+    pub max_events: usize,
+    /// Encoded event bytes per write.
+    pub max_bytes: usize,
+}
+
+impl AppendLimits {
+    /// No limit: a batch is always one write.
+    pub const UNLIMITED: Self = Self {
+        max_events: usize::MAX,
+        max_bytes: usize::MAX,
+    };
+}
+
 /// Storage of many partitions.
 ///
 /// Promises an implementation must keep: `write` makes the values durable before the offset;
 /// one partition's writes are applied in the order they were begun; a read sees every write
-/// that completed before it began; `append_event` (and `append`) accepts exactly the PLog's next
-/// offset and returns only once the event is durable.
+/// that completed before it began; `append_events` (and `append_event`, `append`) accepts
+/// exactly the PLog's next offset, writes all of a write or nothing of it, and returns only once
+/// the events are durable.
 pub trait Storage: Send + Sync + 'static {
     /// The stored last numbers of `seqs` in `ws`, in order, 0 for a key never stored. Called
     /// inside a guest's `start`, so it must answer promptly.
@@ -159,5 +345,41 @@ pub trait Storage: Send + Sync + 'static {
         values: &[SeqValue],
     ) -> Result<(), AppendError> {
         self.append_event(partition, offset, values, &[])
+    }
+
+    /// Appends the events of `batch` at `batch.first()` and the offsets after it, with one
+    /// durable write when [`append_limits`](Self::append_limits) allow, else with one per part
+    /// of [`EventBatch::parts`], in order. Returns once every event is durable, or refuses:
+    /// each write is fenced as [`append_event`](Self::append_event) is (accepted only at the
+    /// PLog's next offset) and is all or nothing, so on an error the PLog holds a dense prefix of
+    /// the batch, possibly empty and never with a hole: the parts before the one that failed.
+    /// A [`AppendError::WrongOffset`] names the first offset of the part refused; after an
+    /// [`AppendError::Storage`] whether that part was written is unknown (actualization reads
+    /// the PLog and finds out).
+    ///
+    /// The default appends event by event (a part per event); every backend of this crate
+    /// overrides it with one write per batch.
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        let one_each = AppendLimits {
+            max_events: 1,
+            max_bytes: 0,
+        };
+        batch.append_in_parts(one_each, |part| {
+            for (offset, bytes) in part.iter() {
+                let (values, payload) = decode_event(bytes).ok_or_else(|| {
+                    AppendError::Storage(StorageError(format!(
+                        "PLog append at offset {offset}: the batch holds no valid event there"
+                    )))
+                })?;
+                self.append_event(partition, offset, &values, payload)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The most one write of [`append_events`](Self::append_events) takes; unlimited unless
+    /// the backend has a limit (etcd: operations per transaction and request size).
+    fn append_limits(&self) -> AppendLimits {
+        AppendLimits::UNLIMITED
     }
 }

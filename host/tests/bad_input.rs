@@ -242,6 +242,33 @@ fn a_truncated_database_file_is_refused_and_nothing_is_written() {
     assert_eq!(snapshot(tmp.path()), before);
 }
 
+#[test]
+fn batch_options_out_of_range_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    for (option, value) in [
+        ("--batch-size", "0"),
+        ("--batch-size", "100000"),
+        ("--batch-wait-ms", "99999999"),
+        ("--rate", "fast"),
+        ("--flush-interval-ms", "1e9"),
+    ] {
+        let out = run_host(&[
+            "run",
+            "--data",
+            data.to_str().expect("utf-8"),
+            "--component",
+            component_path().to_str().expect("utf-8"),
+            option,
+            value,
+        ]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {stderr}");
+        assert!(stderr.contains(option), "{option} named: {stderr}");
+        assert!(!data.exists(), "nothing written");
+    }
+}
+
 #[cfg(feature = "etcd")]
 #[test]
 fn an_unreachable_etcd_store_is_refused_in_one_line() {

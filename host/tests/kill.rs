@@ -16,7 +16,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{component_path, host, run_host, small_run, text};
+use common::{checked_events, component_path, host, small_run, text};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -38,18 +38,10 @@ impl Rng {
 
 /// Runs `check` and returns how many PLog events it proved.
 fn check(data: &std::path::Path, after: &str) -> u64 {
-    let out = run_host(&["check", "--data", data.to_str().expect("utf-8 path")]);
-    let (stdout, stderr) = text(&out);
-    assert!(
-        out.status.success(),
-        "check failed {after}:\n{stdout}{stderr}"
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    last.split(", ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected check summary {last:?}"))
+    checked_events(
+        &["check", "--data", data.to_str().expect("utf-8 path")],
+        after,
+    )
 }
 
 #[test]

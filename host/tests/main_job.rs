@@ -16,7 +16,10 @@ fn a_fresh_run_prints_the_summary_and_a_restart_continues_without_a_gap() {
     assert!(first.status.success(), "{stdout}{stderr}");
     for row in [
         "events  ",
-        "events/s",
+        "durable events/s",
+        "durable appends",
+        "ack latency             p50 ",
+        "events per fsync",
         "numbers wlog-offset",
         "numbers rec-id",
         "numbers crec-id",
@@ -95,22 +98,102 @@ fn inspect_shows_the_plog_tail_and_the_sequences_view_of_a_partition() {
 fn the_memory_store_runs_the_workload_and_writes_no_data_dir() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let out = run_host(&[
-        "run",
-        "--store",
-        "memory",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-        "--partitions",
-        "2",
-        "--events",
-        "200",
-    ]);
+    let out = run_job(&data, &["--store", "memory", "--events", "200"]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("memory (nothing kept)"), "{stdout}");
     assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
     assert!(!data.exists());
+}
+
+/// `run` on `data` with the test component, 2 partitions and `args`.
+fn run_job(data: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let component = component_path();
+    let mut all = vec![
+        "run",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--component",
+        component.to_str().expect("utf-8"),
+        "--partitions",
+        "2",
+    ];
+    all.extend_from_slice(args);
+    run_host(&all)
+}
+
+/// The summary's value for `metric` (the text after the metric's column).
+fn row<'a>(summary: &'a str, metric: &str) -> &'a str {
+    summary
+        .lines()
+        .find(|l| l.starts_with(&format!("{metric}  ")))
+        .map(|l| l[metric.len()..].trim())
+        .unwrap_or_else(|| panic!("no {metric:?} row in:\n{summary}"))
+}
+
+#[test]
+fn batches_share_durable_appends_and_one_event_per_write_stays_available_for_comparison() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let run = |batch: &str| {
+        run_job(
+            &data,
+            &["--events", "300", "--fail-rate", "0", "--batch-size", batch],
+        )
+    };
+    let out = run("1");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(row(&stdout, "batches"), "one event per durable append");
+    assert_eq!(row(&stdout, "durable appends"), "600 (1.0 events each)");
+
+    let out = run("100");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        row(&stdout, "batches").starts_with("up to 100 events"),
+        "{stdout}"
+    );
+    assert_eq!(
+        row(&stdout, "durable appends"),
+        "6 (100.0 events each)",
+        "each partition appends its 300 events in 3 writes"
+    );
+    assert!(stdout.contains("ok: 1200 PLog events"), "{stdout}");
+}
+
+#[test]
+fn at_an_offered_rate_a_batch_goes_once_its_first_event_has_waited_the_longest_wait() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    // 1,000 commands/s per partition and a 2 ms wait: batches of a few events, not 100.
+    let out = run_job(
+        &data,
+        &[
+            "--events",
+            "100",
+            "--fail-rate",
+            "0",
+            "--rate",
+            "2000",
+            "--batch-wait-ms",
+            "2",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        row(&stdout, "batches").ends_with("2000 commands/s offered"),
+        "{stdout}"
+    );
+    let appends: u64 = row(&stdout, "durable appends")
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count of appends");
+    assert!(
+        appends >= 10,
+        "200 events arriving over 0.1 s in batches cut at 2 ms: {appends} appends\n{stdout}"
+    );
+    assert!(stdout.contains("ok: 200 PLog events"), "{stdout}");
 }

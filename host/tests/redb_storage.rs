@@ -4,11 +4,13 @@
 
 mod common;
 
+use common::ready;
+
 use std::sync::Arc;
 
 use futures::executor::block_on;
 use sequencer::{Params, SeqValue};
-use sequencer_host::bindings::{StartOutcome, Status};
+use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
     AppendError, DataDir, Driver, DriverConfig, Limits, MonotonicClock, OpenMode, PlogChecker,
     RedbStorage, Runtime, Storage, decode_event, encode_event,
@@ -207,18 +209,6 @@ fn the_checker_finds_a_view_behind_its_offset_or_ahead_of_the_plog() {
 
 fn params() -> Params {
     Params::new().with_seq(1, 1, 1).with_seq(1, 2, 100)
-}
-
-/// Waits (bounded) for the driver to settle and the sequencer to be ready.
-fn ready(driver: &Driver, seq: &sequencer_host::PartitionSequencer) {
-    for _ in 0..1000 {
-        driver.idle();
-        if seq.status() == Status::Ready {
-            return;
-        }
-        std::thread::yield_now();
-    }
-    panic!("the sequencer never became ready: {:?}", seq.status());
 }
 
 #[test]

@@ -1,11 +1,18 @@
 //! `run`: the command-processor workload.
 //!
-//! One thread per partition plays a command processor: each event picks a workspace, takes its
-//! PLog offset with `start` and its numbers with `next` (one WLog offset, one to three record
-//! ids, zero to two C-record ids, as spec 002's system sequences), appends itself with a payload
-//! to the PLog (durable on return), then flushes. A share of events fail after `start` and take
-//! the `actualize` path instead; so does an event whose append fails in storage.
+//! One thread per partition plays a command processor that appends its events in batches:
+//! each command picks a workspace and takes its event's PLog offset and numbers with one
+//! `start_next` (one WLog offset, one to three record ids, zero to two C-record ids, as spec
+//! 002's system sequences), then `stage`s the event; once the batch is full (`--batch-size`),
+//! or the next command would make its first event wait longer than `--batch-wait-ms`, or the
+//! sequencer says "not now", the batch goes to the PLog with one durable `append_events`, and
+//! `flush` completes all its events at once. A share of commands fail after `start` (their
+//! numbers go back): that ends the batch, whose events so far are appended, then `actualize`
+//! drops the failed one (and replays the appended ones from the PLog). A failed or refused
+//! append takes the `actualize` path for the whole batch. `--batch-size 1` is one event per
+//! durable write (no `stage`), for comparison.
 
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,16 +20,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use futures::future::{BoxFuture, FutureExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 #[cfg(feature = "etcd")]
 use sequencer_host::EtcdStorage;
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
-    AppendError, DataDir, DirState, Driver, DriverConfig, HostError, Limits, MemoryStorage,
-    MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker, PlogPage, Runtime,
-    Storage, StorageError,
+    AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
+    Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
+    ReadAhead, Runtime, Storage, encoded_len,
 };
 
 use super::logging::Progress;
@@ -72,10 +78,21 @@ pub fn initial(id: SeqId) -> Option<Number> {
     SEQS.iter().find(|s| s.id == id).map(|s| s.initial)
 }
 
+/// Values a partition may hold unwritten (staged batches included) before `start` says "not
+/// now": the default (500) is smaller than one batch of 256 events over a few hundred keys.
+const MAX_UNFLUSHED_VALUES: usize = 100_000;
+
 fn params() -> Params {
     SEQS.iter()
         .fold(Params::new(), |p, s| p.with_seq(KIND, s.id, s.initial))
+        .with_max_unflushed_values(MAX_UNFLUSHED_VALUES)
 }
+
+/// The longest a command processor waits for its sequencer to become ready.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// The most numbers one event of the workload takes (1 + 3 + 2).
+const MAX_NUMBERS: usize = 6;
 
 /// Options of `run`.
 #[derive(Args, Debug, Clone)]
@@ -108,73 +125,45 @@ pub struct RunArgs {
     /// Seed of the workload's choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Events per durable append (one PLog write); 1 appends each event on its own.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub batch_size: u64,
+    /// The longest a batch's first event waits for more commands before the batch is
+    /// appended, in milliseconds (only an offered --rate makes commands wait).
+    #[arg(long, default_value_t = 2.0, value_parser = parse_millis)]
+    pub batch_wait_ms: f64,
+    /// Commands offered per second over all partitions (evenly spaced); 0: as fast as the
+    /// store acknowledges them.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate: f64,
+    /// The shortest time between two flusher writes of a partition, in milliseconds: the
+    /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
+    pub flush_interval_ms: f64,
+}
+
+fn parse_millis(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60_000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of milliseconds from 0 to 60000"
+        )),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate (events per second, 0 for no limit)"
+        )),
+    }
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
         _ => Err(format!("{s:?} is not a share between 0 and 1")),
-    }
-}
-
-/// Counts PLog events replayed, for the actualization progress bar.
-struct CountingStorage {
-    inner: Arc<dyn Storage>,
-    replayed: Arc<AtomicU64>,
-}
-
-impl Storage for CountingStorage {
-    fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.inner.read_numbers(partition, ws, seqs)
-    }
-
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
-        self.inner.read_next_offset(partition)
-    }
-
-    fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
-        self.inner.write(partition, values, next_offset)
-    }
-
-    fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
-        let replayed = self.replayed.clone();
-        self.inner
-            .read_plog(partition, from, max_events)
-            .map(move |r| {
-                if let Ok(page) = &r {
-                    replayed.fetch_add(page.next.saturating_sub(from), Ordering::Relaxed);
-                }
-                r
-            })
-            .boxed()
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.inner.append_event(partition, offset, values, payload)
     }
 }
 
@@ -201,13 +190,37 @@ impl Backend {
 /// What one partition's command processor did.
 #[derive(Default, Clone)]
 struct Tally {
+    /// Events durable in the PLog (acknowledged, or found there by actualization).
     events: u64,
     numbers: [u64; SEQS.len()],
+    /// Durable appends that succeeded (one per batch).
+    appends: u64,
+    /// Events of failed appends that actualization found in the PLog after all.
+    recovered: u64,
     actualizations: u64,
     append_failures: u64,
     fenced: u64,
     actualizing: Duration,
     not_now: u64,
+    /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
+    latencies_us: Vec<u32>,
+}
+
+impl Tally {
+    fn add(&mut self, t: Tally) {
+        self.events += t.events;
+        for (sum, n) in self.numbers.iter_mut().zip(t.numbers) {
+            *sum += n;
+        }
+        self.appends += t.appends;
+        self.recovered += t.recovered;
+        self.actualizations += t.actualizations;
+        self.append_failures += t.append_failures;
+        self.fenced += t.fenced;
+        self.actualizing += t.actualizing;
+        self.not_now += t.not_now;
+        self.latencies_us.extend(t.latencies_us);
+    }
 }
 
 struct Rng(u64);
@@ -226,9 +239,101 @@ impl Rng {
     }
 }
 
+/// One command of the workload: its workspace, the sequences its event takes numbers of, and
+/// whether it fails after `start`.
+struct Command {
+    ws: WsId,
+    seqs: [SeqId; MAX_NUMBERS],
+    len: usize,
+    fails: bool,
+}
+
+impl Command {
+    fn seqs(&self) -> &[SeqId] {
+        &self.seqs[..self.len]
+    }
+}
+
+/// A partition's commands, from the seed.
+struct Commands {
+    rng: Rng,
+    partition: u64,
+    partitions: u64,
+    per_partition: u64,
+    fail_rate: f64,
+}
+
+impl Commands {
+    fn new(a: &RunArgs, p: PartitionId) -> Self {
+        Self {
+            rng: Rng((a.seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(u64::from(p) + 1) | 1),
+            partition: u64::from(p),
+            partitions: u64::from(a.partitions),
+            per_partition: a.workspaces.div_ceil(u64::from(a.partitions)),
+            fail_rate: a.fail_rate,
+        }
+    }
+
+    fn next(&mut self) -> Command {
+        let rng = &mut self.rng;
+        let ws = (rng.next() % self.per_partition) * self.partitions + self.partition + 1;
+        let recs = 1 + (rng.next() % 3) as usize;
+        let crecs = (rng.next() % 3) as usize;
+        let mut seqs = [SEQS[0].id; MAX_NUMBERS];
+        seqs[1..=recs].fill(SEQS[1].id);
+        seqs[1 + recs..1 + recs + crecs].fill(SEQS[2].id);
+        Command {
+            ws,
+            seqs,
+            len: 1 + recs + crecs,
+            fails: rng.share() < self.fail_rate,
+        }
+    }
+}
+
+/// When commands arrive: evenly spaced at an offered rate, or always at once.
+struct Arrivals {
+    start: Instant,
+    interval: Option<Duration>,
+    taken: u32,
+}
+
+impl Arrivals {
+    fn new(a: &RunArgs) -> Self {
+        let per_partition = a.rate / f64::from(a.partitions);
+        Self {
+            start: Instant::now(),
+            interval: (per_partition > 0.0).then(|| Duration::from_secs_f64(1.0 / per_partition)),
+            taken: 0,
+        }
+    }
+
+    /// When the next command arrives (`None`: it is there already).
+    fn next_due(&self) -> Option<Instant> {
+        self.interval.map(|i| self.start + i * self.taken)
+    }
+
+    fn take(&mut self) {
+        self.taken = self.taken.saturating_add(1);
+    }
+}
+
+/// Why a batch stopped growing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BatchEnd {
+    /// Full, or the run's events are all numbered.
+    Full,
+    /// The next command would arrive after the first event's longest wait, or the sequencer
+    /// said "not now": append what there is.
+    Early,
+    /// A command failed after `start`: append what there is, then actualize (dropping it).
+    CommandFailed,
+}
+
 struct Workload<'a> {
     args: &'a RunArgs,
     storage: &'a Arc<dyn Storage>,
+    read_ahead: &'a ReadAhead,
     events_bar: &'a ProgressBar,
     actualizations: &'a AtomicU64,
     /// A shared store (etcd): another host may hold the same partition, so an append refused
@@ -236,92 +341,277 @@ struct Workload<'a> {
     shared: bool,
 }
 
+/// One partition's command processor at work.
+struct Processor<'a> {
+    w: &'a Workload<'a>,
+    seq: &'a PartitionSequencer,
+    t: Tally,
+    commands: Commands,
+    arrivals: Arrivals,
+    /// Commands drawn and not yet started, oldest first.
+    upcoming: VecDeque<Command>,
+    /// The sequencer's cache is empty (at first, and after each actualization): wait until it
+    /// is ready before reading ahead.
+    cold: bool,
+    /// Workspaces whose numbers were read ahead since the last actualization (so are in the
+    /// sequencer's memory once started).
+    known: HashSet<WsId>,
+    batch: EventBatch,
+    /// When each event of the batch was numbered.
+    numbered: Vec<Instant>,
+    /// Numbers the batch's events took, per sequence.
+    batch_numbers: [u64; SEQS.len()],
+    payload: Vec<u8>,
+    values: Vec<SeqValue>,
+    actualizing_since: Option<Instant>,
+    /// A batch whose append failed in storage: how many of its events are durable is known
+    /// once actualization has read the PLog (the next start's offset).
+    unresolved: Option<(PLogOffset, u64)>,
+}
+
 impl Workload<'_> {
     fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let p = seq.partition();
-        let mut t = Tally::default();
-        let mut rng = Rng((a.seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(u64::from(p) + 1) | 1);
-        let per_partition = a.workspaces.div_ceil(u64::from(a.partitions));
-        let mut actualizing_since: Option<Instant> = None;
-        let mut seqs: Vec<SeqId> = Vec::with_capacity(6);
-        let mut payload = Vec::with_capacity(a.payload_bytes);
-        while t.events < a.events {
-            let ws = (rng.next() % per_partition) * u64::from(a.partitions) + u64::from(p) + 1;
-            seqs.clear();
-            seqs.push(SEQS[0].id);
-            seqs.extend(std::iter::repeat_n(
-                SEQS[1].id,
-                1 + (rng.next() % 3) as usize,
-            ));
-            seqs.extend(std::iter::repeat_n(SEQS[2].id, (rng.next() % 3) as usize));
-            let (outcome, numbers) = seq.start_next(KIND, ws, &seqs).map_err(host)?;
+        let mut p = Processor {
+            w: self,
+            seq,
+            t: Tally::default(),
+            commands: Commands::new(a, seq.partition()),
+            arrivals: Arrivals::new(a),
+            upcoming: VecDeque::with_capacity(a.batch_size as usize),
+            cold: true,
+            known: HashSet::new(),
+            batch: EventBatch::new(0),
+            numbered: Vec::with_capacity(a.batch_size as usize),
+            batch_numbers: [0; SEQS.len()],
+            payload: Vec::with_capacity(a.payload_bytes),
+            values: Vec::with_capacity(MAX_NUMBERS),
+            actualizing_since: None,
+            unresolved: None,
+        };
+        while p.t.events < a.events {
+            let end = p.fill_batch()?;
+            p.append_batch(end)?;
+        }
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        Ok(p.t)
+    }
+}
+
+impl Processor<'_> {
+    /// Numbers and stages events until the batch is full or must go.
+    fn fill_batch(&mut self) -> Result<BatchEnd, CliError> {
+        let a = self.w.args;
+        let want = a.batch_size.min(a.events.saturating_sub(self.t.events));
+        self.batch.reset(0);
+        self.numbered.clear();
+        self.batch_numbers = [0; SEQS.len()];
+        self.read_ahead(want)?;
+        self.number_batch(want)
+    }
+
+    /// Reads the numbers of the next `n` commands' workspaces that were not read since the
+    /// last actualization with one storage read, instead of one per `start` on a workspace
+    /// not in the sequencer's cache (after an actualization, every workspace).
+    fn read_ahead(&mut self, n: u64) -> Result<(), CliError> {
+        while (self.upcoming.len() as u64) < n {
+            self.upcoming.push_back(self.commands.next());
+        }
+        let mut ws: Vec<WsId> = Vec::new();
+        for c in self.upcoming.iter().take(n as usize) {
+            if self.known.insert(c.ws) {
+                ws.push(c.ws);
+            }
+        }
+        if ws.is_empty() {
+            return Ok(());
+        }
+        if self.cold {
+            self.wait_ready()?;
+        }
+        let seqs: Vec<SeqId> = SEQS.iter().map(|s| s.id).collect();
+        self.w
+            .read_ahead
+            .read_ahead(self.seq.partition(), &ws, &seqs)
+            .map_err(|e| CliError(format!("partition {}: {e}", self.seq.partition())))?;
+        Ok(())
+    }
+
+    /// Waits (bounded) until the sequencer has actualized.
+    fn wait_ready(&mut self) -> Result<(), CliError> {
+        let deadline = Instant::now() + READY_WITHIN;
+        while self.seq.status() != Status::Ready {
+            if Instant::now() > deadline {
+                return Err(CliError(format!(
+                    "partition {}: the sequencer is not ready after {} s",
+                    self.seq.partition(),
+                    READY_WITHIN.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        self.cold = false;
+        Ok(())
+    }
+
+    /// Numbers and stages up to `want` events.
+    fn number_batch(&mut self, want: u64) -> Result<BatchEnd, CliError> {
+        let a = self.w.args;
+        let max_wait = Duration::from_secs_f64(a.batch_wait_ms / 1000.0);
+        while (self.batch.len() as u64) < want {
+            if let Some(due) = self.arrivals.next_due() {
+                let now = Instant::now();
+                if due > now {
+                    if self
+                        .numbered
+                        .first()
+                        .is_some_and(|&first| due > first + max_wait)
+                    {
+                        return Ok(BatchEnd::Early);
+                    }
+                    std::thread::sleep(due - now);
+                }
+            }
+            if self.upcoming.is_empty() {
+                self.upcoming.push_back(self.commands.next());
+            }
+            let Some(cmd) = self.upcoming.front() else {
+                continue;
+            };
+            let (outcome, numbers) = self
+                .seq
+                .start_next(KIND, cmd.ws, cmd.seqs())
+                .map_err(host)?;
             let offset = match outcome {
                 StartOutcome::Started(offset) => offset,
                 StartOutcome::NotNow(reason) => {
                     if reason == NotNowReason::TooManyUnflushed {
-                        t.not_now += 1;
+                        self.t.not_now += 1;
+                    }
+                    if !self.batch.is_empty() {
+                        return Ok(BatchEnd::Early);
                     }
                     std::thread::sleep(Duration::from_micros(100));
                     continue;
                 }
             };
-            if let Some(since) = actualizing_since.take() {
-                t.actualizing += since.elapsed();
-            }
-            if rng.share() < a.fail_rate {
-                // The command failed after `start`: its offset and numbers go back.
-                seq.actualize().map_err(host)?;
-                t.actualizations += 1;
-                self.actualizations.fetch_add(1, Ordering::Relaxed);
-                actualizing_since = Some(Instant::now());
+            self.started(offset);
+            let Some(cmd) = self.upcoming.pop_front() else {
                 continue;
+            };
+            self.arrivals.take();
+            if cmd.fails {
+                // The command failed after `start`: its offset and numbers go back.
+                return Ok(BatchEnd::CommandFailed);
             }
-            let values: Vec<SeqValue> = seqs
-                .iter()
-                .zip(&numbers)
-                .map(|(&s, &n)| SeqValue::new(ws, s, n))
-                .collect();
-            fill_payload(&mut payload, a.payload_bytes, ws, offset, &values);
-            match self.storage.append_event(p, offset, &values, &payload) {
-                Ok(()) => {}
-                Err(AppendError::Storage(e)) => {
-                    // Whether the event is in the PLog is unknown: actualization finds out.
-                    tracing::warn!("partition {p}: {e}; actualizing");
-                    seq.actualize().map_err(host)?;
-                    t.append_failures += 1;
-                    t.actualizations += 1;
-                    self.actualizations.fetch_add(1, Ordering::Relaxed);
-                    actualizing_since = Some(Instant::now());
-                    continue;
-                }
-                Err(e @ AppendError::WrongOffset { .. }) if self.shared => {
-                    // Another host committed this offset: catch up from the PLog and go on.
-                    tracing::warn!("partition {p}: {e}; actualizing");
-                    seq.actualize().map_err(host)?;
-                    t.fenced += 1;
-                    t.actualizations += 1;
-                    self.actualizations.fetch_add(1, Ordering::Relaxed);
-                    actualizing_since = Some(Instant::now());
-                    continue;
-                }
-                Err(e @ AppendError::WrongOffset { .. }) => {
-                    return Err(CliError(format!("partition {p}: {e}")));
-                }
+            if self.batch.is_empty() {
+                self.batch.reset(offset);
             }
-            seq.flush().map_err(host)?;
-            for &s in &seqs {
+            self.values.clear();
+            self.values.extend(
+                cmd.seqs()
+                    .iter()
+                    .zip(&numbers)
+                    .map(|(&s, &n)| SeqValue::new(cmd.ws, s, n)),
+            );
+            fill_payload(
+                &mut self.payload,
+                a.payload_bytes,
+                cmd.ws,
+                offset,
+                &self.values,
+            );
+            self.batch.push(&self.values, &self.payload);
+            self.numbered.push(Instant::now());
+            for &s in cmd.seqs() {
                 if let Some(i) = SEQS.iter().position(|d| d.id == s) {
-                    t.numbers[i] += 1;
+                    self.batch_numbers[i] += 1;
                 }
             }
-            t.events += 1;
-            self.events_bar.inc(1);
+            if a.batch_size > 1 {
+                self.seq.stage().map_err(host)?;
+            }
         }
-        if let Some(since) = actualizing_since {
-            t.actualizing += since.elapsed();
+        Ok(BatchEnd::Full)
+    }
+
+    /// A start succeeded at `offset`: actualization, if any, is over.
+    fn started(&mut self, offset: PLogOffset) {
+        if let Some(since) = self.actualizing_since.take() {
+            self.t.actualizing += since.elapsed();
         }
-        Ok(t)
+        if let Some((first, len)) = self.unresolved.take() {
+            // Actualization replayed the PLog: the events of the failed append before this
+            // offset are in it.
+            self.durable_unacknowledged(offset.saturating_sub(first).min(len));
+        }
+    }
+
+    /// Counts `n` events that are durable although their append reported a failure.
+    fn durable_unacknowledged(&mut self, n: u64) {
+        self.t.events += n;
+        self.t.recovered += n;
+        self.w.events_bar.inc(n);
+    }
+
+    /// Appends the batch with one durable write, then completes it (`flush`), or drops what
+    /// is not in the PLog (`actualize`).
+    fn append_batch(&mut self, end: BatchEnd) -> Result<(), CliError> {
+        let p = self.seq.partition();
+        let appended = if self.batch.is_empty() {
+            Ok(())
+        } else {
+            self.w.storage.append_events(p, &self.batch)
+        };
+        let mut actualize = end == BatchEnd::CommandFailed;
+        match appended {
+            Ok(()) => {
+                let acked = Instant::now();
+                let n = self.batch.len() as u64;
+                if n > 0 {
+                    self.t.appends += 1;
+                }
+                self.t.events += n;
+                for (sum, k) in self.t.numbers.iter_mut().zip(self.batch_numbers) {
+                    *sum += k;
+                }
+                self.t.latencies_us.extend(self.numbered.iter().map(|&at| {
+                    u32::try_from(acked.duration_since(at).as_micros()).unwrap_or(u32::MAX)
+                }));
+                self.w.events_bar.inc(n);
+            }
+            Err(AppendError::Storage(e)) => {
+                // Which parts of the batch are in the PLog is unknown: actualization finds out.
+                tracing::warn!("partition {p}: {e}; actualizing");
+                self.t.append_failures += 1;
+                self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
+                actualize = true;
+            }
+            Err(e @ AppendError::WrongOffset { offered, .. }) if self.w.shared => {
+                // Another host committed at `offered`: the parts before it are ours. Catch up
+                // from the PLog and go on.
+                tracing::warn!("partition {p}: {e}; actualizing");
+                self.t.fenced += 1;
+                self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
+                actualize = true;
+            }
+            Err(e @ AppendError::WrongOffset { .. }) => {
+                return Err(CliError(format!("partition {p}: {e}")));
+            }
+        }
+        if actualize {
+            self.cold = true;
+            self.known.clear();
+            self.seq.actualize().map_err(host)?;
+            self.t.actualizations += 1;
+            self.w.actualizations.fetch_add(1, Ordering::Relaxed);
+            self.actualizing_since = Some(Instant::now());
+        } else if !self.batch.is_empty() {
+            self.seq.flush().map_err(host)?;
+        }
+        Ok(())
     }
 }
 
@@ -333,15 +623,19 @@ fn host(e: HostError) -> CliError {
 fn fill_payload(out: &mut Vec<u8>, size: usize, ws: WsId, offset: PLogOffset, values: &[SeqValue]) {
     use std::io::Write;
     out.clear();
-    let ids: Vec<String> = values.iter().map(|v| v.value.to_string()).collect();
     let _ = write!(
         out,
-        r#"{{"cmd":"c.orders.Place","ws":{ws},"offset":{offset},"ids":[{}]"#,
-        ids.join(",")
+        r#"{{"cmd":"c.orders.Place","ws":{ws},"offset":{offset},"ids":["#
     );
+    for (i, v) in values.iter().enumerate() {
+        let _ = write!(out, "{}{}", if i == 0 { "" } else { "," }, v.value);
+    }
+    out.push(b']');
     let pad = size.saturating_sub(out.len() + 10);
     if pad > 0 {
-        let _ = write!(out, r#","pad":"{}""#, ".".repeat(pad));
+        out.extend_from_slice(br#","pad":""#);
+        out.resize(out.len() + pad, b'.');
+        out.push(b'"');
     }
     out.push(b'}');
 }
@@ -378,7 +672,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         None => match &args.store {
             #[cfg(feature = "etcd")]
             StoreKind::Etcd(url) => {
-                let unavailable = |e: StorageError| {
+                let unavailable = |e: sequencer_host::StorageError| {
                     CliError(format!(
                         "store {url}: the etcd cluster is not available: {e}"
                     ))
@@ -398,11 +692,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => Arc::new(e.clone()),
     };
-    let replayed = Arc::new(AtomicU64::new(0));
-    let storage: Arc<dyn Storage> = Arc::new(CountingStorage {
-        inner: base,
-        replayed: replayed.clone(),
-    });
+    check_event_fits(args, base.append_limits())?;
+    let read_ahead = Arc::new(ReadAhead::new(base));
+    let storage: Arc<dyn Storage> = read_ahead.clone();
 
     // What a restart has to replay: from the stored next offset to the PLog's end.
     let mut to_replay = 0u64;
@@ -424,7 +716,8 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         storage.clone(),
         Arc::new(MonotonicClock::new()),
         DriverConfig::default(),
-    );
+    )
+    .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0));
     let params = params();
     let actualize_started = Instant::now();
     let seqs = open_partitions(&driver, &runtime, &params, args.partitions)?;
@@ -434,7 +727,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     ));
     bar.set_prefix("actualizing");
     loop {
-        bar.set_position(replayed.load(Ordering::Relaxed).min(to_replay));
+        bar.set_position(read_ahead.counts().plog_events_read.min(to_replay));
         if seqs.iter().all(|s| s.status() == Status::Ready) {
             break;
         }
@@ -448,7 +741,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     }
     bar.finish_and_clear();
     let actualize_time = actualize_started.elapsed();
-    let replayed_events = replayed.load(Ordering::Relaxed);
+    let replayed_events = read_ahead.counts().plog_events_read;
     if resumed_events > 0 {
         tracing::info!(
             "resumed {resumed_events} events: replayed {replayed_events} from the last flushed offsets in {:.3} s",
@@ -467,14 +760,13 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let workload = Workload {
         args,
         storage: &storage,
+        read_ahead: &read_ahead,
         events_bar: &events_bar,
         actualizations: &actualizations,
         shared: backend.shared(),
     };
-    let counts_before = match &backend {
-        Backend::Embedded(d) => d.store().counts(),
-        _ => Default::default(),
-    };
+    let counts_before = StoreSnapshot::take(&backend);
+    let reads_before = read_ahead.counts();
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = seqs
@@ -490,13 +782,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 "{rate:.0}/s, actualizations {}",
                 actualizations.load(Ordering::Relaxed)
             );
-            if let Backend::Embedded(d) = &backend {
-                let c = d.store().counts();
-                msg.push_str(&format!(
-                    ", flushes {}, commits {}",
-                    c.writes - counts_before.writes,
-                    c.commits - counts_before.commits
-                ));
+            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(&backend).since(&counts_before)
+            {
+                msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
             }
             events_bar.set_message(msg);
             std::thread::sleep(Duration::from_millis(100));
@@ -510,19 +798,12 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             .collect()
     });
     let elapsed = started.elapsed();
+    let during = StoreSnapshot::take(&backend).since(&counts_before);
+    let reads = read_ahead.counts().since(&reads_before);
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
-        let t = r?;
-        tally.events += t.events;
-        for (sum, n) in tally.numbers.iter_mut().zip(t.numbers) {
-            *sum += n;
-        }
-        tally.actualizations += t.actualizations;
-        tally.append_failures += t.append_failures;
-        tally.fenced += t.fenced;
-        tally.actualizing += t.actualizing;
-        tally.not_now += t.not_now;
+        tally.add(r?);
     }
 
     // Let the flusher catch up, then stop.
@@ -531,17 +812,6 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         s.cleanup();
     }
     drop(driver);
-    let counts = match &backend {
-        Backend::Embedded(d) => {
-            let c = d.store().counts();
-            Some((
-                c.writes - counts_before.writes,
-                c.commits - counts_before.commits,
-                c,
-            ))
-        }
-        _ => None,
-    };
 
     // Prove what is stored.
     let checked = match &backend {
@@ -578,49 +848,85 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 args.partitions, args.workspaces, args.fail_rate
             ),
         ),
+        (
+            "batches".into(),
+            if args.batch_size == 1 {
+                "one event per durable append".into()
+            } else {
+                format!(
+                    "up to {} events, first event waits at most {} ms{}",
+                    args.batch_size,
+                    args.batch_wait_ms,
+                    if args.rate > 0.0 {
+                        format!(", {} commands/s offered", args.rate)
+                    } else {
+                        ", commands always waiting".into()
+                    }
+                )
+            },
+        ),
         ("events".into(), tally.events.to_string()),
         ("elapsed".into(), format!("{secs:.2} s")),
         (
-            "events/s".into(),
+            "durable events/s".into(),
             format!("{:.0}", tally.events as f64 / secs),
         ),
+        (
+            "durable appends".into(),
+            format!(
+                "{} ({:.1} events each{})",
+                tally.appends,
+                (tally.events - tally.recovered) as f64 / tally.appends.max(1) as f64,
+                if tally.recovered > 0 {
+                    format!(
+                        "; {} more events of failed appends found in the PLog",
+                        tally.recovered
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        ("ack latency".into(), latency_line(&mut tally.latencies_us)),
     ];
     for (d, n) in SEQS.iter().zip(tally.numbers) {
         rows.push((format!("numbers {}", d.name), n.to_string()));
     }
-    match counts {
-        Some((writes, commits, c)) => {
-            rows.push(("flushes (view writes)".into(), writes.to_string()));
+    match during {
+        StoreSnapshot::Embedded(c) => {
+            rows.push((
+                "flushes (view writes)".into(),
+                format!("{} ({} view rows)", c.writes, c.values_written),
+            ));
             rows.push((
                 "commits (1 fsync each)".into(),
                 format!(
-                    "{commits} ({:.2} per event, mean {})",
-                    commits as f64 / tally.events.max(1) as f64,
+                    "{} ({:.1} events per fsync, mean {})",
+                    c.commits,
+                    tally.events as f64 / c.commits.max(1) as f64,
                     ms(Duration::from_nanos(c.commit_nanos / c.commits.max(1)))
                 ),
             ));
         }
-        None => match &backend {
-            #[cfg(feature = "etcd")]
-            Backend::Etcd(e) => {
-                let s = e.stats();
-                rows.push((
-                    "flushes (view writes)".into(),
-                    s.writes.load(Ordering::Relaxed).to_string(),
-                ));
-                rows.push((
-                    "etcd transactions".into(),
-                    format!(
-                        "{} ({} retried, {} appends decided by read-back, {} refused by the fence)",
-                        s.txns.load(Ordering::Relaxed),
-                        s.retries.load(Ordering::Relaxed),
-                        s.read_backs.load(Ordering::Relaxed),
-                        s.fenced.load(Ordering::Relaxed)
-                    ),
-                ));
-            }
-            _ => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
-        },
+        #[cfg(feature = "etcd")]
+        StoreSnapshot::Etcd(e) => {
+            rows.push(("flushes (view writes)".into(), e.writes.to_string()));
+            rows.push((
+                "etcd transactions".into(),
+                format!(
+                    "{} ({:.1} events per transaction; {} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again)",
+                    e.txns,
+                    tally.events as f64 / e.txns.max(1) as f64,
+                    e.append_txns,
+                    tally.events as f64 / e.append_txns.max(1) as f64,
+                    e.retries,
+                    e.read_backs,
+                    e.fenced,
+                    e.view_conflicts
+                ),
+            ));
+        }
+        _ => rows.push(("flushes (view writes)".into(), "n/a in memory".into())),
     }
     rows.push((
         "actualizations".into(),
@@ -637,6 +943,18 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             ms(tally.actualizing / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
         ),
     ));
+    rows.push((
+        "numbers reads".into(),
+        format!(
+            "{} storage reads of {} workspaces ({} total, {} mean); {} starts served by reads ahead, {} read on their own",
+            reads.storage_reads,
+            reads.workspaces_read,
+            ms(Duration::from_nanos(reads.read_nanos)),
+            ms(Duration::from_nanos(reads.read_nanos / reads.storage_reads.max(1))),
+            reads.served,
+            reads.missed
+        ),
+    ));
     rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
     rows.push((
         "check".into(),
@@ -644,6 +962,107 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     ));
     print_table(&rows);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the store did, as counters (those of the backend in use).
+enum StoreSnapshot {
+    Embedded(sequencer_host::StoreCounts),
+    #[cfg(feature = "etcd")]
+    Etcd(EtcdCounts),
+    Memory,
+}
+
+/// A snapshot of [`sequencer_host::EtcdStats`].
+#[cfg(feature = "etcd")]
+#[derive(Clone, Copy)]
+struct EtcdCounts {
+    writes: u64,
+    txns: u64,
+    append_txns: u64,
+    retries: u64,
+    read_backs: u64,
+    fenced: u64,
+    view_conflicts: u64,
+}
+
+impl StoreSnapshot {
+    fn take(backend: &Backend) -> Self {
+        match backend {
+            Backend::Embedded(d) => Self::Embedded(d.store().counts()),
+            #[cfg(feature = "etcd")]
+            Backend::Etcd(e) => {
+                let s = e.stats();
+                let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+                Self::Etcd(EtcdCounts {
+                    writes: get(&s.writes),
+                    txns: get(&s.txns),
+                    append_txns: get(&s.append_txns),
+                    retries: get(&s.retries),
+                    read_backs: get(&s.read_backs),
+                    fenced: get(&s.fenced),
+                    view_conflicts: get(&s.view_conflicts),
+                })
+            }
+            Backend::Memory(_) => Self::Memory,
+        }
+    }
+
+    /// What was done between `before` and this snapshot.
+    fn since(self, before: &Self) -> Self {
+        match (self, before) {
+            (Self::Embedded(a), Self::Embedded(b)) => Self::Embedded(sequencer_host::StoreCounts {
+                commits: a.commits - b.commits,
+                appends: a.appends - b.appends,
+                append_writes: a.append_writes - b.append_writes,
+                writes: a.writes - b.writes,
+                values_written: a.values_written - b.values_written,
+                commit_nanos: a.commit_nanos - b.commit_nanos,
+            }),
+            #[cfg(feature = "etcd")]
+            (Self::Etcd(a), Self::Etcd(b)) => Self::Etcd(EtcdCounts {
+                writes: a.writes - b.writes,
+                txns: a.txns - b.txns,
+                append_txns: a.append_txns - b.append_txns,
+                retries: a.retries - b.retries,
+                read_backs: a.read_backs - b.read_backs,
+                fenced: a.fenced - b.fenced,
+                view_conflicts: a.view_conflicts - b.view_conflicts,
+            }),
+            (now, _) => now,
+        }
+    }
+}
+
+/// Refuses a workload whose largest event the store cannot take in one write.
+fn check_event_fits(args: &RunArgs, limits: AppendLimits) -> CliResult<()> {
+    // The payload is the command as JSON (at most ~160 bytes), padded to --payload-bytes.
+    let largest = encoded_len(MAX_NUMBERS, args.payload_bytes.max(160));
+    if largest > limits.max_bytes {
+        return Err(CliError(format!(
+            "--payload-bytes {}: an event of up to {largest} bytes does not fit in one write of this store (at most {} bytes)",
+            args.payload_bytes, limits.max_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
+fn latency_line(us: &mut [u32]) -> String {
+    if us.is_empty() {
+        return "n/a (no event acknowledged)".into();
+    }
+    us.sort_unstable();
+    let at = |q: f64| {
+        let i = ((us.len() as f64 * q).ceil() as usize).clamp(1, us.len()) - 1;
+        ms(Duration::from_micros(u64::from(us[i])))
+    };
+    format!(
+        "p50 {}, p99 {}, max {} (numbering to durable acknowledgement, {} events)",
+        at(0.50),
+        at(0.99),
+        at(1.0),
+        us.len()
+    )
 }
 
 fn open_partitions(

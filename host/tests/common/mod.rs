@@ -89,3 +89,32 @@ pub fn small_run(data: &Path, events: u64) -> Output {
         "0.05",
     ])
 }
+
+/// Runs `sequencer-host` with `args` (a `check`), asserts it passed, and returns how many PLog
+/// events it proved (from its last line); `after` says when, for the failure message.
+pub fn checked_events(args: &[&str], after: &str) -> u64 {
+    let out = run_host(args);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "check failed {after}:\n{stdout}{stderr}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    last.split(", ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected check summary {last:?}"))
+}
+
+/// Waits (bounded) for the driver to settle and the sequencer to be ready.
+pub fn ready(driver: &sequencer_host::Driver, seq: &sequencer_host::PartitionSequencer) {
+    for _ in 0..1000 {
+        driver.idle();
+        if seq.status() == sequencer_host::bindings::Status::Ready {
+            return;
+        }
+        std::thread::yield_now();
+    }
+    panic!("the sequencer never became ready: {:?}", seq.status());
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The main job's durable path, side by side: `sequencer-host run` on the embedded redb store and
+# on a 3-member etcd cluster, one event per durable write (--batch-size 1) and batched (the
+# default), interleaved (redb 1, redb batched, etcd 1, etcd batched, then again) so that what
+# the machine does meanwhile falls on both alike. Each run starts from an empty store: a fresh
+# data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
+# store and mode: durable events/s, acknowledgement latency (numbering to durable ack) p50/p99,
+# and events per fsync (redb commit) or per etcd append transaction, as medians over the runs.
+#
+#   bash scripts/bench-durable.sh                   # 3 rounds
+#   BENCH_RUNS=1 BENCH_SCALE=0.2 bash scripts/bench-durable.sh   # a quick smoke run
+#   bash scripts/bench-durable.sh --partitions 16   # arguments go to every run
+#
+# Knobs: BENCH_RUNS (rounds, 3), BENCH_SCALE (events factor, 1), BENCH_STORES ("redb etcd"),
+# BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default).
+# Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
+# one and 5,000 batched (about 2 to 10 s per run here). Builds the component and the host
+# (release, with the etcd feature: protoc and etcd come into the project's tool cache).
+# Results: docs/BENCHMARKS.md.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+runs="${BENCH_RUNS:-3}"
+scale="${BENCH_SCALE:-1}"
+stores="${BENCH_STORES:-redb etcd}"
+events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
+
+step "build: the component, the host (release, etcd feature), etcd"
+PROTOC="$(bash scripts/protoc.sh)"
+export PROTOC
+SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
+export SEQUENCER_COMPONENT
+cargo build --release -p sequencer-host --features etcd
+host="$TARGET_DIR/release/sequencer-host"
+[[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
+
+work="$(mktemp -d)"
+cluster=""
+cleanup() {
+  [[ -n "$cluster" ]] && bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# run STORE MODE ROUND [ARG...]: one run from an empty store, with ARGs; its summary goes to
+# $work/STORE-MODE-ROUND.
+run() {
+  local store="$1" mode="$2" round="$3" out="$work/$1-$2-$3" target batch n
+  shift 3
+  # The batched runs are the default main job unless BENCH_BATCH names a batch size.
+  if [[ "$mode" == one ]]; then batch=(--batch-size 1)
+  elif [[ -n "${BENCH_BATCH:-}" ]]; then batch=(--batch-size "$BENCH_BATCH")
+  else batch=(); fi
+  case "$store" in
+    redb)
+      [[ "$mode" == one ]] && n="$(events 2500)" || n="$(events 25000)"
+      target=(--data "$work/data-$store-$mode-$round")
+      ;;
+    etcd)
+      [[ "$mode" == one ]] && n="$(events 500)" || n="$(events 5000)"
+      cluster="$work/cluster-$mode-$round"
+      mkdir -p "$cluster"
+      bash scripts/etcd-cluster.sh start "$cluster" >/dev/null
+      target=(--store "etcd://$(sed 's#http://##g' "$cluster/endpoints")")
+      ;;
+  esac
+  echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$out"
+  "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
+  echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
+  if [[ "$store" == etcd ]]; then
+    bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null
+    cluster=""
+  fi
+  printf '%-5s %-8s round %d: %s events/s\n' "$store" "$mode" "$round" \
+    "$(sed -n 's/^durable events\/s *//p' "$out")" >&2
+}
+
+extra=("$@")
+start=$SECONDS
+step "measuring: $runs rounds of ${stores// /, }, one event per write and batched, interleaved"
+for ((round = 1; round <= runs; round++)); do
+  for store in $stores; do
+    for mode in one batched; do
+      run "$store" "$mode" "$round" "${extra[@]}"
+    done
+  done
+done
+
+# The table: medians over the rounds (and the range of events/s).
+echo
+printf '%-5s  %-22s  %6s  %20s  %10s  %10s  %26s  %s\n' store mode events "durable events/s" \
+  "ack p50" "ack p99" "events per write" "load (1 min, before-after)"
+for store in $stores; do
+  for mode in one batched; do
+    cat "$work/$store-$mode-"* | awk -v store="$store" -v mode="$mode" '
+      function median(a, n,   i, j, t) {
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      }
+      /^events  / { ev = $2 }
+      /^batches/ { label = ($2 == "one" ? "one event per write" : "batched (" $4 ")") }
+      /^durable events\/s/ { r[++n] = $3 }
+      /^ack latency/ { p50[n] = $4; p99[n] = $7 + 0 }
+      /^commits \(1 fsync each\)/ { sub(/.*\(/, ""); w[n] = $1; unit = "per fsync" }
+      /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append txn" }
+      /^load / { l[++nl] = $2 }
+      END {
+        for (i = 1; i <= n; i++) { rr[i] = r[i]; a[i] = p50[i]; b[i] = p99[i]; c[i] = w[i] }
+        lo = hi = r[1]; for (i = 1; i <= n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
+        loads = ""; for (i = 1; i <= nl; i += 2) loads = loads (i > 1 ? ", " : "") l[i] "-" l[i + 1]
+        printf "%-5s  %-22s  %6d  %8d (%5d-%5d)  %7.1f ms  %7.1f ms  %12.1f %-13s  %s\n", store,
+          label, ev, median(rr, n), lo, hi,
+          median(a, n), median(b, n), median(c, n), unit, loads
+      }'
+  done
+done
+echo
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1); $runs rounds, scale $scale, arguments: ${extra[*]:-none}; measured in $((SECONDS - start)) s"
