@@ -1,14 +1,16 @@
-//! wit-bindgen glue: the core as the `sequencer-plugin` world of `wit/sequencer.wit`.
+//! wit-bindgen glue: the [`Shell`] as the `sequencer-plugin` world of `wit/sequencer.wit`.
 //!
-//! Thin by design: every export converts its arguments, calls the core, begins whatever storage
-//! work the core then has due through the imported `storage`, and converts the result. Nothing
-//! here panics on bad input; refused calls come back as the WIT `error` variant.
+//! Type conversion only: every export converts its arguments, calls the shell (which holds
+//! every rule) with the imports as its [`Host`], and converts the result. Nothing here panics
+//! on bad input; refused calls come back as the WIT `error` variant.
 
-use core::cell::{Cell, RefCell};
+use core::cell::RefCell;
 use core::time::Duration;
 
+use crate::shell::{BatchStop, EventStart, Host, Read, Shell};
 use crate::{
-    Error, Instant, Params, PlogPage, SeqValue, Sequencer, Start, Status, Ticket, Work, facade,
+    Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, SeqId, SeqValue, Start,
+    Status, Ticket, Work, WsId, facade,
 };
 
 wit_bindgen::generate!({
@@ -21,7 +23,7 @@ use self::exports::sequencer::plugin::sequencer_api::{
     Guest, GuestSequencer, Sequencer as Handle, SequencerBorrow,
 };
 use self::sequencer::plugin::types as wit;
-use self::sequencer::plugin::{clock, storage};
+use self::sequencer::plugin::{clock, observer, storage};
 
 /// The component's export root.
 struct Component;
@@ -30,135 +32,93 @@ impl Guest for Component {
     type Sequencer = Plugin;
 }
 
-/// One sequencer resource: the core plus the wake-up last asked of the host (`None`: the host's
-/// view is unknown and must be refreshed).
-struct Plugin {
-    core: RefCell<Sequencer>,
-    wake: Cell<Option<Option<u64>>>,
-    /// The clock as last read.
-    last_now: Cell<u64>,
-}
+/// One sequencer resource.
+struct Plugin(RefCell<Shell>);
 
-fn now() -> Instant {
-    Instant::from_nanos(clock::now())
-}
+/// The imports, as the shell's host.
+struct Imports;
 
-impl Plugin {
-    /// Begins every storage operation now due and keeps the host's wake-up current.
-    fn pump_core(&self, core: &mut Sequencer) {
-        // The core makes no decision by the time unless it has a deadline (`poll_timeout`), so
-        // the clock (an import call) is read only then; a flush usually has none.
-        let now = match core.poll_timeout() {
-            Some(_) => {
-                let now = now();
-                self.last_now.set(now.as_nanos());
-                now
+impl Host for Imports {
+    fn now(&mut self) -> Instant {
+        Instant::from_nanos(clock::now())
+    }
+
+    fn read_numbers(&mut self, ws: WsId, seqs: &[SeqId]) -> Read {
+        read(storage::read_numbers(ws, seqs))
+    }
+
+    fn read_numbers_many(&mut self, ws: &[WsId], seqs: &[SeqId]) -> Read {
+        read(storage::read_numbers_many(ws, seqs))
+    }
+
+    fn begin(&mut self, work: Work) {
+        match work {
+            Work::Write(w) => {
+                let values: Vec<wit::SeqValue> = w.values.iter().map(to_wit_value).collect();
+                storage::begin_write(w.ticket.0, &values, w.next_plog_offset);
             }
-            None => Instant::from_nanos(self.last_now.get()),
-        };
-        while let Some(work) = core.poll_work(now) {
-            match work {
-                Work::Write(w) => {
-                    let values: Vec<wit::SeqValue> = w.values.iter().map(to_wit_value).collect();
-                    storage::begin_write(w.ticket.0, &values, w.next_plog_offset);
-                }
-                Work::ReadNextOffset { ticket } => storage::begin_read_next_offset(ticket.0),
-                Work::ReadPlog { ticket, from } => storage::begin_read_plog(ticket.0, from),
-            }
-        }
-        let wake = core.poll_timeout().map(Instant::as_nanos);
-        if Some(wake) != self.wake.get() {
-            self.wake.set(Some(wake));
-            clock::set_wake(wake);
+            Work::ReadNextOffset { ticket } => storage::begin_read_next_offset(ticket.0),
+            Work::ReadPlog { ticket, from } => storage::begin_read_plog(ticket.0, from),
         }
     }
 
-    /// `start`, reading numbers through the imported storage when the core asks for them.
-    fn start_core(
-        core: &mut Sequencer,
-        kind: u16,
-        ws: u64,
-    ) -> Result<wit::StartOutcome, wit::Error> {
-        let mut outcome = core.start(kind, ws).map_err(to_wit_error)?;
-        // A load completes the start; a second load cannot follow because loaded numbers stay
-        // cached (the cache holds at least one whole kind), but it is bounded all the same.
-        for _ in 0..2 {
-            let Start::Load(read) = outcome else { break };
-            outcome = match storage::read_numbers(read.ws, &read.seqs) {
-                Ok(numbers) => core
-                    .complete_numbers(read.ticket, &numbers)
-                    .map_err(to_wit_error)?,
-                Err(message) => {
-                    let _ = core.fail(read.ticket, now());
-                    return Err(wit::Error::Storage(message));
-                }
-            };
-        }
-        match outcome {
-            Start::Started(offset) => Ok(wit::StartOutcome::Started(offset)),
-            Start::NotNow(reason) => Ok(wit::StartOutcome::NotNow(match reason {
-                crate::NotNowReason::Actualizing => wit::NotNowReason::Actualizing,
-                crate::NotNowReason::TooManyUnflushed => wit::NotNowReason::TooManyUnflushed,
-            })),
-            Start::Load(_) => Err(wit::Error::Storage(
-                "numbers read for start did not stay in memory".into(),
-            )),
-        }
+    fn set_wake(&mut self, at: Option<Instant>) {
+        clock::set_wake(at.map(Instant::as_nanos));
+    }
+
+    fn status_changed(&mut self, status: Status) {
+        observer::status_changed(to_wit_status(status));
+    }
+}
+
+fn read(r: Result<Vec<Number>, String>) -> Read {
+    match r {
+        Ok(numbers) => Read::Numbers(numbers),
+        Err(message) => Read::Failed(message),
+    }
+}
+
+impl Plugin {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut Shell, &mut Imports) -> Result<R, Error>,
+    ) -> Result<R, wit::Error> {
+        f(&mut self.0.borrow_mut(), &mut Imports).map_err(to_wit_error)
     }
 }
 
 impl GuestSequencer for Plugin {
     fn create(params: wit::Params) -> Result<Handle, wit::Error> {
-        let core = Sequencer::new(from_wit_params(&params)).map_err(to_wit_error)?;
-        let plugin = Plugin {
-            core: RefCell::new(core),
-            wake: Cell::new(None),
-            last_now: Cell::new(0),
-        };
-        plugin.pump_core(&mut plugin.core.borrow_mut());
-        Ok(Handle::new(plugin))
+        let shell = Shell::create(from_wit_params(&params), &mut Imports).map_err(to_wit_error)?;
+        Ok(Handle::new(Plugin(RefCell::new(shell))))
     }
 
     fn start(&self, kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error> {
-        Self::start_core(&mut self.core.borrow_mut(), kind, ws)
+        self.with(|s, h| s.start(kind, ws, h).and_then(start_outcome))
     }
 
     fn next(&self, seq: u16) -> Result<u64, wit::Error> {
-        self.core.borrow_mut().next(seq).map_err(to_wit_error)
+        self.0.borrow_mut().next(seq).map_err(to_wit_error)
     }
 
     fn flush(&self) -> Result<(), wit::Error> {
-        let mut core = self.core.borrow_mut();
-        core.flush().map_err(to_wit_error)?;
-        self.pump_core(&mut core);
-        Ok(())
+        self.with(|s, h| s.flush(h))
     }
 
     fn actualize(&self) -> Result<(), wit::Error> {
-        let mut core = self.core.borrow_mut();
-        core.actualize().map_err(to_wit_error)?;
-        self.pump_core(&mut core);
-        Ok(())
+        self.with(|s, h| s.actualize(h))
     }
 
     fn cleanup(&self) {
-        self.core.borrow_mut().cleanup();
-        if self.wake.replace(Some(None)) != Some(None) {
-            clock::set_wake(None);
-        }
+        self.0.borrow_mut().cleanup(&mut Imports);
     }
 
     fn status(&self) -> wit::Status {
-        match self.core.borrow().status() {
-            Status::Actualizing => wit::Status::Actualizing,
-            Status::Ready => wit::Status::Ready,
-            Status::InTransaction => wit::Status::InTransaction,
-            Status::CleanedUp => wit::Status::CleanedUp,
-        }
+        to_wit_status(self.0.borrow().status())
     }
 
     fn held_numbers(&self) -> wit::HeldNumbers {
-        let h = self.core.borrow().held_numbers();
+        let h = self.0.borrow().held_numbers();
         let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         wit::HeldNumbers {
             cached: clamp(h.cached),
@@ -168,11 +128,12 @@ impl GuestSequencer for Plugin {
     }
 
     fn deliver(&self, op: u64, outcome: wit::Outcome) -> Result<(), wit::Error> {
-        let mut core = self.core.borrow_mut();
         let ticket = Ticket(op);
-        let result = match outcome {
-            wit::Outcome::Written => core.complete_write(ticket),
-            wit::Outcome::NextOffset(offset) => core.complete_next_offset(ticket, offset),
+        match outcome {
+            wit::Outcome::Written => self.with(|s, h| s.deliver(ticket, Outcome::Written, h)),
+            wit::Outcome::NextOffset(offset) => {
+                self.with(|s, h| s.deliver(ticket, Outcome::NextOffset(offset), h))
+            }
             wit::Outcome::PlogPage(page) => {
                 let values: Vec<_> = page
                     .values
@@ -184,19 +145,14 @@ impl GuestSequencer for Plugin {
                     next: page.next,
                     end: page.end,
                 };
-                core.complete_plog_read(ticket, page, now()).map(|_| ())
+                self.with(|s, h| s.deliver(ticket, Outcome::PlogPage(page), h))
             }
-            wit::Outcome::Failed(_) => core.fail(ticket, now()),
-        };
-        result.map_err(to_wit_error)?;
-        self.pump_core(&mut core);
-        Ok(())
+            wit::Outcome::Failed(_) => self.with(|s, h| s.deliver(ticket, Outcome::Failed, h)),
+        }
     }
 
     fn pump(&self) {
-        // The host calls this when a wake-up came due and has forgotten it: tell it afresh.
-        self.wake.set(None);
-        self.pump_core(&mut self.core.borrow_mut());
+        self.0.borrow_mut().pump(&mut Imports);
     }
 
     fn start_next(
@@ -205,7 +161,12 @@ impl GuestSequencer for Plugin {
         ws: u64,
         seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
-        self.start_next_core(&mut self.core.borrow_mut(), kind, ws, &seqs)
+        let mut numbers = vec![0; seqs.len()];
+        let outcome = self.with(|s, h| {
+            s.start_next(kind, ws, &seqs, &mut numbers, h)
+                .and_then(start_outcome)
+        })?;
+        Ok(numbers_unless_not_now(outcome, numbers))
     }
 
     fn flush_start_next(
@@ -214,7 +175,12 @@ impl GuestSequencer for Plugin {
         ws: u64,
         seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
-        self.flush_then(|p, core| p.start_next_core(core, kind, ws, &seqs))
+        let mut numbers = vec![0; seqs.len()];
+        let outcome = self.with(|s, h| {
+            s.flush_start_next(kind, ws, &seqs, &mut numbers, h)
+                .and_then(start_outcome)
+        })?;
+        Ok(numbers_unless_not_now(outcome, numbers))
     }
 
     fn start_next_quad(
@@ -224,7 +190,12 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        self.start_next_quad_core(&mut self.core.borrow_mut(), kind, ws, &seqs[..count])
+        let mut n = [0; 4];
+        let outcome = self.with(|s, h| {
+            s.start_next(kind, ws, &seqs[..count], &mut n, h)
+                .and_then(start_outcome)
+        })?;
+        Ok(quad_numbers(outcome, n))
     }
 
     fn flush_start_next_quad(
@@ -234,11 +205,16 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        self.flush_then(|p, core| p.start_next_quad_core(core, kind, ws, &seqs[..count]))
+        let mut n = [0; 4];
+        let outcome = self.with(|s, h| {
+            s.flush_start_next(kind, ws, &seqs[..count], &mut n, h)
+                .and_then(start_outcome)
+        })?;
+        Ok(quad_numbers(outcome, n))
     }
 
     fn stage(&self) -> Result<(), wit::Error> {
-        self.core.borrow_mut().stage().map_err(to_wit_error)
+        self.0.borrow_mut().stage().map_err(to_wit_error)
     }
 
     fn start_batch(
@@ -248,7 +224,9 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::BatchNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        self.start_batch_core(&mut self.core.borrow_mut(), kind, &ws, &seqs[..count])
+        let mut numbers = Vec::new();
+        let batch = self.with(|s, h| s.start_batch(kind, &ws, &seqs[..count], &mut numbers, h))?;
+        batch_numbers(batch, numbers)
     }
 
     fn flush_start_batch(
@@ -258,166 +236,61 @@ impl GuestSequencer for Plugin {
         seqs: wit::SeqQuad,
     ) -> Result<wit::BatchNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
-        self.flush_then(|p, core| p.start_batch_core(core, kind, &ws, &seqs[..count]))
+        let mut numbers = Vec::new();
+        let batch =
+            self.with(|s, h| s.flush_start_batch(kind, &ws, &seqs[..count], &mut numbers, h))?;
+        batch_numbers(batch, numbers)
     }
 }
 
-impl Plugin {
-    /// `flush`, then `start` (one of the start cores), then one pump for both: after the start,
-    /// so the write the flush made due carries nothing the start changed. A refused flush does
-    /// nothing more.
-    fn flush_then<R>(
-        &self,
-        start: impl FnOnce(&Self, &mut Sequencer) -> Result<R, wit::Error>,
-    ) -> Result<R, wit::Error> {
-        let mut core = self.core.borrow_mut();
-        core.flush().map_err(to_wit_error)?;
-        let result = start(self, &mut core);
-        self.pump_core(&mut core);
-        result
-    }
-
-    /// `start`, then `next` of each of `seqs` (at most four), as a `quad-numbers`.
-    fn start_next_quad_core(
-        &self,
-        core: &mut Sequencer,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-    ) -> Result<wit::QuadNumbers, wit::Error> {
-        let mut numbers = [0; 4];
-        let outcome = self.start_next_into(core, kind, ws, seqs, &mut numbers)?;
-        Ok(quad_numbers(outcome, numbers))
-    }
-
-    /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
-    fn start_next_core(
-        &self,
-        core: &mut Sequencer,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-    ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
-        let mut numbers = vec![0; seqs.len()];
-        let outcome = self.start_next_into(core, kind, ws, seqs, &mut numbers)?;
-        if !matches!(outcome, wit::StartOutcome::Started(_)) {
-            numbers.clear();
-        }
-        Ok((outcome, numbers))
-    }
-
-    /// `start`, then `next` of each of `seqs` into the same places of `numbers` (untouched
-    /// unless started); on a refused `next` the transaction is dropped.
-    fn start_next_into(
-        &self,
-        core: &mut Sequencer,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        numbers: &mut [u64],
-    ) -> Result<wit::StartOutcome, wit::Error> {
-        let outcome = Self::start_core(core, kind, ws)?;
-        if !matches!(outcome, wit::StartOutcome::Started(_)) {
-            return Ok(outcome);
-        }
-        for (&seq, number) in seqs.iter().zip(numbers.iter_mut()) {
-            match core.next(seq) {
-                Ok(n) => *number = n,
-                // The call is refused as a whole: no transaction stays open behind it.
-                Err(e) => return Err(self.drop_transaction(core, to_wit_error(e))),
-            }
-        }
-        Ok(outcome)
+/// The WIT start outcome; a load cannot come back here (the imports answer every read at
+/// once), but it is an error rather than a panic.
+fn start_outcome(start: Start) -> Result<wit::StartOutcome, Error> {
+    match start {
+        Start::Started(offset) => Ok(wit::StartOutcome::Started(offset)),
+        Start::NotNow(reason) => Ok(wit::StartOutcome::NotNow(to_wit_reason(reason))),
+        Start::Load(_) => Err(not_answered()),
     }
 }
 
-impl Plugin {
-    /// Starts, numbers and stages one event per entry of `ws` until one is "not now".
-    fn start_batch_core(
-        &self,
-        core: &mut Sequencer,
-        kind: u16,
-        ws: &[u64],
-        seqs: &[u16],
-    ) -> Result<wit::BatchNumbers, wit::Error> {
-        core.check_seqs(kind, seqs).map_err(to_wit_error)?;
-        if ws.len() > 1 {
-            Self::preload(core, kind, ws)?;
-        }
-        let mut batch = wit::BatchNumbers {
-            first_offset: 0,
-            started: 0,
-            not_now: None,
-            numbers: Vec::with_capacity(ws.len() * seqs.len()),
-        };
-        for &w in ws {
-            let outcome = match Self::start_core(core, kind, w) {
-                Ok(outcome) => outcome,
-                // Nothing of this call is staged yet: the refusal changes nothing.
-                Err(e) if batch.started == 0 => return Err(e),
-                Err(e) => return Err(self.drop_transaction(core, e)),
-            };
-            match outcome {
-                wit::StartOutcome::Started(offset) if batch.started == 0 => {
-                    batch.first_offset = offset;
-                }
-                wit::StartOutcome::Started(_) => {}
-                wit::StartOutcome::NotNow(reason) => {
-                    batch.not_now = Some(reason);
-                    break;
-                }
-            }
-            for &seq in seqs {
-                match core.next(seq) {
-                    Ok(n) => batch.numbers.push(n),
-                    Err(e) => return Err(self.drop_transaction(core, to_wit_error(e))),
-                }
-            }
-            if let Err(e) = core.stage() {
-                return Err(self.drop_transaction(core, to_wit_error(e)));
-            }
-            batch.started += 1;
-        }
-        Ok(batch)
-    }
+fn not_answered() -> Error {
+    Error::Storage("a numbers read was not answered".into())
+}
 
-    /// Reads the numbers of every workspace of `ws` a start would load, in one import call.
-    fn preload(core: &mut Sequencer, kind: u16, ws: &[u64]) -> Result<(), wit::Error> {
-        let mut ahead = Vec::new();
-        core.loads_ahead(kind, ws, &mut ahead);
-        if ahead.is_empty() {
-            return Ok(());
-        }
-        let seqs: Vec<u16> = core.kind_seqs(kind).map_err(to_wit_error)?.collect();
-        let stored = storage::read_numbers_many(&ahead, &seqs).map_err(wit::Error::Storage)?;
-        if stored.len() != ahead.len() * seqs.len() {
-            return Err(to_wit_error(Error::MalformedNumbers {
-                expected: ahead.len() * seqs.len(),
-                got: stored.len(),
-            }));
-        }
-        for (&w, numbers) in ahead.iter().zip(stored.chunks_exact(seqs.len().max(1))) {
-            core.preload(kind, w, numbers).map_err(to_wit_error)?;
-        }
-        Ok(())
+/// `start-next`'s reply: the numbers only if it started.
+fn numbers_unless_not_now(
+    outcome: wit::StartOutcome,
+    mut numbers: Vec<u64>,
+) -> (wit::StartOutcome, Vec<u64>) {
+    if !matches!(outcome, wit::StartOutcome::Started(_)) {
+        numbers.clear();
     }
+    (outcome, numbers)
+}
 
-    /// Drops the whole transaction (the caller cannot learn the numbers it held) and returns
-    /// `error`.
-    fn drop_transaction(&self, core: &mut Sequencer, error: wit::Error) -> wit::Error {
-        let _ = core.actualize();
-        self.pump_core(core);
-        error
-    }
+fn batch_numbers(batch: crate::Batch, numbers: Vec<u64>) -> Result<wit::BatchNumbers, wit::Error> {
+    let not_now = match batch.stop {
+        None => None,
+        Some(BatchStop::NotNow(reason)) => Some(to_wit_reason(reason)),
+        Some(BatchStop::Load(_) | BatchStop::LoadMany(_)) => {
+            return Err(to_wit_error(not_answered()));
+        }
+    };
+    Ok(wit::BatchNumbers {
+        first_offset: batch.first_offset,
+        started: batch.started,
+        not_now,
+        numbers,
+    })
 }
 
 /// The sequences a `seq-quad` names, or `invalid-params` if it names more than four.
 fn quad_seqs(q: &wit::SeqQuad) -> Result<([u16; 4], usize), wit::Error> {
     if q.count > 4 {
-        return Err(wit::Error::InvalidParams(format!(
+        return Err(to_wit_error(Error::InvalidArgument(format!(
             "a seq-quad names at most 4 sequences, not {}",
             q.count
-        )));
+        ))));
     }
     Ok(([q.s0, q.s1, q.s2, q.s3], usize::from(q.count)))
 }
@@ -440,6 +313,22 @@ fn to_wit_value(v: &SeqValue) -> wit::SeqValue {
     }
 }
 
+fn to_wit_reason(reason: NotNowReason) -> wit::NotNowReason {
+    match reason {
+        NotNowReason::Actualizing => wit::NotNowReason::Actualizing,
+        NotNowReason::TooManyUnflushed => wit::NotNowReason::TooManyUnflushed,
+    }
+}
+
+fn to_wit_status(status: Status) -> wit::Status {
+    match status {
+        Status::Actualizing => wit::Status::Actualizing,
+        Status::Ready => wit::Status::Ready,
+        Status::InTransaction => wit::Status::InTransaction,
+        Status::CleanedUp => wit::Status::CleanedUp,
+    }
+}
+
 fn from_wit_params(p: &wit::Params) -> Params {
     let mut params = Params::new()
         .with_max_unflushed_values(p.max_unflushed_values as usize)
@@ -448,7 +337,9 @@ fn from_wit_params(p: &wit::Params) -> Params {
         .with_retry_delay(
             Duration::from_nanos(p.retry_delay_ns),
             Duration::from_nanos(p.max_retry_delay_ns),
-        );
+        )
+        .with_retry_jitter_percent(p.retry_jitter_percent);
+    params.seq_types.clear();
     for k in &p.kinds {
         params.seq_types.entry(k.kind).or_default();
         for &(seq, initial) in &k.sequences {
@@ -456,6 +347,29 @@ fn from_wit_params(p: &wit::Params) -> Params {
         }
     }
     params
+}
+
+fn to_wit_params(p: &Params) -> wit::Params {
+    let mut kinds: Vec<wit::KindSequences> = p
+        .seq_types
+        .iter()
+        .map(|(&kind, seqs)| {
+            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
+            sequences.sort_unstable();
+            wit::KindSequences { kind, sequences }
+        })
+        .collect();
+    kinds.sort_unstable_by_key(|k| k.kind);
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    wit::Params {
+        kinds,
+        max_unflushed_values: u32::try_from(p.max_unflushed_values).unwrap_or(u32::MAX),
+        lru_cache_size: u32::try_from(p.lru_cache_size).unwrap_or(u32::MAX),
+        batcher_delay_ns: nanos(p.batcher_delay_on_overflow),
+        retry_delay_ns: nanos(p.retry_delay),
+        max_retry_delay_ns: nanos(p.max_retry_delay),
+        retry_jitter_percent: p.retry_jitter_percent,
+    }
 }
 
 fn to_wit_error(e: Error) -> wit::Error {
@@ -474,82 +388,49 @@ fn to_wit_error(e: Error) -> wit::Error {
         Error::WrongResultKind { ticket, .. } => wit::Error::WrongOutcome(ticket.0),
         e @ Error::MalformedNumbers { .. } => wit::Error::MalformedNumbers(e.to_string()),
         e @ Error::MalformedPlogPage { .. } => wit::Error::MalformedPlogPage(e.to_string()),
+        Error::Storage(message) => wit::Error::Storage(message),
+        Error::InvalidArgument(message) => wit::Error::InvalidParams(message),
+        // Only the JavaScript glue makes it; the WIT's numbers are all exact.
+        e @ Error::UnsafeInteger(_) => wit::Error::InvalidParams(e.to_string()),
     }
 }
 
 impl GuestEvents for Component {
     fn system_params(base: wit::Params) -> wit::Params {
-        // As the core's `facade::system_params`: the system sequences replace any of the same
-        // ids in kind 0; kind 0's other sequences and the other kinds are kept.
-        let system = [
-            (facade::SEQ_WLOG_OFFSET, facade::FIRST_WLOG_OFFSET),
-            (facade::SEQ_REC_ID, facade::FIRST_REC_ID),
-            (facade::SEQ_CREC_ID, facade::FIRST_CREC_ID),
-        ];
-        let mut params = base;
-        if !params.kinds.iter().any(|k| k.kind == facade::SYSTEM_KIND) {
-            params.kinds.push(wit::KindSequences {
-                kind: facade::SYSTEM_KIND,
-                sequences: Vec::new(),
-            });
-        }
-        for kind in params
-            .kinds
-            .iter_mut()
-            .filter(|k| k.kind == facade::SYSTEM_KIND)
-        {
-            kind.sequences
-                .retain(|(seq, _)| !system.iter().any(|(s, _)| s == seq));
-            kind.sequences.extend(system);
-        }
-        params
+        to_wit_params(&facade::system_params(from_wit_params(&base)))
     }
 
     fn start_event(s: SequencerBorrow<'_>, ws: u64) -> Result<wit_events::EventStart, wit::Error> {
-        let plugin = s.get::<Plugin>();
-        let mut core = plugin.core.borrow_mut();
-        match Plugin::start_core(&mut core, facade::SYSTEM_KIND, ws)? {
-            wit::StartOutcome::NotNow(reason) => Ok(wit_events::EventStart::NotNow(reason)),
-            wit::StartOutcome::Started(plog_offset) => match core.next(facade::SEQ_WLOG_OFFSET) {
-                Ok(wlog_offset) => Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
-                    plog_offset,
-                    wlog_offset,
-                })),
-                Err(e) => {
-                    let _ = core.actualize();
-                    plugin.pump_core(&mut core);
-                    Err(to_wit_error(e))
-                }
-            },
-        }
+        s.get::<Plugin>().with(|s, h| match s.start_event(ws, h)? {
+            EventStart::Started(o) => {
+                Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
+                    plog_offset: o.plog_offset,
+                    wlog_offset: o.wlog_offset,
+                }))
+            }
+            EventStart::NotNow(reason) => Ok(wit_events::EventStart::NotNow(to_wit_reason(reason))),
+            EventStart::Load(_) => Err(not_answered()),
+        })
     }
 
     fn next_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
-        s.get::<Plugin>()
-            .core
-            .borrow_mut()
-            .next_rec_id()
-            .map_err(to_wit_error)
+        s.get::<Plugin>().with(|s, _| s.next_rec_id())
     }
 
     fn next_c_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
-        s.get::<Plugin>()
-            .core
-            .borrow_mut()
-            .next_c_rec_id()
-            .map_err(to_wit_error)
+        s.get::<Plugin>().with(|s, _| s.next_c_rec_id())
     }
 
     fn finish_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
-        s.get::<Plugin>().flush()
+        s.get::<Plugin>().with(|s, h| s.finish_event(h))
     }
 
     fn cancel_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
-        s.get::<Plugin>().actualize()
+        s.get::<Plugin>().with(|s, h| s.cancel_event(h))
     }
 
     fn status(s: SequencerBorrow<'_>) -> wit_events::SequenceStatus {
-        match s.get::<Plugin>().core.borrow().sequence_status() {
+        match s.get::<Plugin>().0.borrow().sequence_status() {
             facade::SequenceStatus::None => wit_events::SequenceStatus::None,
             facade::SequenceStatus::Recover => wit_events::SequenceStatus::Recover,
             facade::SequenceStatus::Ready => wit_events::SequenceStatus::Ready,

@@ -57,6 +57,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A numbers read the host performed inside a start failed (the message says why); no
+    /// transaction began.
+    Storage(String),
+    /// An argument is outside what the call accepts (for example a `seq-quad` naming more
+    /// than four sequences); the message says which.
+    InvalidArgument(String),
+    /// A number the transaction issued is beyond what the front-end can represent exactly
+    /// (JavaScript's safe integers); the transaction may only be actualized.
+    UnsafeInteger(String),
 }
 
 impl core::fmt::Display for Error {
@@ -89,6 +98,9 @@ impl core::fmt::Display for Error {
             Self::MalformedPlogPage { from, reason } => {
                 write!(f, "malformed PLog page read from offset {from}: {reason}")
             }
+            Self::Storage(message) => write!(f, "storage failed: {message}"),
+            Self::InvalidArgument(message) => write!(f, "invalid argument: {message}"),
+            Self::UnsafeInteger(message) => f.write_str(message),
         }
     }
 }

@@ -6,7 +6,6 @@ use crate::error::Error;
 use crate::params::Params;
 use crate::sequencer::{Sequencer, Status};
 use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId, WsKind};
-use crate::work::{NotNowReason, Start, Ticket};
 
 /// The workspace kind the facade's system sequences belong to.
 pub const SYSTEM_KIND: WsKind = 0;
@@ -76,59 +75,16 @@ impl SequenceStatus {
     }
 }
 
-/// The outcome of [`Sequencer::start_event`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EventStart {
-    /// The event began: its PLog offset and its workspace's WLog offset.
-    Started {
-        /// The PLog offset of the event.
-        plog_offset: PLogOffset,
-        /// The WLog offset of the event in its workspace.
-        wlog_offset: Number,
-    },
-    /// No event began; try again later.
-    NotNow(NotNowReason),
-    /// The workspace's system numbers must be read first; see [`Start::Load`].
-    Load(crate::work::ReadNumbers),
+/// The offsets of an event that began (spec 002's `StartEvent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventOffsets {
+    /// The PLog offset of the event.
+    pub plog_offset: PLogOffset,
+    /// The WLog offset of the event in its workspace.
+    pub wlog_offset: Number,
 }
 
 impl Sequencer {
-    /// `StartEvent` of spec 002: starts a transaction on workspace `ws` of [`SYSTEM_KIND`] and
-    /// takes its WLog offset. Never waits: while recovering it says "not now" at once, and the
-    /// host waits on its own clock.
-    pub fn start_event(&mut self, ws: WsId) -> Result<EventStart, Error> {
-        let started = self.start(SYSTEM_KIND, ws)?;
-        self.event_started(started)
-    }
-
-    /// Reports the numbers read for an [`EventStart::Load`] and retries the start with them.
-    pub fn complete_event_numbers(
-        &mut self,
-        ticket: Ticket,
-        numbers: &[Number],
-    ) -> Result<EventStart, Error> {
-        let started = self.complete_numbers(ticket, numbers)?;
-        self.event_started(started)
-    }
-
-    fn event_started(&mut self, started: Start) -> Result<EventStart, Error> {
-        match started {
-            Start::Started(plog_offset) => match self.next(SEQ_WLOG_OFFSET) {
-                Ok(wlog_offset) => Ok(EventStart::Started {
-                    plog_offset,
-                    wlog_offset,
-                }),
-                Err(e) => {
-                    // Never leave a half-started event behind a refusal.
-                    let _ = self.actualize();
-                    Err(e)
-                }
-            },
-            Start::NotNow(reason) => Ok(EventStart::NotNow(reason)),
-            Start::Load(read) => Ok(EventStart::Load(read)),
-        }
-    }
-
     /// `NextRecID`: the next O/W document or record id of the event's workspace.
     pub fn next_rec_id(&mut self) -> Result<Number, Error> {
         self.next(SEQ_REC_ID)
@@ -137,16 +93,6 @@ impl Sequencer {
     /// `NextCRecID`: the next C document or record id of the event's workspace.
     pub fn next_c_rec_id(&mut self) -> Result<Number, Error> {
         self.next(SEQ_CREC_ID)
-    }
-
-    /// `FinishEvent`: the event is in the PLog.
-    pub fn finish_event(&mut self) -> Result<(), Error> {
-        self.flush()
-    }
-
-    /// `CancelEvent`: the event failed; recover, then hand out the same ids again.
-    pub fn cancel_event(&mut self) -> Result<(), Error> {
-        self.actualize()
     }
 
     /// `Status` of spec 002.
@@ -170,6 +116,38 @@ pub enum RecordKind {
     WDoc,
     /// A W record.
     WRecord,
+}
+
+impl RecordKind {
+    /// Every kind, with its name.
+    const NAMES: [(RecordKind, &'static str); 6] = [
+        (RecordKind::CDoc, "CDoc"),
+        (RecordKind::CRecord, "CRecord"),
+        (RecordKind::ODoc, "ODoc"),
+        (RecordKind::ORecord, "ORecord"),
+        (RecordKind::WDoc, "WDoc"),
+        (RecordKind::WRecord, "WRecord"),
+    ];
+
+    /// The kind named `name` (`"CDoc"`, `"CRecord"`, `"ODoc"`, `"ORecord"`, `"WDoc"`,
+    /// `"WRecord"`).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(kind, _)| *kind)
+    }
+
+    /// The sequence a record of this kind raises in recovery: C documents and records the C
+    /// record id, the others the record id.
+    pub fn seq(self) -> SeqId {
+        match self {
+            RecordKind::CDoc | RecordKind::CRecord => SEQ_CREC_ID,
+            RecordKind::ODoc | RecordKind::ORecord | RecordKind::WDoc | RecordKind::WRecord => {
+                SEQ_REC_ID
+            }
+        }
+    }
 }
 
 /// An object of an event's argument, with its children.
@@ -201,13 +179,7 @@ pub fn event_values(event: &PlatformEvent) -> Vec<SeqValue> {
     let ws = event.ws;
     let mut values = vec![SeqValue::new(ws, SEQ_WLOG_OFFSET, event.wlog_offset)];
     for &(kind, id) in &event.new_records {
-        let seq = match kind {
-            RecordKind::CDoc | RecordKind::CRecord => SEQ_CREC_ID,
-            RecordKind::ODoc | RecordKind::ORecord | RecordKind::WDoc | RecordKind::WRecord => {
-                SEQ_REC_ID
-            }
-        };
-        values.push(SeqValue::new(ws, seq, id));
+        values.push(SeqValue::new(ws, kind.seq(), id));
     }
     let mut stack: Vec<&ArgObject> = event.argument.iter().collect();
     while let Some(obj) = stack.pop() {

@@ -1,94 +1,180 @@
-//! wasm-bindgen glue: the core [`Sequencer`] as a JavaScript class, for the driver in `js/`.
+//! wasm-bindgen glue: the [`Shell`] as a JavaScript class, for the driver in `js/`.
 //!
-//! The boundary is shaped for speed and for JavaScript's numbers:
+//! Type conversion only; every rule is the shell's. The boundary is shaped for speed and for
+//! JavaScript's numbers:
 //!
 //! - Every integer crosses as a JS `number` (`f64`). Inputs must be safe integers (at most
 //!   `Number.MAX_SAFE_INTEGER`, code `INVALID_ARGUMENT` otherwise); a sequence whose next number
 //!   would not be a safe integer is refused with code `UNSAFE_INTEGER`. Plain numbers cost
 //!   nothing to pass, where `BigInt` would allocate on every call.
-//! - No call throws and none allocates on the success path. A refused call returns a negative
-//!   sentinel ([`ERR`]); the code and message of the last refusal are then read with
-//!   [`SequencerCore::error_code`] and [`SequencerCore::error_message`].
-//! - Work and PLog pages cross as flat arrays of numbers, never one JS object per value.
-//! - Time crosses as milliseconds on the driver's clock and becomes the core's nanoseconds.
+//! - No call throws and none allocates on the success path of a single event. A refused call
+//!   returns [`Sentinel::Refused`]; the code and message of the last refusal are then read with
+//!   [`SequencerCore::error_code`] and [`SequencerCore::error_message`]. The sentinels, work
+//!   kinds and statuses are enums this module exports, so the driver mirrors none of them.
+//! - The host's numbers reads happen in JavaScript (they may be asynchronous): the shell hands
+//!   them out as loads ([`Sentinel::Load`], [`Sentinel::LoadMany`]), the driver performs them,
+//!   reports them with `completeNumbers` / `completeNumbersMany` and calls again.
+//! - Storage work the shell begins waits in a queue the driver takes from (`takeWork`); the
+//!   wake-up it asks for is `wakeAt()`. Work and PLog pages cross as flat arrays of numbers.
+//! - Time crosses as milliseconds on the driver's clock (`clock.now()`, read by the shell only
+//!   when the core has a deadline) and becomes the core's nanoseconds.
 
 use core::time::Duration;
+use std::collections::VecDeque;
 
 use wasm_bindgen::prelude::*;
 
+use crate::shell::{Batch, BatchStop, EventStart, Host, Read, Shell};
 use crate::{
-    Error, Instant, NotNowReason, Number, Params, PlogPage, SeqId, SeqValue, Sequencer, Start,
-    Status, Ticket, Work,
+    Error, ErrorKind, Instant, NotNowReason, Number, Outcome, Params, PlogPage, ReadNumbers,
+    ReadNumbersMany, SeqId, SeqValue, Start, Status, Ticket, Work, WsId, facade,
 };
 
 /// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE: u64 = (1 << 53) - 1;
 
-// The sentinels and work kinds below are mirrored by the driver in `js/src/sequencer.js`
-// (wasm-bindgen exports no constants); change both together.
-
-/// Returned by a call the core refused; the reason is in `errorCode` / `errorMessage`.
-pub const ERR: i32 = -1;
-/// `start` / `completeNumbers`: not now, actualization is in progress.
-pub const START_NOT_NOW_ACTUALIZING: i32 = -2;
-/// `start` / `completeNumbers`: not now, too many values wait to be flushed.
-pub const START_NOT_NOW_TOO_MANY_UNFLUSHED: i32 = -3;
-/// `start`: numbers must be read first (`loadTicket`, `loadSeqs`, then `completeNumbers`).
-pub const START_LOAD: i32 = -4;
-
-/// `pollWork`: nothing to do now.
-pub const WORK_NONE: u32 = 0;
-/// `pollWork`: write `workValues()`, then `workNextOffset()`.
-pub const WORK_WRITE: u32 = 1;
-/// `pollWork`: read the stored next PLog offset.
-pub const WORK_READ_NEXT_OFFSET: u32 = 2;
-/// `pollWork`: read PLog events from `workFrom()` on.
-pub const WORK_READ_PLOG: u32 = 3;
-
-/// The stable code of a core error, one per variant.
-fn error_code(e: &Error) -> &'static str {
-    match e {
-        Error::InvalidParams(_) => "INVALID_PARAMS",
-        Error::CleanedUp => "CLEANED_UP",
-        Error::TransactionInProgress => "TRANSACTION_IN_PROGRESS",
-        Error::NoTransaction => "NO_TRANSACTION",
-        Error::UnknownWsKind(_) => "UNKNOWN_WS_KIND",
-        Error::UnknownSeqId { .. } => "UNKNOWN_SEQ_ID",
-        Error::AlreadyActualizing => "ALREADY_ACTUALIZING",
-        Error::SequenceExhausted { .. } => "SEQUENCE_EXHAUSTED",
-        Error::UnknownTicket(_) => "UNKNOWN_TICKET",
-        Error::WrongResultKind { .. } => "WRONG_RESULT_KIND",
-        Error::MalformedNumbers { .. } => "MALFORMED_NUMBERS",
-        Error::MalformedPlogPage { .. } => "MALFORMED_PLOG_PAGE",
-    }
+/// What the starting calls return instead of an offset (offsets are at least 1).
+#[wasm_bindgen]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sentinel {
+    /// The call was refused; the reason is in `errorCode` / `errorMessage`.
+    Refused = -1,
+    /// Not now: actualization is in progress.
+    NotNowActualizing = -2,
+    /// Not now: too many values wait to be flushed.
+    NotNowTooManyUnflushed = -3,
+    /// Numbers must be read first (`loadTicket`, `loadWs`, `loadSeqs`, then
+    /// `completeNumbers`), then the call made again.
+    Load = -4,
+    /// A batch's cold workspaces must be read first (`loadManyWs`, `loadSeqs`, then
+    /// `completeNumbersMany`), then the call made again.
+    LoadMany = -5,
 }
 
-/// A refusal: a stable code and a human-readable message.
-struct Refusal {
-    code: &'static str,
-    message: String,
+/// What `takeWork` took.
+#[wasm_bindgen]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    /// Nothing to do now.
+    None = 0,
+    /// Write `workValues()`, then `workNextOffset()`.
+    Write = 1,
+    /// Read the stored next PLog offset.
+    ReadNextOffset = 2,
+    /// Read PLog events from `workFrom()` on.
+    ReadPlog = 3,
 }
 
-impl From<Error> for Refusal {
-    fn from(e: Error) -> Self {
-        Self {
-            code: error_code(&e),
-            message: e.to_string(),
+/// What `status()` returns (`statusNames()[status]` is its name).
+#[wasm_bindgen]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreStatus {
+    /// Recovering from storage and the PLog.
+    Actualizing = 0,
+    /// Ready for a transaction.
+    Ready = 1,
+    /// A transaction is in progress.
+    InTransaction = 2,
+    /// Cleaned up (closed).
+    CleanedUp = 3,
+}
+
+impl From<Status> for CoreStatus {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Actualizing => Self::Actualizing,
+            Status::Ready => Self::Ready,
+            Status::InTransaction => Self::InTransaction,
+            Status::CleanedUp => Self::CleanedUp,
         }
     }
 }
 
+/// Every error code, in the core's table order (the driver checks its classes against it).
+#[wasm_bindgen(js_name = errorCodes)]
+pub fn error_codes() -> Vec<String> {
+    ErrorKind::ALL.iter().map(|k| k.code().to_owned()).collect()
+}
+
+/// The WIT case of each error code of [`error_codes`], in the same order (`""` for a code the
+/// WIT does not have).
+#[wasm_bindgen(js_name = errorWitCases)]
+pub fn error_wit_cases() -> Vec<String> {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| k.wit_case().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The package's status names by [`CoreStatus`] value.
+#[wasm_bindgen(js_name = statusNames)]
+pub fn status_names() -> Vec<String> {
+    Status::ALL.iter().map(|s| s.js_name().to_owned()).collect()
+}
+
+/// The WIT's status names by [`CoreStatus`] value.
+#[wasm_bindgen(js_name = witStatusNames)]
+pub fn wit_status_names() -> Vec<String> {
+    Status::ALL
+        .iter()
+        .map(|s| s.wit_name().to_owned())
+        .collect()
+}
+
+/// spec 002's status names by `sequenceStatus()` value.
+#[wasm_bindgen(js_name = sequenceStatusNames)]
+pub fn sequence_status_names() -> Vec<String> {
+    facade::SequenceStatus::ALL
+        .iter()
+        .map(|s| s.wit_name().to_owned())
+        .collect()
+}
+
+/// The facade's constants (spec 002): `[SYSTEM_KIND, SEQ_WLOG_OFFSET, SEQ_REC_ID, SEQ_CREC_ID,
+/// FIRST_WLOG_OFFSET, REGISTER_FACTOR, FIRST_USER_BASE_RECORD_ID, FIRST_REC_ID, FIRST_CREC_ID]`.
+#[wasm_bindgen(js_name = facadeConstants)]
+pub fn facade_constants() -> Vec<f64> {
+    [
+        u64::from(facade::SYSTEM_KIND),
+        u64::from(facade::SEQ_WLOG_OFFSET),
+        u64::from(facade::SEQ_REC_ID),
+        u64::from(facade::SEQ_CREC_ID),
+        facade::FIRST_WLOG_OFFSET,
+        facade::REGISTER_FACTOR,
+        facade::FIRST_USER_BASE_RECORD_ID,
+        facade::FIRST_REC_ID,
+        facade::FIRST_CREC_ID,
+    ]
+    .iter()
+    .map(|&n| n as f64)
+    .collect()
+}
+
+/// The sequence a record of kind `kind` (`'CDoc'`, `'CRecord'`, `'ODoc'`, `'ORecord'`,
+/// `'WDoc'`, `'WRecord'`) raises in recovery (spec 002), or -1 for an unknown kind.
+#[wasm_bindgen(js_name = recordSeq)]
+pub fn record_seq(kind: &str) -> i32 {
+    facade::RecordKind::parse(kind).map_or(-1, |k| i32::from(k.seq()))
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The driver's clock: an object whose `now()` gives milliseconds.
+    #[wasm_bindgen(typescript_type = "{ now(): number }")]
+    pub type Clock;
+
+    #[wasm_bindgen(method)]
+    fn now(this: &Clock) -> f64;
+}
+
 /// An argument that is not what the boundary accepts.
-fn invalid(what: &str, x: f64, range: &str) -> Refusal {
-    Refusal {
-        code: "INVALID_ARGUMENT",
-        message: format!("{what} must be an integer in {range}, got {x}"),
-    }
+fn invalid(what: &str, x: f64, range: &str) -> Error {
+    Error::InvalidArgument(format!("{what} must be an integer in {range}, got {x}"))
 }
 
 /// `x` as a `u16`, if it is an integer in range.
 #[inline]
-fn to_u16(what: &str, x: f64) -> Result<u16, Refusal> {
+fn to_u16(what: &str, x: f64) -> Result<u16, Error> {
     let n = x as u16;
     if f64::from(n) == x {
         Ok(n)
@@ -99,12 +185,24 @@ fn to_u16(what: &str, x: f64) -> Result<u16, Refusal> {
 
 /// `x` as a `u64`, if it is a safe non-negative integer.
 #[inline]
-fn to_u64(what: &str, x: f64) -> Result<u64, Refusal> {
+fn to_u64(what: &str, x: f64) -> Result<u64, Error> {
     let n = x as u64;
     if n <= MAX_SAFE && n as f64 == x {
         Ok(n)
     } else {
         Err(invalid(what, x, "0..=Number.MAX_SAFE_INTEGER"))
+    }
+}
+
+/// `n` as a JS number, if it is a safe integer.
+#[inline]
+fn to_f64(n: Number) -> Result<f64, Error> {
+    if n <= MAX_SAFE {
+        Ok(n as f64)
+    } else {
+        Err(Error::UnsafeInteger(format!(
+            "the transaction issued {n}, beyond Number.MAX_SAFE_INTEGER; actualize it"
+        )))
     }
 }
 
@@ -115,26 +213,13 @@ fn instant(now_ms: f64) -> Instant {
 }
 
 /// A duration given in milliseconds (non-negative, finite).
-fn duration(what: &str, ms: f64) -> Result<Duration, Refusal> {
+fn duration(what: &str, ms: f64) -> Result<Duration, Error> {
     if ms.is_finite() && ms >= 0.0 {
         Ok(Duration::from_secs_f64(ms / 1000.0))
     } else {
-        Err(Refusal {
-            code: "INVALID_ARGUMENT",
-            message: format!("{what} must be a finite number of milliseconds >= 0, got {ms}"),
-        })
-    }
-}
-
-/// The JS encoding of a [`Start`]: the offset, or a negative sentinel.
-fn encode_start(start: &Start) -> f64 {
-    match start {
-        Start::Started(offset) => *offset as f64,
-        Start::NotNow(NotNowReason::Actualizing) => f64::from(START_NOT_NOW_ACTUALIZING),
-        Start::NotNow(NotNowReason::TooManyUnflushed) => {
-            f64::from(START_NOT_NOW_TOO_MANY_UNFLUSHED)
-        }
-        Start::Load(_) => f64::from(START_LOAD),
+        Err(Error::InvalidArgument(format!(
+            "{what} must be a finite number of milliseconds >= 0, got {ms}"
+        )))
     }
 }
 
@@ -144,7 +229,7 @@ fn encode_start(start: &Start) -> f64 {
 #[wasm_bindgen(js_name = CoreParams)]
 pub struct CoreParams {
     inner: Params,
-    error: Option<Refusal>,
+    error: Option<Error>,
 }
 
 impl Default for CoreParams {
@@ -176,6 +261,27 @@ impl CoreParams {
             Ok(())
         })();
         self.record(r)
+    }
+
+    /// Adds the facade's system sequences to workspace kind 0 (spec 002), replacing those ids.
+    #[wasm_bindgen(js_name = addSystemSequences)]
+    pub fn add_system_sequences(&mut self) {
+        self.inner = facade::system_params(core::mem::take(&mut self.inner));
+    }
+
+    /// The sequences as flat triples `[kind, seq, initial, ...]`, sorted.
+    #[wasm_bindgen(js_name = seqTypes)]
+    pub fn seq_types(&self) -> Vec<f64> {
+        let mut all: Vec<(u16, u16, u64)> = self
+            .inner
+            .seq_types
+            .iter()
+            .flat_map(|(&k, seqs)| seqs.iter().map(move |(&s, &i)| (k, s, i)))
+            .collect();
+        all.sort_unstable();
+        all.iter()
+            .flat_map(|&(k, s, i)| [f64::from(k), f64::from(s), i as f64])
+            .collect()
     }
 
     /// Sets the number of unflushed values above which `start` says "not now".
@@ -217,30 +323,34 @@ impl CoreParams {
         self.record(r)
     }
 
+    /// Sets how much of each retry wait is drawn away at random, in percent (0..=100).
+    #[wasm_bindgen(js_name = setRetryJitterPercent)]
+    pub fn set_retry_jitter_percent(&mut self, percent: f64) -> bool {
+        let r = to_u16("retryJitterPercent", percent).map(|p| {
+            self.inner.retry_jitter_percent = u8::try_from(p).unwrap_or(u8::MAX);
+        });
+        self.record(r)
+    }
+
     /// Checks the params as a sequencer would; `false` with code `INVALID_PARAMS` if invalid.
     pub fn validate(&mut self) -> bool {
-        let r = self
-            .inner
-            .validate()
-            .map_err(|e| Refusal::from(Error::from(e)));
+        let r = self.inner.validate().map_err(Error::from);
         self.record(r)
     }
 
     /// The code of the last refusal (`""` if none).
     #[wasm_bindgen(js_name = errorCode)]
     pub fn error_code(&self) -> String {
-        self.error.as_ref().map_or("", |e| e.code).to_owned()
+        code(&self.error)
     }
 
     /// The message of the last refusal (`""` if none).
     #[wasm_bindgen(js_name = errorMessage)]
     pub fn error_message(&self) -> String {
-        self.error
-            .as_ref()
-            .map_or_else(String::new, |e| e.message.clone())
+        message(&self.error)
     }
 
-    fn record(&mut self, r: Result<(), Refusal>) -> bool {
+    fn record(&mut self, r: Result<(), Error>) -> bool {
         match r {
             Ok(()) => true,
             Err(e) => {
@@ -251,198 +361,246 @@ impl CoreParams {
     }
 }
 
-/// The sequencer core, driven from JavaScript.
+fn code(e: &Option<Error>) -> String {
+    e.as_ref().map_or("", |e| e.kind().code()).to_owned()
+}
+
+fn message(e: &Option<Error>) -> String {
+    e.as_ref().map_or_else(String::new, Error::to_string)
+}
+
+/// The shell's host in JavaScript: reads are the driver's (answered later), storage work waits
+/// in a queue, the wake-up and the status are kept for the driver to read.
+struct JsHost {
+    clock: Clock,
+    queue: VecDeque<Work>,
+    wake: Option<Instant>,
+}
+
+impl Host for JsHost {
+    fn now(&mut self) -> Instant {
+        instant(self.clock.now())
+    }
+
+    fn read_numbers(&mut self, _ws: WsId, _seqs: &[SeqId]) -> Read {
+        Read::Later
+    }
+
+    fn read_numbers_many(&mut self, _ws: &[WsId], _seqs: &[SeqId]) -> Read {
+        Read::Later
+    }
+
+    fn begin(&mut self, work: Work) {
+        self.queue.push_back(work);
+    }
+
+    fn set_wake(&mut self, at: Option<Instant>) {
+        self.wake = at;
+    }
+
+    fn status_changed(&mut self, _status: Status) {}
+}
+
+/// The sequencer, driven from JavaScript: the shell's calls plus what the driver needs to
+/// perform the work it hands out.
 ///
-/// Transactions: `start`, `next`, then `flush` or `actualize`. Driver: `pollWork` until it
-/// returns `WORK_NONE`, perform each item against storage, report it with the matching
-/// `complete*` call or `fail`, and poll again after every report and at `pollTimeout()`.
+/// Transactions: `start` (or the batched calls), `next`, then `flush` or `actualize`. Driver:
+/// after a call that may begin work, `takeWork` until it returns `WorkKind.None`, perform each
+/// item against storage and report it with the matching `complete*` call or `fail`; call
+/// `pump` at `wakeAt()`.
 #[wasm_bindgen(js_name = SequencerCore)]
 pub struct SequencerCore {
-    seq: Sequencer,
-    /// The work last returned by `pollWork`, for the `work*` getters.
+    shell: Shell,
+    host: JsHost,
+    /// The work last taken, for the `work*` getters.
     work: Option<Work>,
-    /// The read last asked for by `start` / `completeNumbers`, for the `load*` getters.
-    load_ticket: Ticket,
-    load_seqs: Vec<SeqId>,
-    /// A number of the transaction in progress is beyond `MAX_SAFE`: it must not be flushed.
+    /// The read last handed out, for the `load*` getters.
+    load: Option<ReadNumbers>,
+    load_many: Option<ReadNumbersMany>,
+    /// A number of the open event is beyond `MAX_SAFE`: it must not be flushed or staged.
     unsafe_tx: bool,
-    /// Reused buffers for numbers reads and PLog pages.
-    numbers_buf: Vec<Number>,
-    page_buf: Vec<(u64, SeqValue)>,
-    error: Option<Refusal>,
+    /// Reused buffers: sequences and workspaces asked for, numbers, PLog pages.
+    seqs: Vec<SeqId>,
+    ws: Vec<WsId>,
+    numbers: Vec<Number>,
+    page: Vec<(u64, SeqValue)>,
+    error: Option<Error>,
 }
 
 #[wasm_bindgen(js_class = SequencerCore)]
 impl SequencerCore {
-    /// A sequencer over `params`; it starts by actualizing. Throws for invalid params (call
-    /// `params.validate()` first to get a coded refusal instead).
+    /// A sequencer over `params` on `clock`; it begins actualizing (take its work). Throws for
+    /// invalid params (call `params.validate()` first to get a coded refusal instead).
     #[wasm_bindgen(constructor)]
-    pub fn new(params: &CoreParams) -> Result<SequencerCore, JsError> {
-        let seq = Sequencer::new(params.inner.clone()).map_err(|e| JsError::new(&e.to_string()))?;
+    pub fn new(params: &CoreParams, clock: Clock) -> Result<SequencerCore, JsError> {
+        let mut host = JsHost {
+            clock,
+            queue: VecDeque::new(),
+            wake: None,
+        };
+        let shell = Shell::create(params.inner.clone(), &mut host)
+            .map_err(|e| JsError::new(&e.to_string()))?;
         Ok(Self {
-            seq,
+            shell,
+            host,
             work: None,
-            load_ticket: Ticket(0),
-            load_seqs: Vec::new(),
+            load: None,
+            load_many: None,
             unsafe_tx: false,
-            numbers_buf: Vec::new(),
-            page_buf: Vec::new(),
+            seqs: Vec::new(),
+            ws: Vec::new(),
+            numbers: Vec::new(),
+            page: Vec::new(),
             error: None,
         })
     }
 
-    /// Begins a transaction: the PLog offset (≥ 1), `START_NOT_NOW_*`, `START_LOAD`, or `ERR`.
+    /// `start`: the PLog offset (≥ 1), or a [`Sentinel`].
     pub fn start(&mut self, kind: f64, ws: f64) -> f64 {
         let r = (|| {
             let kind = to_u16("workspace kind", kind)?;
             let ws = to_u64("workspace id", ws)?;
-            Ok(self.seq.start(kind, ws)?)
+            self.shell.start(kind, ws, &mut self.host)
         })();
-        self.encode_start_result(r)
+        self.started(r)
     }
 
-    /// Reports the numbers read for `START_LOAD` (in `loadSeqs()` order, 0 if never stored) and
-    /// retries the start: same results as `start`.
+    /// Reports the numbers read for a [`Sentinel::Load`] (in `loadSeqs()` order, 0 if never
+    /// stored); `0`, or `Refused`. Then make the call again.
     #[wasm_bindgen(js_name = completeNumbers)]
-    pub fn complete_numbers(&mut self, ticket: f64, numbers: &[f64]) -> f64 {
+    pub fn complete_numbers(&mut self, ticket: f64, numbers: &[f64]) -> i32 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);
-            self.numbers_buf.clear();
+            self.numbers.clear();
             for &n in numbers {
-                self.numbers_buf.push(to_u64("stored number", n)?);
+                self.numbers.push(to_u64("stored number", n)?);
             }
-            Ok(self.seq.complete_numbers(ticket, &self.numbers_buf)?)
+            self.shell.complete_numbers(ticket, &self.numbers)
         })();
-        self.encode_start_result(r)
+        self.done(r)
     }
 
-    /// The ticket of the read `START_LOAD` asked for.
+    /// Reports the numbers read for a [`Sentinel::LoadMany`] (`loadSeqs().length` per
+    /// workspace of `loadManyWs()`, in order); `0`, or `Refused`. Then make the call again.
+    #[wasm_bindgen(js_name = completeNumbersMany)]
+    pub fn complete_numbers_many(&mut self, kind: f64, ws: &[f64], numbers: &[f64]) -> i32 {
+        let r = (|| {
+            let kind = to_u16("workspace kind", kind)?;
+            self.read_ws(ws)?;
+            self.numbers.clear();
+            for &n in numbers {
+                self.numbers.push(to_u64("stored number", n)?);
+            }
+            self.shell
+                .complete_numbers_many(kind, &self.ws, &self.numbers)
+        })();
+        self.done(r)
+    }
+
+    /// The ticket of the read [`Sentinel::Load`] asked for.
     #[wasm_bindgen(js_name = loadTicket)]
     pub fn load_ticket(&self) -> f64 {
-        self.load_ticket.0 as f64
+        self.load.as_ref().map_or(-1.0, |l| l.ticket.0 as f64)
     }
 
-    /// The sequences whose stored numbers `START_LOAD` asked for, in the order to report them.
+    /// The workspace whose numbers [`Sentinel::Load`] asked for.
+    #[wasm_bindgen(js_name = loadWs)]
+    pub fn load_ws(&self) -> f64 {
+        self.load.as_ref().map_or(-1.0, |l| l.ws as f64)
+    }
+
+    /// The sequences whose stored numbers the last load asked for, in the order to report.
     #[wasm_bindgen(js_name = loadSeqs)]
     pub fn load_seqs(&self) -> Vec<u16> {
-        self.load_seqs.clone()
+        match (&self.load, &self.load_many) {
+            (Some(l), _) => l.seqs.clone(),
+            (None, Some(m)) => m.seqs.clone(),
+            (None, None) => Vec::new(),
+        }
     }
 
-    /// The next number of sequence `seq` in the transaction in progress, or `ERR`.
+    /// The workspaces whose numbers [`Sentinel::LoadMany`] asked for, in order.
+    #[wasm_bindgen(js_name = loadManyWs)]
+    pub fn load_many_ws(&self) -> Vec<f64> {
+        self.load_many
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.ws.iter().map(|&w| w as f64).collect())
+    }
+
+    /// `next`: the next number of sequence `seq` in the transaction, or `Refused`.
     pub fn next(&mut self, seq: f64) -> f64 {
-        let r = (|| {
-            let seq = to_u16("sequence id", seq)?;
-            let n = self.seq.next(seq)?;
-            if n > MAX_SAFE {
-                self.unsafe_tx = true;
-                return Err(Refusal {
-                    code: "UNSAFE_INTEGER",
-                    message: format!(
-                        "sequence {seq} reached {n}, beyond Number.MAX_SAFE_INTEGER; actualize this transaction"
-                    ),
-                });
-            }
-            Ok(n as f64)
-        })();
-        match r {
-            Ok(n) => n,
-            Err(e) => self.refuse(e),
-        }
+        let r = to_u16("sequence id", seq).and_then(|seq| self.shell.next(seq));
+        self.number(r)
     }
 
-    /// Completes the transaction in progress; `0`, or `ERR`.
+    /// `flush`: `0`, or `Refused`.
     pub fn flush(&mut self) -> i32 {
-        if let Some(refused) = self.refuse_unsafe() {
-            return refused;
-        }
-        match self.seq.flush() {
-            Ok(()) => 0,
-            Err(e) => self.refuse(e.into()) as i32,
-        }
+        let r = self
+            .check_safe()
+            .and_then(|()| self.shell.flush(&mut self.host));
+        self.done(r)
     }
 
-    /// Ends the open event but not the transaction (the next `start` numbers another event of
-    /// it; `flush` completes them all, `actualize` drops them all); `0`, or `ERR`.
+    /// `stage`: ends the open event but not the transaction; `0`, or `Refused`.
     pub fn stage(&mut self) -> i32 {
-        if let Some(refused) = self.refuse_unsafe() {
-            return refused;
-        }
-        match self.seq.stage() {
-            Ok(()) => 0,
-            Err(e) => self.refuse(e.into()) as i32,
-        }
+        let r = self.check_safe().and_then(|()| self.shell.stage());
+        self.done(r)
     }
 
-    /// `ERR` if the open event issued a number JavaScript cannot hold exactly: such an event
-    /// may only be actualized.
-    fn refuse_unsafe(&mut self) -> Option<i32> {
-        if !(self.unsafe_tx && self.seq.status() == Status::InTransaction) {
-            return None;
-        }
-        Some(
-            self.refuse(Refusal {
-                code: "UNSAFE_INTEGER",
-                message: "the transaction issued a number beyond Number.MAX_SAFE_INTEGER; \
-                      actualize it instead"
-                    .to_owned(),
-            }) as i32,
-        )
-    }
-
-    /// Drops the transaction in progress (if any) and recovers from storage; `0`, or `ERR`.
+    /// `actualize`: `0`, or `Refused`.
     pub fn actualize(&mut self) -> i32 {
-        match self.seq.actualize() {
-            Ok(()) => {
-                self.unsafe_tx = false;
-                0
-            }
-            Err(e) => self.refuse(e.into()) as i32,
+        let r = self.shell.actualize(&mut self.host);
+        if r.is_ok() {
+            self.unsafe_tx = false;
         }
+        self.done(r)
     }
 
-    /// Stops the core: outstanding work is abandoned and every later call refused.
+    /// `cleanup`: stops; work in progress is abandoned and every later call refused.
     pub fn cleanup(&mut self) {
-        self.seq.cleanup();
+        self.shell.cleanup(&mut self.host);
+        self.host.queue.clear();
         self.work = None;
     }
 
-    /// 0 actualizing, 1 ready, 2 in a transaction, 3 cleaned up.
+    /// The status, a [`CoreStatus`].
     pub fn status(&self) -> u32 {
-        match self.seq.status() {
-            Status::Actualizing => 0,
-            Status::Ready => 1,
-            Status::InTransaction => 2,
-            Status::CleanedUp => 3,
-        }
+        CoreStatus::from(self.shell.status()) as u32
+    }
+
+    /// spec 002's status (an index into `sequenceStatusNames()`).
+    #[wasm_bindgen(js_name = sequenceStatus)]
+    pub fn sequence_status(&self) -> u32 {
+        self.shell.sequence_status() as u32
     }
 
     /// Numbers held in memory: `[cached, unflushed, transaction]`.
     #[wasm_bindgen(js_name = heldNumbers)]
     pub fn held_numbers(&self) -> Vec<f64> {
-        let h = self.seq.held_numbers();
+        let h = self.shell.held_numbers();
         vec![h.cached as f64, h.unflushed as f64, h.transaction as f64]
     }
 
-    /// The next storage operation due at `now_ms`: one of the `WORK_*` kinds. Its details are
+    /// Takes the oldest storage work begun and not taken yet: a [`WorkKind`]; its details are
     /// read with the `work*` getters until the next call.
-    #[wasm_bindgen(js_name = pollWork)]
-    pub fn poll_work(&mut self, now_ms: f64) -> u32 {
-        self.work = self.seq.poll_work(instant(now_ms));
-        match &self.work {
-            None => WORK_NONE,
-            Some(Work::Write(_)) => WORK_WRITE,
-            Some(Work::ReadNextOffset { .. }) => WORK_READ_NEXT_OFFSET,
-            Some(Work::ReadPlog { .. }) => WORK_READ_PLOG,
-        }
+    #[wasm_bindgen(js_name = takeWork)]
+    pub fn take_work(&mut self) -> u32 {
+        self.work = self.host.queue.pop_front();
+        (match &self.work {
+            None => WorkKind::None,
+            Some(Work::Write(_)) => WorkKind::Write,
+            Some(Work::ReadNextOffset { .. }) => WorkKind::ReadNextOffset,
+            Some(Work::ReadPlog { .. }) => WorkKind::ReadPlog,
+        }) as u32
     }
 
-    /// The ticket of the polled work.
+    /// The ticket of the work taken.
     #[wasm_bindgen(js_name = workTicket)]
     pub fn work_ticket(&self) -> f64 {
         self.work.as_ref().map_or(-1.0, |w| w.ticket().0 as f64)
     }
 
-    /// `WORK_READ_PLOG`: the first offset to read.
+    /// `ReadPlog`: the first offset to read.
     #[wasm_bindgen(js_name = workFrom)]
     pub fn work_from(&self) -> f64 {
         match &self.work {
@@ -451,7 +609,7 @@ impl SequencerCore {
         }
     }
 
-    /// `WORK_WRITE`: the next PLog offset to store after the values.
+    /// `Write`: the next PLog offset to store after the values.
     #[wasm_bindgen(js_name = workNextOffset)]
     pub fn work_next_offset(&self) -> f64 {
         match &self.work {
@@ -460,7 +618,7 @@ impl SequencerCore {
         }
     }
 
-    /// `WORK_WRITE`: the values to store, as three blocks of equal length: workspaces, then
+    /// `Write`: the values to store, as three blocks of equal length: workspaces, then
     /// sequences, then numbers.
     #[wasm_bindgen(js_name = workValues)]
     pub fn work_values(&self) -> Vec<f64> {
@@ -477,39 +635,33 @@ impl SequencerCore {
         out
     }
 
-    /// The instant (ms on the driver's clock) by which `pollWork` must be called again if no
-    /// outcome is reported before; `-1` when only a report can make work due.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> f64 {
-        self.seq
-            .poll_timeout()
-            .map_or(-1.0, |t| t.as_nanos() as f64 / 1e6)
+    /// The instant (ms on the driver's clock) at which to call `pump`; `-1` for none.
+    #[wasm_bindgen(js_name = wakeAt)]
+    pub fn wake_at(&self) -> f64 {
+        self.host.wake.map_or(-1.0, |t| t.as_nanos() as f64 / 1e6)
     }
 
-    /// Reports a write durable; `0`, or `ERR`.
+    /// `pump`: begins any work now due (call at `wakeAt()`).
+    pub fn pump(&mut self) {
+        self.shell.pump(&mut self.host);
+    }
+
+    /// Reports a write durable; `0`, or `Refused`.
     #[wasm_bindgen(js_name = completeWrite)]
     pub fn complete_write(&mut self, ticket: f64) -> i32 {
-        let r = (|| {
-            let ticket = Ticket(to_u64("ticket", ticket)?);
-            Ok(self.seq.complete_write(ticket)?)
-        })();
-        self.status_code(r.map(|()| 0))
+        self.deliver(ticket, || Ok(Outcome::Written))
     }
 
-    /// Reports the stored next PLog offset (0 if none); `0`, or `ERR`.
+    /// Reports the stored next PLog offset (0 if none); `0`, or `Refused`.
     #[wasm_bindgen(js_name = completeNextOffset)]
     pub fn complete_next_offset(&mut self, ticket: f64, offset: f64) -> i32 {
-        let r = (|| {
-            let ticket = Ticket(to_u64("ticket", ticket)?);
-            let offset = to_u64("next PLog offset", offset)?;
-            Ok(self.seq.complete_next_offset(ticket, offset)?)
-        })();
-        self.status_code(r.map(|()| 0))
+        self.deliver(ticket, || {
+            Ok(Outcome::NextOffset(to_u64("next PLog offset", offset)?))
+        })
     }
 
     /// Reports a PLog page as parallel arrays (one entry per value, in offset order), the
-    /// offset after the page and whether the PLog ends there. `1` if actualization finished,
-    /// `0` if more is to be read, or `ERR`.
+    /// offset after the page and whether the PLog ends there; `0`, or `Refused`.
     #[wasm_bindgen(js_name = completePlogRead)]
     #[allow(clippy::too_many_arguments)]
     pub fn complete_plog_read(
@@ -521,93 +673,343 @@ impl SequencerCore {
         values: &[f64],
         next: f64,
         end: bool,
-        now_ms: f64,
     ) -> i32 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);
             let next = to_u64("page next offset", next)?;
             let n = offsets.len();
             if ws.len() != n || seqs.len() != n || values.len() != n {
-                return Err(Refusal {
-                    code: "MALFORMED_PLOG_PAGE",
-                    message: format!(
-                        "page arrays differ in length: {n} offsets, {} workspaces, {} sequences, {} values",
-                        ws.len(),
-                        seqs.len(),
-                        values.len()
-                    ),
-                });
+                return Err(Error::InvalidArgument(format!(
+                    "page arrays differ in length: {n} offsets, {} workspaces, {} sequences, {} values",
+                    ws.len(),
+                    seqs.len(),
+                    values.len()
+                )));
             }
-            self.page_buf.clear();
+            self.page.clear();
             for i in 0..n {
                 let offset = to_u64("event offset", offsets[i])?;
                 let ws = to_u64("workspace id", ws[i])?;
                 let seq = to_u16("sequence id", seqs[i])?;
                 let value = to_u64("number", values[i])?;
-                self.page_buf.push((offset, SeqValue::new(ws, seq, value)));
+                self.page.push((offset, SeqValue::new(ws, seq, value)));
             }
             let page = PlogPage {
-                values: &self.page_buf,
+                values: &self.page,
                 next,
                 end,
             };
-            Ok(self.seq.complete_plog_read(ticket, page, instant(now_ms))?)
+            self.shell
+                .deliver(ticket, Outcome::PlogPage(page), &mut self.host)
         })();
-        self.status_code(r.map(|p| i32::from(p.finished)))
+        self.done(r)
     }
 
-    /// Reports that the work under `ticket` failed at `now_ms`; the core schedules the retry.
-    /// `0`, or `ERR`.
-    pub fn fail(&mut self, ticket: f64, now_ms: f64) -> i32 {
+    /// Reports that the work under `ticket` failed; the shell schedules the retry. `0`, or
+    /// `Refused`.
+    pub fn fail(&mut self, ticket: f64) -> i32 {
+        self.deliver(ticket, || Ok(Outcome::Failed))
+    }
+
+    /// `start-next`: `start`, then `next` of each of `seqs` into `out` (unless not started);
+    /// the offset or a [`Sentinel`]. A refused `next` drops the transaction.
+    #[wasm_bindgen(js_name = startNext)]
+    pub fn start_next(&mut self, kind: f64, ws: f64, seqs: &[f64], out: &mut [f64]) -> f64 {
+        self.numbered(kind, ws, seqs, out, false)
+    }
+
+    /// `flush-start-next`: `flush`, then `start-next`, in one call (one crossing per event).
+    #[wasm_bindgen(js_name = flushStartNext)]
+    pub fn flush_start_next(&mut self, kind: f64, ws: f64, seqs: &[f64], out: &mut [f64]) -> f64 {
+        self.numbered(kind, ws, seqs, out, true)
+    }
+
+    /// `start-batch`: numbers and stages one event per workspace of `ws`, each taking a `next`
+    /// of each of `seqs`. Returns `[started, firstOffset, stop, ...numbers]`: `stop` is 0 when
+    /// every event started, else a [`Sentinel`] (not now, or a load to perform before calling
+    /// again); `started` is `Refused` (and nothing else follows) for a refusal.
+    #[wasm_bindgen(js_name = startBatch)]
+    pub fn start_batch(&mut self, kind: f64, ws: &[f64], seqs: &[f64]) -> Vec<f64> {
+        self.batch(kind, ws, seqs, false)
+    }
+
+    /// `flush-start-batch`: `flush`, then `start-batch`, in one call (one crossing per batch).
+    #[wasm_bindgen(js_name = flushStartBatch)]
+    pub fn flush_start_batch(&mut self, kind: f64, ws: &[f64], seqs: &[f64]) -> Vec<f64> {
+        self.batch(kind, ws, seqs, true)
+    }
+
+    /// `start-event` (spec 002): the event's PLog offset, its WLog offset in `out[0]`; or a
+    /// [`Sentinel`].
+    #[wasm_bindgen(js_name = startEvent)]
+    pub fn start_event(&mut self, ws: f64, out: &mut [f64]) -> f64 {
         let r = (|| {
-            let ticket = Ticket(to_u64("ticket", ticket)?);
-            Ok(self.seq.fail(ticket, instant(now_ms))?)
+            let ws = to_u64("workspace id", ws)?;
+            let wlog = match self.shell.start_event(ws, &mut self.host)? {
+                EventStart::Started(o) => {
+                    if let Some(slot) = out.first_mut() {
+                        *slot = to_f64(o.wlog_offset)?;
+                    }
+                    return Ok(Start::Started(o.plog_offset));
+                }
+                EventStart::NotNow(reason) => Start::NotNow(reason),
+                EventStart::Load(read) => Start::Load(read),
+            };
+            Ok(wlog)
         })();
-        self.status_code(r.map(|()| 0))
+        self.started(r)
+    }
+
+    /// `next-rec-id` (spec 002), or `Refused`.
+    #[wasm_bindgen(js_name = nextRecId)]
+    pub fn next_rec_id(&mut self) -> f64 {
+        let r = self.shell.next_rec_id();
+        self.number(r)
+    }
+
+    /// `next-c-rec-id` (spec 002), or `Refused`.
+    #[wasm_bindgen(js_name = nextCRecId)]
+    pub fn next_c_rec_id(&mut self) -> f64 {
+        let r = self.shell.next_c_rec_id();
+        self.number(r)
+    }
+
+    /// `finish-event` (spec 002): `flush`; `0`, or `Refused`.
+    #[wasm_bindgen(js_name = finishEvent)]
+    pub fn finish_event(&mut self) -> i32 {
+        let r = self
+            .check_safe()
+            .and_then(|()| self.shell.finish_event(&mut self.host));
+        self.done(r)
+    }
+
+    /// `cancel-event` (spec 002): drops the event in progress and recovers; `0`, or `Refused`
+    /// (`NO_TRANSACTION` without an event).
+    #[wasm_bindgen(js_name = cancelEvent)]
+    pub fn cancel_event(&mut self) -> i32 {
+        let r = self.shell.cancel_event(&mut self.host);
+        if r.is_ok() {
+            self.unsafe_tx = false;
+        }
+        self.done(r)
     }
 
     /// The code of the last refusal (`""` if none).
     #[wasm_bindgen(js_name = errorCode)]
     pub fn error_code(&self) -> String {
-        self.error.as_ref().map_or("", |e| e.code).to_owned()
+        code(&self.error)
     }
 
     /// The message of the last refusal (`""` if none).
     #[wasm_bindgen(js_name = errorMessage)]
     pub fn error_message(&self) -> String {
-        self.error
-            .as_ref()
-            .map_or_else(String::new, |e| e.message.clone())
+        message(&self.error)
     }
 }
 
 impl SequencerCore {
-    /// Records a refusal and returns `ERR`.
+    /// Records a refusal.
     #[cold]
-    fn refuse(&mut self, e: Refusal) -> f64 {
+    fn refuse(&mut self, e: Error) {
         self.error = Some(e);
-        f64::from(ERR)
     }
 
-    fn status_code(&mut self, r: Result<i32, Refusal>) -> i32 {
+    fn done(&mut self, r: Result<(), Error>) -> i32 {
         match r {
-            Ok(code) => code,
-            Err(e) => self.refuse(e) as i32,
-        }
-    }
-
-    fn encode_start_result(&mut self, r: Result<Start, Refusal>) -> f64 {
-        match r {
-            Ok(start) => {
-                if let Start::Load(read) = &start {
-                    self.load_ticket = read.ticket;
-                    self.load_seqs.clone_from(&read.seqs);
-                } else {
-                    self.unsafe_tx = false;
-                }
-                encode_start(&start)
+            Ok(()) => 0,
+            Err(e) => {
+                self.refuse(e);
+                Sentinel::Refused as i32
             }
-            Err(e) => self.refuse(e),
         }
+    }
+
+    /// A number for JavaScript: refused (and the open event marked unsafe) beyond
+    /// `MAX_SAFE`.
+    fn number(&mut self, r: Result<Number, Error>) -> f64 {
+        match r.and_then(|n| {
+            to_f64(n).inspect_err(|_| {
+                self.unsafe_tx = true;
+            })
+        }) {
+            Ok(n) => n,
+            Err(e) => {
+                self.refuse(e);
+                f64::from(Sentinel::Refused as i32)
+            }
+        }
+    }
+
+    /// `UNSAFE_INTEGER` if the open event issued a number JavaScript cannot hold exactly:
+    /// such an event may only be actualized.
+    fn check_safe(&self) -> Result<(), Error> {
+        if self.unsafe_tx && self.shell.status() == Status::InTransaction {
+            return Err(Error::UnsafeInteger(
+                "the transaction issued a number beyond Number.MAX_SAFE_INTEGER; actualize it instead"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The JS encoding of a start: the offset, or a sentinel (a load is kept for the getters).
+    fn started(&mut self, r: Result<Start, Error>) -> f64 {
+        match r {
+            Ok(Start::Started(offset)) => {
+                self.unsafe_tx = false;
+                offset as f64
+            }
+            Ok(Start::NotNow(reason)) => {
+                self.unsafe_tx = false;
+                f64::from(not_now(reason) as i32)
+            }
+            Ok(Start::Load(read)) => {
+                self.keep_load(Some(read), None);
+                f64::from(Sentinel::Load as i32)
+            }
+            Err(e) => {
+                self.refuse(e);
+                f64::from(Sentinel::Refused as i32)
+            }
+        }
+    }
+
+    fn keep_load(&mut self, load: Option<ReadNumbers>, many: Option<ReadNumbersMany>) {
+        self.load = load;
+        self.load_many = many;
+    }
+
+    /// `ws` as workspace ids into the reused buffer.
+    fn read_ws(&mut self, ws: &[f64]) -> Result<(), Error> {
+        self.ws.clear();
+        for &w in ws {
+            self.ws.push(to_u64("workspace id", w)?);
+        }
+        Ok(())
+    }
+
+    /// `seqs` as sequence ids into the reused buffer.
+    fn read_seqs(&mut self, seqs: &[f64]) -> Result<(), Error> {
+        self.seqs.clear();
+        for &s in seqs {
+            self.seqs.push(to_u16("sequence id", s)?);
+        }
+        Ok(())
+    }
+
+    fn deliver(
+        &mut self,
+        ticket: f64,
+        outcome: impl FnOnce() -> Result<Outcome<'static>, Error>,
+    ) -> i32 {
+        let r = (|| {
+            let ticket = Ticket(to_u64("ticket", ticket)?);
+            let outcome = outcome()?;
+            self.shell.deliver(ticket, outcome, &mut self.host)
+        })();
+        self.done(r)
+    }
+
+    /// `start-next` or (`flush`) `flush-start-next`.
+    fn numbered(&mut self, kind: f64, ws: f64, seqs: &[f64], out: &mut [f64], flush: bool) -> f64 {
+        let r = (|| {
+            let kind = to_u16("workspace kind", kind)?;
+            let ws = to_u64("workspace id", ws)?;
+            self.read_seqs(seqs)?;
+            if out.len() < seqs.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "out holds {} numbers, {} are asked for",
+                    out.len(),
+                    seqs.len()
+                )));
+            }
+            if flush {
+                self.check_safe()?;
+            }
+            self.numbers.clear();
+            self.numbers.resize(self.seqs.len(), 0);
+            let host = &mut self.host;
+            let start = if flush {
+                self.shell
+                    .flush_start_next(kind, ws, &self.seqs, &mut self.numbers, host)?
+            } else {
+                self.shell
+                    .start_next(kind, ws, &self.seqs, &mut self.numbers, host)?
+            };
+            if let Start::Started(_) = start {
+                self.numbers_out(out)?;
+            }
+            Ok(start)
+        })();
+        self.started(r)
+    }
+
+    /// The numbers just issued into `out`; if one is beyond `MAX_SAFE`, the transaction is
+    /// dropped (JavaScript could not hold it).
+    fn numbers_out(&mut self, out: &mut [f64]) -> Result<(), Error> {
+        for (slot, &n) in out.iter_mut().zip(&self.numbers) {
+            match to_f64(n) {
+                Ok(x) => *slot = x,
+                Err(e) => {
+                    let _ = self.shell.actualize(&mut self.host);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `start-batch` or (`flush`) `flush-start-batch`.
+    fn batch(&mut self, kind: f64, ws: &[f64], seqs: &[f64], flush: bool) -> Vec<f64> {
+        let r = (|| {
+            let kind = to_u16("workspace kind", kind)?;
+            self.read_ws(ws)?;
+            self.read_seqs(seqs)?;
+            if flush {
+                self.check_safe()?;
+            }
+            self.numbers.clear();
+            let host = &mut self.host;
+            let batch = if flush {
+                self.shell
+                    .flush_start_batch(kind, &self.ws, &self.seqs, &mut self.numbers, host)?
+            } else {
+                self.shell
+                    .start_batch(kind, &self.ws, &self.seqs, &mut self.numbers, host)?
+            };
+            let mut out = Vec::with_capacity(3 + self.numbers.len());
+            let Batch {
+                first_offset,
+                started,
+                stop,
+            } = batch;
+            let stop = match stop {
+                None => 0,
+                Some(BatchStop::NotNow(reason)) => not_now(reason) as i32,
+                Some(BatchStop::Load(read)) => {
+                    self.keep_load(Some(read), None);
+                    Sentinel::Load as i32
+                }
+                Some(BatchStop::LoadMany(many)) => {
+                    self.keep_load(None, Some(many));
+                    Sentinel::LoadMany as i32
+                }
+            };
+            out.extend([f64::from(started), first_offset as f64, f64::from(stop)]);
+            out.resize(3 + self.numbers.len(), 0.0);
+            self.numbers_out(&mut out[3..])?;
+            Ok(out)
+        })();
+        r.unwrap_or_else(|e| {
+            self.refuse(e);
+            vec![f64::from(Sentinel::Refused as i32)]
+        })
+    }
+}
+
+fn not_now(reason: NotNowReason) -> Sentinel {
+    match reason {
+        NotNowReason::Actualizing => Sentinel::NotNowActualizing,
+        NotNowReason::TooManyUnflushed => Sentinel::NotNowTooManyUnflushed,
     }
 }

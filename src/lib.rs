@@ -47,19 +47,25 @@ pub mod facade;
 mod js;
 mod params;
 mod sequencer;
+pub mod shell;
 pub mod testkit;
 mod types;
 mod unflushed;
+mod vocab;
 mod work;
 mod ws_numbers;
 
 pub use error::Error;
 pub use params::{
-    DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE, DEFAULT_MAX_UNFLUSHED_VALUES,
-    DEFAULT_RETRY_DELAY, Params, ParamsError,
+    DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE, DEFAULT_MAX_RETRY_DELAY,
+    DEFAULT_MAX_UNFLUSHED_VALUES, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER_PERCENT, Params,
+    ParamsError,
 };
 pub use sequencer::{HeldNumbers, Sequencer, Status};
+pub use shell::{Batch, BatchStop, EventStart, Host, Read, Shell};
 pub use types::{Instant, Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId, WsKind};
+pub use vocab::ErrorKind;
 pub use work::{
-    NotNowReason, PlogPage, ReadNumbers, ReplayProgress, Start, Ticket, Work, WriteRequest,
+    NotNowReason, Outcome, PlogPage, ReadNumbers, ReadNumbersMany, ReplayProgress, Start, Ticket,
+    Work, WriteRequest,
 };

@@ -14,6 +14,12 @@ pub const DEFAULT_LRU_CACHE_SIZE: usize = 100_000;
 pub const DEFAULT_BATCHER_DELAY_ON_OVERFLOW: Duration = Duration::from_millis(5);
 /// Default for [`Params::retry_delay`]: the original retries storage errors every 500 ms.
 pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_millis(500);
+/// Default for [`Params::max_retry_delay`]: consecutive failures double the wait up to 10 s
+/// (the original waits a constant 500 ms, so a long outage is retried 20 times a second).
+pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
+/// Default for [`Params::retry_jitter_percent`]: each wait is drawn from its upper half, so
+/// sequencers that failed together do not retry together.
+pub const DEFAULT_RETRY_JITTER_PERCENT: u8 = 50;
 
 /// What a sequencer is built from.
 ///
@@ -31,9 +37,13 @@ pub struct Params {
     pub batcher_delay_on_overflow: Duration,
     /// The wait after the first failure of a storage operation before it is retried.
     pub retry_delay: Duration,
-    /// The longest wait between retries; each further failure doubles the wait up to this.
-    /// Equal to `retry_delay` (the default) means a constant delay, as in the original.
+    /// The longest wait between retries (the cap); each further failure doubles the wait up
+    /// to this. Equal to `retry_delay` means a constant delay, as in the original.
     pub max_retry_delay: Duration,
+    /// How much of each retry wait is drawn away at random, in percent (0..=100): a wait `d`
+    /// becomes one in `[d - d * percent / 100, d]`. The draw is a hash of the failure's time
+    /// and count, so the same inputs always give the same wait.
+    pub retry_jitter_percent: u8,
 }
 
 impl Default for Params {
@@ -44,7 +54,8 @@ impl Default for Params {
             lru_cache_size: DEFAULT_LRU_CACHE_SIZE,
             batcher_delay_on_overflow: DEFAULT_BATCHER_DELAY_ON_OVERFLOW,
             retry_delay: DEFAULT_RETRY_DELAY,
-            max_retry_delay: DEFAULT_RETRY_DELAY,
+            max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
+            retry_jitter_percent: DEFAULT_RETRY_JITTER_PERCENT,
         }
     }
 }
@@ -86,6 +97,12 @@ impl Params {
         self
     }
 
+    /// Sets [`Params::retry_jitter_percent`].
+    pub fn with_retry_jitter_percent(mut self, percent: u8) -> Self {
+        self.retry_jitter_percent = percent;
+        self
+    }
+
     /// Checks every rule a sequencer relies on.
     pub fn validate(&self) -> Result<(), ParamsError> {
         if self.seq_types.is_empty() {
@@ -112,6 +129,11 @@ impl Params {
         }
         if self.max_retry_delay < self.retry_delay {
             return Err(ParamsError::RetryDelaysReversed);
+        }
+        if self.retry_jitter_percent > 100 {
+            return Err(ParamsError::JitterAbove100 {
+                percent: self.retry_jitter_percent,
+            });
         }
         Ok(())
     }
@@ -145,6 +167,11 @@ pub enum ParamsError {
     },
     /// `max_retry_delay` is shorter than `retry_delay`.
     RetryDelaysReversed,
+    /// `retry_jitter_percent` is above 100.
+    JitterAbove100 {
+        /// The percent given.
+        percent: u8,
+    },
 }
 
 impl core::fmt::Display for ParamsError {
@@ -168,6 +195,9 @@ impl core::fmt::Display for ParamsError {
             ),
             Self::RetryDelaysReversed => {
                 write!(f, "max retry delay is shorter than the first retry delay")
+            }
+            Self::JitterAbove100 { percent } => {
+                write!(f, "retry jitter is {percent} percent (at most 100)")
             }
         }
     }

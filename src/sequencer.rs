@@ -74,6 +74,40 @@ struct PendingLoad {
     seqs: Vec<SeqId>,
 }
 
+/// How long to wait before retrying a failed storage operation.
+#[derive(Clone, Copy)]
+struct RetryPolicy {
+    first: Duration,
+    max: Duration,
+    jitter_percent: u8,
+}
+
+impl RetryPolicy {
+    /// The wait after failure number `failures` (0 for the first) at `now`: `first`, doubling
+    /// with each failure up to `max`, less up to `jitter_percent` of it drawn from a hash of
+    /// `now` and `failures` (deterministic: the core reads no random source).
+    fn delay(&self, failures: u32, now: Instant) -> Duration {
+        let full = self
+            .first
+            .saturating_mul(1u32 << failures.min(31))
+            .min(self.max);
+        let nanos = u64::try_from(full.as_nanos()).unwrap_or(u64::MAX);
+        let span = u128::from(nanos) * u128::from(self.jitter_percent.min(100)) / 100;
+        let draw = mix(now.as_nanos() ^ u64::from(failures).rotate_left(32));
+        // `draw / 2^64` of the span, in 0..=span.
+        let off = (u128::from(draw) * (span + 1)) >> 64;
+        Duration::from_nanos(nanos - off as u64)
+    }
+}
+
+/// A 64-bit finalizer (SplitMix64's): every input bit moves every output bit.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// When a failed operation may be tried again.
 #[derive(Default)]
 struct Backoff {
@@ -86,10 +120,9 @@ impl Backoff {
         self.not_before.is_none_or(|t| now >= t)
     }
 
-    fn failed(&mut self, now: Instant, first: Duration, max: Duration) {
-        let doublings = self.failures.min(32);
+    fn failed(&mut self, now: Instant, policy: RetryPolicy) {
+        let delay = policy.delay(self.failures, now);
         self.failures = self.failures.saturating_add(1);
-        let delay = first.saturating_mul(1u32 << doublings.min(31)).min(max);
         self.not_before = Some(now.saturating_add(delay));
     }
 
@@ -140,8 +173,7 @@ pub struct Sequencer {
     kinds: HashMap<WsKind, KindSeqs>,
     max_unflushed: usize,
     batcher_delay: Duration,
-    retry_delay: Duration,
-    max_retry_delay: Duration,
+    retry: RetryPolicy,
     phase: Phase,
     cache: NumberCache,
     unflushed: Unflushed,
@@ -180,8 +212,11 @@ impl Sequencer {
             kinds,
             max_unflushed: params.max_unflushed_values,
             batcher_delay: params.batcher_delay_on_overflow,
-            retry_delay: params.retry_delay,
-            max_retry_delay: params.max_retry_delay,
+            retry: RetryPolicy {
+                first: params.retry_delay,
+                max: params.max_retry_delay,
+                jitter_percent: params.retry_jitter_percent,
+            },
             phase: Phase::Actualizing(Actualization {
                 step: Step::ReadOffset { issued: None },
                 retry: Backoff::default(),
@@ -287,6 +322,18 @@ impl Sequencer {
     /// Reports the numbers read for a [`Start::Load`] (in the order of its `seqs`, 0 for a key
     /// storage does not know) and retries the start with them.
     pub fn complete_numbers(&mut self, ticket: Ticket, numbers: &[Number]) -> Result<Start, Error> {
+        let (kind, ws) = self.complete_load(ticket, numbers)?;
+        self.start(kind, ws)
+    }
+
+    /// Reports the numbers read for a [`Start::Load`] as
+    /// [`complete_numbers`](Self::complete_numbers) does, without retrying the start: they
+    /// are kept in memory for it. Returns the load's kind and workspace.
+    pub fn complete_load(
+        &mut self,
+        ticket: Ticket,
+        numbers: &[Number],
+    ) -> Result<(WsKind, WsId), Error> {
         self.check_alive()?;
         let Some(load) = self.pending_load.take_if(|l| l.ticket == ticket) else {
             return Err(self.ticket_error(ticket, "a numbers read"));
@@ -310,7 +357,7 @@ impl Sequencer {
                 (seq, continue_from(stored, initial))
             }),
         );
-        self.start(load.kind, load.ws)
+        Ok((load.kind, load.ws))
     }
 
     /// The next number of sequence `seq` in the transaction in progress.
@@ -706,8 +753,7 @@ impl Sequencer {
                 self.unflushed.write_done();
             } else {
                 self.unflushed.write_failed();
-                self.write_retry
-                    .failed(now, self.retry_delay, self.max_retry_delay);
+                self.write_retry.failed(now, self.retry);
             }
             self.after_write_settled();
             return Ok(());
@@ -727,7 +773,7 @@ impl Sequencer {
             };
             if *issued == Some(ticket) {
                 *issued = None;
-                a.retry.failed(now, self.retry_delay, self.max_retry_delay);
+                a.retry.failed(now, self.retry);
                 return Ok(());
             }
         }

@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 
 use hashbrown::HashMap;
 
+use std::collections::VecDeque;
+
+use crate::shell::{Host, Read, Shell};
 use crate::{
-    Error, Instant, Number, NumberKey, PLogOffset, Params, PlogPage, SeqId, SeqValue, Sequencer,
-    Start, Work, WriteRequest, WsId, WsKind,
+    Error, Instant, Number, NumberKey, Outcome, PLogOffset, Params, PlogPage, SeqId, SeqValue,
+    Sequencer, Start, Status, Work, WriteRequest, WsId, WsKind,
 };
 
 /// A PLog in memory: events by offset.
@@ -72,7 +75,9 @@ pub enum StorageOp {
     Offset(PLogOffset),
 }
 
-/// The PLog, the sequences view and the stored next PLog offset of one partition, in memory.
+/// The PLog, the sequences view and the stored next PLog offset of one partition, in memory,
+/// with switches to make it misbehave: the one storage model of the tests, the simulator and
+/// the conformance suite's Rust runners.
 #[derive(Clone, Debug, Default)]
 pub struct MemStorage {
     /// The sequences view: last number per key.
@@ -83,6 +88,8 @@ pub struct MemStorage {
     pub plog: Plog,
     /// Every write, in the order storage received it.
     pub ops: Vec<StorageOp>,
+    /// Misbehaviour to inject (the drivers over this storage honour it).
+    pub faults: Faults,
 }
 
 impl MemStorage {
@@ -126,6 +133,28 @@ impl MemStorage {
             .collect()
     }
 
+    /// A numbers read as a host answers it: the stored numbers, or a failure when one is due
+    /// (see [`Faults`]).
+    pub fn answer_numbers(&mut self, ws: WsId, seqs: &[SeqId]) -> Read {
+        if self.faults.numbers_read_fails() {
+            return Read::Failed("injected numbers read failure".into());
+        }
+        Read::Numbers(self.read_numbers(ws, seqs))
+    }
+
+    /// [`answer_numbers`](Self::answer_numbers) for several workspaces: `seqs.len()` numbers
+    /// per workspace of `ws`, in order.
+    pub fn answer_numbers_many(&mut self, ws: &[WsId], seqs: &[SeqId]) -> Read {
+        if self.faults.numbers_read_fails() {
+            return Read::Failed("injected numbers read failure".into());
+        }
+        Read::Numbers(
+            ws.iter()
+                .flat_map(|&w| self.read_numbers(w, seqs))
+                .collect(),
+        )
+    }
+
     /// Writes the values, then the offset.
     pub fn write(&mut self, values: &[SeqValue], next_offset: PLogOffset) {
         self.write_values(values);
@@ -165,7 +194,8 @@ impl MemStorage {
     }
 }
 
-/// Switches that make the driver's storage misbehave.
+/// Switches that make a [`MemStorage`] misbehave. Counters count down one per failed
+/// operation.
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
     /// Fail this many of the next writes (nothing written).
@@ -176,6 +206,31 @@ pub struct Faults {
     pub fail_number_reads: u32,
     /// Keep writes outstanding until [`Driver::release_writes`].
     pub hold_writes: bool,
+    /// Storage is down: every operation fails until this is cleared.
+    pub down: bool,
+}
+
+impl Faults {
+    /// Takes one failure of a write, if one is due.
+    pub fn write_fails(&mut self) -> bool {
+        Self::take(&mut self.fail_writes) || self.down
+    }
+
+    /// Takes one failure of an offset or PLog read, if one is due.
+    pub fn read_fails(&mut self) -> bool {
+        Self::take(&mut self.fail_reads) || self.down
+    }
+
+    /// Takes one failure of a numbers read, if one is due.
+    pub fn numbers_read_fails(&mut self) -> bool {
+        Self::take(&mut self.fail_number_reads) || self.down
+    }
+
+    fn take(counter: &mut u32) -> bool {
+        let due = *counter > 0;
+        *counter = counter.saturating_sub(1);
+        due
+    }
 }
 
 /// Runs a [`Sequencer`] against a [`MemStorage`] on a manual clock.
@@ -188,8 +243,6 @@ pub struct Driver {
     pub now: Instant,
     /// How many events a PLog read returns at most.
     pub page_events: usize,
-    /// Misbehaviour to inject.
-    pub faults: Faults,
     held: Vec<WriteRequest>,
 }
 
@@ -201,7 +254,6 @@ impl Driver {
             storage,
             now: Instant::default(),
             page_events: 64,
-            faults: Faults::default(),
             held: Vec::new(),
         })
     }
@@ -260,8 +312,7 @@ impl Driver {
     pub fn start(&mut self, kind: WsKind, ws: WsId) -> Result<Start, Error> {
         match self.seq.start(kind, ws)? {
             Start::Load(read) => {
-                if self.faults.fail_number_reads > 0 {
-                    self.faults.fail_number_reads -= 1;
+                if self.storage.faults.numbers_read_fails() {
                     self.seq.fail(read.ticket, self.now)?;
                     return Ok(Start::Load(read));
                 }
@@ -302,10 +353,9 @@ impl Driver {
         let now = self.now;
         match work {
             Work::Write(w) => {
-                if self.faults.fail_writes > 0 {
-                    self.faults.fail_writes -= 1;
+                if self.storage.faults.write_fails() {
                     self.seq.fail(w.ticket, now)
-                } else if self.faults.hold_writes {
+                } else if self.storage.faults.hold_writes {
                     self.held.push(w);
                     Ok(())
                 } else {
@@ -314,14 +364,14 @@ impl Driver {
                 }
             }
             Work::ReadNextOffset { ticket } => {
-                if self.take_read_fault() {
+                if self.storage.faults.read_fails() {
                     return self.seq.fail(ticket, now);
                 }
                 self.seq
                     .complete_next_offset(ticket, self.storage.next_offset)
             }
             Work::ReadPlog { ticket, from } => {
-                if self.take_read_fault() {
+                if self.storage.faults.read_fails() {
                     return self.seq.fail(ticket, now);
                 }
                 let (values, next, end) = self.storage.read_plog(from, self.page_events);
@@ -334,13 +384,107 @@ impl Driver {
             }
         }
     }
+}
 
-    fn take_read_fault(&mut self) -> bool {
-        if self.faults.fail_reads == 0 {
-            return false;
+/// The [`Shell`]'s host over a [`MemStorage`] on a manual clock: numbers reads are answered at
+/// once from storage (or fail, with [`Faults::fail_number_reads`]); the storage work the shell
+/// begins waits in [`MemHost::queue`] until [`MemHost::run`] performs it.
+#[derive(Debug, Default)]
+pub struct MemHost {
+    /// The storage.
+    pub storage: MemStorage,
+    /// The manual clock.
+    pub now: Instant,
+    /// How many events a PLog read returns at most.
+    pub page_events: usize,
+    /// Storage work begun and not yet performed, oldest first.
+    pub queue: VecDeque<Work>,
+    /// The wake-up last asked for.
+    pub wake: Option<Instant>,
+    /// The status last reported.
+    pub status: Option<Status>,
+}
+
+impl MemHost {
+    /// A host over `storage`, at time 0, reading pages of 64 events.
+    pub fn new(storage: MemStorage) -> Self {
+        Self {
+            storage,
+            page_events: 64,
+            ..Self::default()
         }
-        self.faults.fail_reads -= 1;
-        true
+    }
+
+    /// Performs queued work (and the work it leads to) until none is left; returns how many
+    /// items ran. An error means the shell refused a report of its own work: a bug.
+    pub fn run(&mut self, shell: &mut Shell) -> Result<usize, Error> {
+        let mut ran = 0;
+        while let Some(work) = self.queue.pop_front() {
+            ran += 1;
+            let ticket = work.ticket();
+            match work {
+                Work::Write(_) if self.storage.faults.write_fails() => {
+                    shell.deliver(ticket, Outcome::Failed, self)?;
+                }
+                Work::Write(w) => {
+                    self.storage.write(&w.values, w.next_plog_offset);
+                    shell.deliver(ticket, Outcome::Written, self)?;
+                }
+                _ if self.storage.faults.read_fails() => {
+                    shell.deliver(ticket, Outcome::Failed, self)?;
+                }
+                Work::ReadNextOffset { .. } => {
+                    let offset = self.storage.next_offset;
+                    shell.deliver(ticket, Outcome::NextOffset(offset), self)?;
+                }
+                Work::ReadPlog { from, .. } => {
+                    let (values, next, end) = self.storage.read_plog(from, self.page_events);
+                    let page = PlogPage {
+                        values: &values,
+                        next,
+                        end,
+                    };
+                    shell.deliver(ticket, Outcome::PlogPage(page), self)?;
+                }
+            }
+        }
+        Ok(ran)
+    }
+
+    /// Advances the clock by `d`; if the wake-up asked for has come, pumps, then runs.
+    pub fn advance(&mut self, d: Duration, shell: &mut Shell) -> Result<usize, Error> {
+        self.now = self.now.saturating_add(d);
+        if self.wake.is_some_and(|at| at <= self.now) {
+            self.wake = None;
+            shell.pump(self);
+        }
+        self.run(shell)
+    }
+}
+
+impl Host for MemHost {
+    fn now(&mut self) -> Instant {
+        self.now
+    }
+
+    fn read_numbers(&mut self, ws: WsId, seqs: &[SeqId]) -> Read {
+        self.storage.answer_numbers(ws, seqs)
+    }
+
+    fn read_numbers_many(&mut self, ws: &[WsId], seqs: &[SeqId]) -> Read {
+        self.storage.answer_numbers_many(ws, seqs)
+    }
+
+    fn begin(&mut self, work: Work) {
+        self.queue.push_back(work);
+    }
+
+    fn set_wake(&mut self, at: Option<Instant>) {
+        self.wake = at;
+    }
+
+    fn status_changed(&mut self, status: Status) {
+        self.status = Some(status);
     }
 }
 
@@ -380,4 +524,116 @@ pub fn facade_sample_events() -> Vec<crate::facade::PlatformEvent> {
             argument: None,
         },
     ]
+}
+
+/// The project's one seeded random number generator (SplitMix64), for tests, simulations and
+/// workloads: fast, statistically sound for scheduling decisions, and stable across platforms
+/// and releases (unlike `std`'s hashers or any external crate's default generator), so a seed
+/// alone determines a run.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator whose whole output is determined by `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed ^ 0x5851_f42d_4c95_7f2d)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        // Multiply-shift: unbiased enough for a scheduler and free of division.
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// An index into a collection of `len` items; `len` must not be 0.
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
+
+    /// True with probability `percent` / 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// True with probability `per_mille` / 1000.
+    pub fn chance_per_mille(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+
+    /// One of `items`, which must not be empty.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.index(items.len())]
+    }
+
+    /// A number in `[0, 1)` with 53 random bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// An index chosen with probability proportional to its weight; `None` if all are 0.
+    pub fn weighted(&mut self, weights: &[u64]) -> Option<usize> {
+        let total: u64 = weights.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut roll = self.below(total);
+        for (i, &w) in weights.iter().enumerate() {
+            if roll < w {
+                return Some(i);
+            }
+            roll -= w;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rng;
+
+    #[test]
+    fn the_same_seed_gives_the_same_stream_and_others_differ() {
+        let a: Vec<u64> = (0..8)
+            .scan(Rng::new(7), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..8)
+            .scan(Rng::new(7), |r, _| Some(r.next_u64()))
+            .collect();
+        let c: Vec<u64> = (0..8)
+            .scan(Rng::new(8), |r, _| Some(r.next_u64()))
+            .collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn bounded_draws_stay_in_range_and_weights_are_honoured() {
+        let mut r = Rng::new(1);
+        for _ in 0..10_000 {
+            assert!(r.below(7) < 7);
+            let x = r.range(3, 5);
+            assert!((3..=5).contains(&x));
+        }
+        assert_eq!(r.weighted(&[0, 0]), None);
+        for _ in 0..100 {
+            assert_eq!(r.weighted(&[0, 5, 0]), Some(1));
+        }
+    }
 }

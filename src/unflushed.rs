@@ -68,6 +68,8 @@ pub(crate) struct Unflushed {
     waiting: ValueSet,
     waiting_offset: Option<PLogOffset>,
     in_flight: Option<InFlight>,
+    /// Keys both waiting and in flight: they count once in [`Unflushed::count`].
+    overlap: usize,
     /// An empty set with the memory of the last batch written, to wait in next (so a write
     /// cycle allocates no map).
     spare: ValueSet,
@@ -84,9 +86,30 @@ impl Unflushed {
     }
 
     /// Raises the waiting values of the keys of `ws` in `values` (one lookup for them all).
+    ///
+    /// A key that starts waiting again while the write in flight carries it starts from that
+    /// write's number: what waits is never below what is being written (so a replay's maximum
+    /// per key holds across the PLog pages a write fell between), and the key counts once.
     #[inline]
     pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
-        self.waiting.raise_ws(ws, values);
+        let nums = self.waiting.by_ws.entry(ws).or_default();
+        // The write in flight's numbers of `ws`, looked up only once a key is new.
+        let mut in_flight: Option<Option<&WsNumbers>> = None;
+        for (seq, value) in values {
+            if !nums.raise(seq, value) {
+                continue;
+            }
+            self.waiting.count += 1;
+            let flying = *in_flight.get_or_insert_with(|| {
+                self.in_flight
+                    .as_ref()
+                    .and_then(|f| f.values.by_ws.get(&ws))
+            });
+            if let Some(written) = flying.and_then(|f| f.get(seq)) {
+                nums.raise(seq, written);
+                self.overlap += 1;
+            }
+        }
     }
 
     /// Keeps the values of a staged event of `ws` at `offset` apart until
@@ -118,9 +141,11 @@ impl Unflushed {
         let Some(offset) = self.staged_offset.take() else {
             return;
         };
-        for (&ws, nums) in &self.staged.by_ws {
-            self.waiting.raise_ws(ws, nums.iter());
+        let staged = core::mem::take(&mut self.staged);
+        for (&ws, nums) in &staged.by_ws {
+            self.raise_ws(ws, nums.iter());
         }
+        self.staged = staged;
         self.staged.clear();
         self.raise_offset(offset);
     }
@@ -131,10 +156,11 @@ impl Unflushed {
         self.waiting_offset = Some(self.waiting_offset.map_or(offset, |o| o.max(offset)));
     }
 
-    /// Values held in memory, waiting or being written.
+    /// Keys held in memory, waiting or being written (a key both waiting and being written
+    /// counts once).
     #[inline]
     pub(crate) fn count(&self) -> usize {
-        self.waiting.count + self.in_flight.as_ref().map_or(0, |f| f.values.count)
+        self.waiting.count + self.in_flight.as_ref().map_or(0, |f| f.values.count) - self.overlap
     }
 
     /// True if a write would store something new.
@@ -158,6 +184,7 @@ impl Unflushed {
         let values = core::mem::replace(&mut self.waiting, core::mem::take(&mut self.spare));
         let offset = self.waiting_offset.take().unwrap_or(fallback_offset);
         let list = values.to_values();
+        self.overlap = 0;
         self.in_flight = Some(InFlight {
             ticket,
             values,
@@ -169,6 +196,7 @@ impl Unflushed {
     /// The batch under `ticket` reached storage: forget it.
     pub(crate) fn write_done(&mut self) -> Option<PLogOffset> {
         let mut f = self.in_flight.take()?;
+        self.overlap = 0;
         f.values.clear();
         self.spare = f.values;
         Some(f.offset)
@@ -177,6 +205,7 @@ impl Unflushed {
     /// The batch failed: its values and offset wait again, merged with newer ones by maximum.
     pub(crate) fn write_failed(&mut self) {
         if let Some(f) = self.in_flight.take() {
+            self.overlap = 0;
             for (ws, nums) in f.values.by_ws {
                 for (seq, v) in nums.iter() {
                     self.waiting.raise(ws, seq, v);
@@ -193,6 +222,7 @@ impl Unflushed {
         self.staged_offset = None;
         self.waiting = ValueSet::default();
         self.waiting_offset = None;
+        self.overlap = 0;
     }
 
     /// Forgets everything, the batch being written included.

@@ -62,6 +62,29 @@ pub struct ReadNumbers {
     pub seqs: Vec<SeqId>,
 }
 
+/// A storage read a batch needs before its first event: the stored numbers of every sequence
+/// of its kind in each of several workspaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadNumbersMany {
+    /// The workspaces, in the order their numbers must come back.
+    pub ws: Vec<WsId>,
+    /// The sequences to read for each workspace, in order; 0 for a key never stored.
+    pub seqs: Vec<SeqId>,
+}
+
+/// The outcome of storage work, as a driver reports it (the WIT's `outcome`).
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome<'a> {
+    /// A [`Work::Write`] is durable.
+    Written,
+    /// A [`Work::ReadNextOffset`] read this offset (0 if none is stored).
+    NextOffset(PLogOffset),
+    /// A [`Work::ReadPlog`] read this page.
+    PlogPage(PlogPage<'a>),
+    /// The work failed; the sequencer retries it after a delay if it still needs it.
+    Failed,
+}
+
 /// The outcome of `start`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Start {

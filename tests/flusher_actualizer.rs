@@ -18,7 +18,7 @@ fn ready(p: Params) -> Driver {
 #[test]
 fn start_says_not_now_while_too_many_values_wait_and_resumes_once_written() {
     let mut d = ready(params().with_max_unflushed_values(3));
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     for ws in 0..2 {
         d.event(1, ws, &[1, 2]).unwrap().unwrap();
         d.run().unwrap();
@@ -28,7 +28,7 @@ fn start_says_not_now_while_too_many_values_wait_and_resumes_once_written() {
         d.start(1, 9),
         Ok(Start::NotNow(NotNowReason::TooManyUnflushed))
     );
-    d.faults.hold_writes = false;
+    d.storage.faults.hold_writes = false;
     d.release_writes().unwrap();
     assert_eq!(d.seq.held_numbers().unflushed, 0);
     assert!(matches!(d.start(1, 9), Ok(Start::Started(3))));
@@ -37,14 +37,14 @@ fn start_says_not_now_while_too_many_values_wait_and_resumes_once_written() {
 #[test]
 fn values_that_change_while_their_write_is_in_flight_are_written_again() {
     let mut d = ready(params());
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     d.event(1, 5, &[1]).unwrap().unwrap();
     d.run().unwrap();
     assert_eq!(d.held_writes()[0].values, vec![SeqValue::new(5, 1, 1)]);
     d.event(1, 5, &[1]).unwrap().unwrap();
     d.run().unwrap();
     assert_eq!(d.held_writes().len(), 1, "one write at a time");
-    d.faults.hold_writes = false;
+    d.storage.faults.hold_writes = false;
     d.release_writes().unwrap();
     assert_eq!(d.storage.read_numbers(5, &[1]), vec![2]);
     assert_eq!(d.storage.next_offset, 2);
@@ -54,7 +54,7 @@ fn values_that_change_while_their_write_is_in_flight_are_written_again() {
 #[test]
 fn actualize_waits_for_the_write_in_flight_before_reading_storage() {
     let mut d = ready(params());
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     d.event(1, 5, &[1, 2]).unwrap().unwrap();
     d.run().unwrap();
     d.seq.actualize().unwrap();
@@ -63,7 +63,7 @@ fn actualize_waits_for_the_write_in_flight_before_reading_storage() {
         None,
         "no offset read while the write is out"
     );
-    d.faults.hold_writes = false;
+    d.storage.faults.hold_writes = false;
     d.release_writes().unwrap();
     assert_eq!(d.seq.status(), Status::Ready);
     assert!(matches!(d.start(1, 5), Ok(Start::Started(2))));
@@ -73,13 +73,13 @@ fn actualize_waits_for_the_write_in_flight_before_reading_storage() {
 #[test]
 fn a_write_failing_during_actualization_is_dropped_not_retried() {
     let mut d = ready(params());
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     d.event(1, 5, &[1]).unwrap().unwrap();
     d.run().unwrap();
     let held = d.held_writes()[0].clone();
     d.seq.actualize().unwrap();
     d.seq.fail(held.ticket, d.now).unwrap();
-    d.faults.hold_writes = false;
+    d.storage.faults.hold_writes = false;
     d.run().unwrap();
     // Replay found the event in the PLog and wrote its values with the replay's own offset.
     assert_eq!(d.seq.status(), Status::Ready);
@@ -89,22 +89,110 @@ fn a_write_failing_during_actualization_is_dropped_not_retried() {
 
 #[test]
 fn retry_delays_double_up_to_the_maximum() {
-    let p = params().with_retry_delay(Duration::from_millis(100), Duration::from_millis(350));
+    let p = params()
+        .with_retry_delay(Duration::from_millis(100), Duration::from_millis(350))
+        .with_retry_jitter_percent(0);
+    let ms: Vec<u128> = write_retry_waits(p, 4)
+        .iter()
+        .map(Duration::as_millis)
+        .collect();
+    assert_eq!(ms, vec![100, 200, 350, 350]);
+}
+
+/// The waits between the first `n` retries of a write that keeps failing.
+fn write_retry_waits(p: Params, n: usize) -> Vec<Duration> {
     let mut d = ready(p);
-    d.faults.fail_writes = 10;
+    d.storage.faults.fail_writes = 1000;
     d.event(1, 1, &[1]).unwrap().unwrap();
     let mut waits = Vec::new();
     let mut last = d.now;
     d.run().unwrap();
-    for _ in 0..4 {
+    for _ in 0..n {
         let at = d.seq.poll_timeout().expect("a retry is scheduled");
         waits.push(Duration::from_nanos(at.as_nanos() - last.as_nanos()));
         d.now = at;
         last = at;
         d.run().unwrap();
     }
-    let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
-    assert_eq!(ms, vec![100, 200, 350, 350]);
+    waits
+}
+
+#[test]
+fn by_default_write_retries_are_jittered_doubling_and_capped_at_ten_seconds() {
+    let waits = write_retry_waits(params(), 12);
+    let mut full = Duration::from_millis(500);
+    for (i, w) in waits.iter().enumerate() {
+        assert!(
+            *w <= full && *w >= full / 2,
+            "retry {i}: waited {w:?}, not within the upper half of {full:?}"
+        );
+        full = (full * 2).min(Duration::from_secs(10));
+    }
+    assert!(
+        waits[6..].iter().all(|w| *w <= Duration::from_secs(10)),
+        "capped: {waits:?}"
+    );
+    assert!(
+        waits.windows(2).any(|w| w[0] * 2 != w[1]),
+        "jittered, not an exact doubling: {waits:?}"
+    );
+    assert_eq!(
+        waits,
+        write_retry_waits(params(), 12),
+        "the same inputs, the same waits"
+    );
+}
+
+#[test]
+fn a_key_waiting_again_while_its_write_is_in_flight_counts_once_toward_the_limit() {
+    let mut d = ready(params().with_max_unflushed_values(1));
+    d.storage.faults.hold_writes = true;
+    d.event(1, 7, &[1]).unwrap().unwrap();
+    d.run().unwrap();
+    assert_eq!(d.held_writes().len(), 1, "the first write is in flight");
+    d.event(1, 7, &[1]).unwrap().unwrap();
+    d.run().unwrap();
+    assert_eq!(
+        d.seq.held_numbers().unflushed,
+        1,
+        "one key, in flight and waiting again"
+    );
+    assert!(
+        matches!(d.start(1, 7), Ok(Start::Started(3))),
+        "one key is not more than max_unflushed_values = 1"
+    );
+}
+
+#[test]
+fn replay_keeps_the_largest_number_of_a_key_across_pages_a_write_falls_between() {
+    // Event 1 holds the larger number; event 2 (on the next page) a smaller one of the same key.
+    let mut storage = MemStorage::new();
+    storage.seed_event(1, &[SeqValue::new(5, 1, 100)]);
+    storage.seed_event(2, &[SeqValue::new(5, 1, 50)]);
+    let mut d = Driver::new(params(), storage).unwrap();
+    d.page_events = 1;
+    d.storage.faults.hold_writes = true;
+    d.run().unwrap();
+    assert_eq!(
+        d.held_writes().len(),
+        1,
+        "page 1's values are being written while page 2 is replayed"
+    );
+    assert_eq!(d.seq.status(), Status::Ready);
+    d.storage.faults.hold_writes = false;
+    d.release_writes().unwrap();
+    assert_eq!(
+        d.storage.read_numbers(5, &[1]),
+        vec![100],
+        "page 2's write carries the maximum, not 50"
+    );
+    assert!(matches!(d.start(1, 5), Ok(Start::Started(3))));
+    assert_eq!(d.seq.next(1), Ok(101), "not 51: 51..=100 are in the PLog");
+    assert_eq!(
+        d.storage.read_numbers(5, &[1]),
+        vec![100],
+        "the view never goes back to 50"
+    );
 }
 
 #[test]
@@ -117,7 +205,7 @@ fn replay_holds_back_at_the_unflushed_limit_and_asks_to_be_woken() {
         .with_max_unflushed_values(5)
         .with_batcher_delay_on_overflow(Duration::from_millis(5));
     let mut d = Driver::new(p, storage).unwrap();
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     d.page_events = 20;
     d.run().unwrap();
     assert_eq!(d.seq.status(), Status::Actualizing);
@@ -134,7 +222,7 @@ fn replay_holds_back_at_the_unflushed_limit_and_asks_to_be_woken() {
         Some(Instant::from_nanos(10_000_000)),
         "re-armed"
     );
-    d.faults.hold_writes = false;
+    d.storage.faults.hold_writes = false;
     d.release_writes().unwrap();
     assert_eq!(d.seq.status(), Status::Ready);
     assert!(matches!(d.start(1, 20), Ok(Start::Started(21))));
@@ -144,7 +232,7 @@ fn replay_holds_back_at_the_unflushed_limit_and_asks_to_be_woken() {
 #[test]
 fn a_failed_numbers_read_abandons_the_start_which_can_be_retried() {
     let mut d = ready(params());
-    d.faults.fail_number_reads = 1;
+    d.storage.faults.fail_number_reads = 1;
     assert!(matches!(d.start(1, 3), Ok(Start::Load(_))));
     assert_eq!(d.seq.status(), Status::Ready);
     assert!(matches!(d.start(1, 3), Ok(Start::Started(1))));

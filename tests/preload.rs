@@ -44,7 +44,7 @@ fn preloaded_workspaces_start_without_a_load_and_continue_from_storage() {
 #[test]
 fn preload_never_lowers_numbers_held_in_memory() {
     let mut d = ready(MemStorage::new());
-    d.faults.hold_writes = true;
+    d.storage.faults.hold_writes = true;
     d.event(1, 7, &[1, 1, 1]).unwrap().unwrap();
     d.run().unwrap();
     // Storage still says 0 (the write is held); memory says 3.

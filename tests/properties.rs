@@ -236,10 +236,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Advance(ms) => {
                 d.advance(Duration::from_millis(ms)).unwrap();
             }
-            Op::FailWrites(n) => d.faults.fail_writes = n,
-            Op::FailReads(n) => d.faults.fail_reads = n,
+            Op::FailWrites(n) => d.storage.faults.fail_writes = n,
+            Op::FailReads(n) => d.storage.faults.fail_reads = n,
             Op::HoldWrites(hold) => {
-                d.faults.hold_writes = hold;
+                d.storage.faults.hold_writes = hold;
                 if !hold {
                     d.release_writes().unwrap();
                 }
@@ -249,7 +249,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     d.tear_held_write();
                 }
                 d.restart(params()).unwrap();
-                d.faults.hold_writes = false;
+                d.storage.faults.hold_writes = false;
             }
             Op::Actualize => {
                 let was_actualizing = d.seq.status() == Status::Actualizing;
@@ -310,7 +310,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     BatchEnd::Crash => {
                         d.run().unwrap();
                         d.restart(params()).unwrap();
-                        d.faults.hold_writes = false;
+                        d.storage.faults.hold_writes = false;
                     }
                 }
             }

@@ -6,7 +6,6 @@
 pub mod conformance;
 pub mod sim;
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use sequencer::Params;
@@ -36,16 +35,7 @@ pub fn assert_no_number_reused(storage: &MemoryStorage, partition: PartitionId) 
     assert_eq!(offsets, dense, "PLog offsets are dense from 1");
 }
 
-/// Where the compiled component is.
-pub fn component_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("wasm32-wasip2/wasm/sequencer.wasm")
-}
+pub use sequencer_host::component_path;
 
 /// The component compiled once per test binary, with default limits.
 pub fn runtime() -> Runtime {

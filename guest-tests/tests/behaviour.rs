@@ -159,7 +159,11 @@ fn storage_sees_values_before_the_next_plog_offset() {
 #[test]
 fn transient_storage_failures_are_retried_with_backoff_and_nothing_is_lost() {
     let h = Harness::new();
-    let seq = h.open_ready(P, &params());
+    // The original's constant 500 ms, without jitter, so that the waits are exact.
+    let params = params()
+        .with_retry_delay(Duration::from_millis(500), Duration::from_millis(500))
+        .with_retry_jitter_percent(0);
+    let seq = h.open_ready(P, &params);
     h.storage.set_faults(Faults {
         fail_writes: 2,
         ..Faults::default()

@@ -1,16 +1,17 @@
-//! The conformance suite (`guest-tests/conformance/scenarios/*.json`) through the compiled
-//! component under wasmtime: the Rust runner. The Python and JavaScript runners run the same
-//! scenarios from `scripts/test-conformance.sh`.
+//! The conformance suite (`guest-tests/conformance/scenarios/*.json`): the Rust runners, the
+//! compiled component under wasmtime (`rust`) and the native shell (`native`). The Python and
+//! JavaScript runners run the same scenarios from `scripts/test-conformance.sh`.
 
-use sequencer_guest_tests::conformance::{event_values, run_scenario, scenario_files};
+use sequencer_guest_tests::conformance::{
+    Runner, event_values, read_scenario, run_scenario, scenario_files,
+};
 
-#[test]
-fn every_conformance_scenario_passes_under_wasmtime() {
+fn every_scenario_passes(runner: Runner) {
     let files = scenario_files();
     assert!(!files.is_empty(), "no conformance scenarios found");
     let mut failures = Vec::new();
     for path in &files {
-        match run_scenario(path) {
+        match run_scenario(path, runner) {
             Ok(()) => println!("ok   {}", path.display()),
             Err(e) => {
                 println!("FAIL {e}");
@@ -18,14 +19,25 @@ fn every_conformance_scenario_passes_under_wasmtime() {
             }
         }
     }
+    let name = runner.name();
     assert!(
         failures.is_empty(),
-        "[rust] {} of {} scenarios failed:\n{}",
+        "[{name}] {} of {} scenarios failed:\n{}",
         failures.len(),
         files.len(),
         failures.join("\n")
     );
-    println!("[rust] {} scenarios passed", files.len());
+    println!("[{name}] {} scenarios passed", files.len());
+}
+
+#[test]
+fn every_conformance_scenario_passes_under_wasmtime() {
+    every_scenario_passes(Runner::Component);
+}
+
+#[test]
+fn every_conformance_scenario_passes_on_the_native_shell() {
+    every_scenario_passes(Runner::Native);
 }
 
 /// The facade's recovery scenario seeds the PLog with the native tests' sample events, and this
@@ -36,11 +48,8 @@ fn the_facade_recovery_scenario_holds_the_testkit_sample_events() {
         .into_iter()
         .find(|p| p.ends_with("facade-recovery-from-platform-events.json"))
         .expect("the facade recovery scenario");
-    let text = std::fs::read_to_string(&path).expect("read the scenario");
-    let scenario: serde_json::Value = serde_json::from_str(&text).expect("parse the scenario");
-    let events = scenario["storage"]["plog_events"]
-        .as_array()
-        .expect("storage.plog_events");
+    let scenario = read_scenario(&path).expect("read the scenario");
+    let events = &scenario.storage.plog_events;
     let sample = sequencer::testkit::facade_sample_events();
     assert_eq!(events.len(), sample.len());
     for (i, (json, event)) in events.iter().zip(&sample).enumerate() {

@@ -71,6 +71,7 @@ fn flush_at_the_last_plog_offset_is_a_typed_outcome_not_an_overflow() {
         batcher_delay_ns: 1,
         retry_delay_ns: 1,
         max_retry_delay_ns: 1,
+        retry_jitter_percent: 0,
     };
     for kind in [EngineKind::Component, EngineKind::Native] {
         let mut io = Io::default();

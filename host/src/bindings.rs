@@ -11,4 +11,4 @@ pub use self::sequencer::plugin::types::{
     BatchNumbers, Error as GuestError, HeldNumbers, NotNowReason, Outcome, Params as GuestParams,
     PlogPage, PlogValue, QuadNumbers, SeqQuad, SeqValue as GuestSeqValue, StartOutcome, Status,
 };
-pub use self::sequencer::plugin::{clock, storage};
+pub use self::sequencer::plugin::{clock, observer, storage};

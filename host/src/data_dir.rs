@@ -11,7 +11,6 @@
 //! directory is built under a temporary name beside it and renamed into place, so a crash while
 //! creating it never leaves a half-made data directory behind.
 
-use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,19 +48,37 @@ pub enum DirState {
 }
 
 /// A data directory that cannot be used; the message names the path and what is wrong.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum DataDirError {
     /// The directory does not exist (and may not be created).
+    #[error("data directory {} does not exist", .0.display())]
     Missing(PathBuf),
     /// The directory's parent does not exist, so it cannot be created.
+    #[error(
+        "cannot create data directory {}: its parent directory does not exist",
+        .0.display()
+    )]
     MissingParent(PathBuf),
     /// The path is not a directory.
+    #[error("data directory {} is not a directory", .0.display())]
     NotADirectory(PathBuf),
     /// The directory is not empty and has no format marker.
+    #[error(
+        "{} is not a sequencer data directory: it is not empty and has no {FORMAT_FILE} file",
+        .0.display()
+    )]
     NotADataDir(PathBuf),
     /// The format marker is not one this program writes.
+    #[error(
+        "{} is not a sequencer data directory marker (corrupt data directory)",
+        .0.display()
+    )]
     BadMarker(PathBuf),
     /// The directory has another format version.
+    #[error(
+        "{}: data directory format {found} is not supported (this build reads format {FORMAT_VERSION})",
+        path.display()
+    )]
     UnsupportedVersion {
         /// The marker file.
         path: PathBuf,
@@ -69,6 +86,7 @@ pub enum DataDirError {
         found: u32,
     },
     /// The directory or its database is damaged.
+    #[error("corrupt data directory {}: {detail}", path.display())]
     Corrupt {
         /// What is damaged.
         path: PathBuf,
@@ -76,6 +94,7 @@ pub enum DataDirError {
         detail: String,
     },
     /// A file-system operation failed.
+    #[error("cannot {action} {}: {error}", path.display())]
     Io {
         /// Where.
         path: PathBuf,
@@ -85,47 +104,6 @@ pub enum DataDirError {
         error: std::io::Error,
     },
 }
-
-impl fmt::Display for DataDirError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Missing(p) => write!(f, "data directory {} does not exist", p.display()),
-            Self::MissingParent(p) => write!(
-                f,
-                "cannot create data directory {}: its parent directory does not exist",
-                p.display()
-            ),
-            Self::NotADirectory(p) => {
-                write!(f, "data directory {} is not a directory", p.display())
-            }
-            Self::NotADataDir(p) => write!(
-                f,
-                "{} is not a sequencer data directory: it is not empty and has no {FORMAT_FILE} file",
-                p.display()
-            ),
-            Self::BadMarker(p) => write!(
-                f,
-                "{} is not a sequencer data directory marker (corrupt data directory)",
-                p.display()
-            ),
-            Self::UnsupportedVersion { path, found } => write!(
-                f,
-                "{}: data directory format {found} is not supported (this build reads format {FORMAT_VERSION})",
-                path.display()
-            ),
-            Self::Corrupt { path, detail } => {
-                write!(f, "corrupt data directory {}: {detail}", path.display())
-            }
-            Self::Io {
-                path,
-                action,
-                error,
-            } => write!(f, "cannot {action} {}: {error}", path.display()),
-        }
-    }
-}
-
-impl std::error::Error for DataDirError {}
 
 fn io(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> DataDirError {
     let path = path.to_path_buf();

@@ -19,14 +19,14 @@ use futures::channel::{mpsc, oneshot};
 use futures::future::{AbortHandle, Abortable, BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
-use sequencer::{Instant, Params};
+use sequencer::{Instant, Params, Work, WriteRequest};
 
-use crate::bindings::{Outcome, PlogPage, PlogValue};
+use crate::bindings::Outcome;
 use crate::clock::Clock;
 use crate::error::HostError;
-use crate::partition::{PartitionSequencer, Shared, guest_params};
+use crate::link::{guest_params, wit_page};
+use crate::partition::{PartitionSequencer, Shared};
 use crate::runtime::Runtime;
-use crate::state::Op;
 use crate::storage::{PartitionId, Storage};
 
 /// Driver settings.
@@ -51,7 +51,7 @@ pub(crate) enum DriverMsg {
     Work {
         partition: PartitionId,
         generation: u64,
-        ops: Vec<Op>,
+        ops: Vec<Work>,
         wake: Option<Option<Instant>>,
     },
     Cleanup {
@@ -173,7 +173,7 @@ struct Part {
     write_began: Instant,
     /// A completed write held back until this instant (`Driver::with_min_write_interval`).
     held_write: Option<(Instant, Done)>,
-    queued: VecDeque<(u64, Op)>,
+    queued: VecDeque<(u64, Work)>,
     wake: Option<Instant>,
     reads: Vec<(u64, AbortHandle)>,
 }
@@ -304,7 +304,7 @@ impl LoopState {
         &mut self,
         partition: PartitionId,
         generation: u64,
-        ops: Vec<Op>,
+        ops: Vec<Work>,
         wake: Option<Option<Instant>>,
     ) {
         let Some(part) = self.parts.get_mut(&partition) else {
@@ -325,30 +325,31 @@ impl LoopState {
                 self.deadlines.push(Reverse((at, partition)));
             }
         }
-        for op in ops {
-            self.start_or_queue(partition, generation, op);
+        for work in ops {
+            self.start_or_queue(partition, generation, work);
         }
     }
 
-    fn start_or_queue(&mut self, partition: PartitionId, generation: u64, op: Op) {
+    fn start_or_queue(&mut self, partition: PartitionId, generation: u64, work: Work) {
         let Some(part) = self.parts.get_mut(&partition) else {
             return;
         };
-        let waits_for_writes = matches!(op, Op::Write { .. } | Op::ReadNextOffset { .. });
+        let waits_for_writes = matches!(work, Work::Write(_) | Work::ReadNextOffset { .. });
         if waits_for_writes && (part.write_busy || !part.queued.is_empty()) {
-            part.queued.push_back((generation, op));
+            part.queued.push_back((generation, work));
             return;
         }
         if let Some(shared) = part.shared.upgrade() {
             shared.in_flight.fetch_add(1, Ordering::SeqCst);
         }
         let storage = &self.storage;
-        let fut: BoxFuture<'static, Done> = match op {
-            Op::Write {
-                op,
+        let op = work.ticket().0;
+        let fut: BoxFuture<'static, Done> = match work {
+            Work::Write(WriteRequest {
                 values,
-                next_offset,
-            } => {
+                next_plog_offset: next_offset,
+                ..
+            }) => {
                 part.write_busy = true;
                 if !self.min_write_interval.is_zero() {
                     part.write_began = self.clock.now();
@@ -367,31 +368,18 @@ impl LoopState {
                     })
                     .boxed()
             }
-            Op::ReadNextOffset { op } => {
+            Work::ReadNextOffset { .. } => {
                 let read = storage.read_next_offset(partition).map(|r| match r {
                     Ok(o) => Outcome::NextOffset(o),
                     Err(e) => Outcome::Failed(e.0),
                 });
                 abortable_read(part, partition, generation, op, read.boxed())
             }
-            Op::ReadPlog { op, from } => {
+            Work::ReadPlog { from, .. } => {
                 let read = storage
                     .read_plog(partition, from, self.config.page_events)
                     .map(|r| match r {
-                        Ok(page) => Outcome::PlogPage(PlogPage {
-                            values: page
-                                .values
-                                .into_iter()
-                                .map(|(offset, v)| PlogValue {
-                                    offset,
-                                    ws: v.key.ws,
-                                    seq: v.key.seq,
-                                    value: v.value,
-                                })
-                                .collect(),
-                            next: page.next,
-                            end: page.end,
-                        }),
+                        Ok(page) => Outcome::PlogPage(wit_page(&page.values, page.next, page.end)),
                         Err(e) => Outcome::Failed(e.0),
                     });
                 abortable_read(part, partition, generation, op, read.boxed())
@@ -444,13 +432,13 @@ impl LoopState {
             if part.write_busy {
                 return;
             }
-            let Some((generation, op)) = part.queued.pop_front() else {
+            let Some((generation, work)) = part.queued.pop_front() else {
                 return;
             };
             if generation < part.generation || part.closed {
                 continue;
             }
-            self.start_or_queue(partition, generation, op);
+            self.start_or_queue(partition, generation, work);
         }
     }
 

@@ -1,16 +1,16 @@
 //! Errors of the host, each naming what failed and where.
 
-use core::fmt;
-
 use crate::bindings::GuestError;
 use crate::storage::PartitionId;
 
 /// A host operation failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// The guest refused the call (misuse or storage failure it reported).
+    #[error("sequencer refused the call: {}", describe(.0))]
     Sequencer(GuestError),
     /// The guest trapped; its instance was replaced by a new one that is actualizing.
+    #[error("the sequencer of partition {partition} trapped and was restarted: {message}")]
     Trapped {
         /// The partition whose instance trapped.
         partition: PartitionId,
@@ -18,26 +18,12 @@ pub enum HostError {
         message: String,
     },
     /// The partition's sequencer was cleaned up or could not be re-created.
+    #[error("the sequencer of partition {0} is closed")]
     Closed(PartitionId),
     /// The component could not be read, compiled or linked.
+    #[error("{0}")]
     Component(String),
 }
-
-impl fmt::Display for HostError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Sequencer(e) => write!(f, "sequencer refused the call: {}", describe(e)),
-            Self::Trapped { partition, message } => write!(
-                f,
-                "the sequencer of partition {partition} trapped and was restarted: {message}"
-            ),
-            Self::Closed(p) => write!(f, "the sequencer of partition {p} is closed"),
-            Self::Component(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl std::error::Error for HostError {}
 
 /// A one-line description of a guest error.
 pub fn describe(e: &GuestError) -> String {

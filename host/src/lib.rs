@@ -1,6 +1,7 @@
 //! The wasmtime host of the sequencer component.
 //!
-//! - [`Runtime`] compiles the component once per process and pre-links it.
+//! - [`Runtime`] compiles the component once per process and pre-links it, through the
+//!   [`link`] module every embedding of the component shares.
 //! - [`Driver`] is the task loop: it opens one instance per partition ([`PartitionSequencer`]),
 //!   performs the storage work the guests begin, delivers outcomes, and wakes guests at the
 //!   times they ask for (retries with backoff, replay hold-back).
@@ -35,6 +36,7 @@ mod error;
 mod etcd_storage;
 mod event_codec;
 mod gate;
+pub mod link;
 mod memory;
 mod partition;
 mod plog_check;
@@ -62,14 +64,14 @@ pub use event_codec::{
     split_pack,
 };
 pub use gate::Gate;
+pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
-pub use partition::{PartitionSequencer, guest_params};
+pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};
 #[cfg(feature = "redb")]
 pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
-pub use runtime::{Limits, Runtime};
-pub use state::Op;
+pub use runtime::Runtime;
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
+use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
-use sequencer::{PLogOffset, Params};
 
-use crate::bindings::sequencer::plugin::types::KindSequences;
 use crate::bindings::{
-    BatchNumbers, EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, NotNowReason,
-    Outcome, QuadNumbers, SeqQuad, SequenceStatus, StartOutcome, Status,
+    BatchNumbers, EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, Outcome,
+    QuadNumbers, SeqQuad, SequenceStatus, StartOutcome, Status,
 };
 use crate::clock::Clock;
 use crate::driver::DriverMsg;
@@ -68,29 +67,6 @@ pub struct PartitionSequencer {
     pub(crate) shared: Arc<Shared>,
 }
 
-/// Converts core params into the WIT record.
-pub fn guest_params(params: &Params) -> GuestParams {
-    let mut kinds: Vec<KindSequences> = params
-        .seq_types
-        .iter()
-        .map(|(&kind, seqs)| {
-            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
-            sequences.sort_unstable();
-            KindSequences { kind, sequences }
-        })
-        .collect();
-    kinds.sort_unstable_by_key(|k| k.kind);
-    let nanos = |d: core::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    GuestParams {
-        kinds,
-        max_unflushed_values: u32::try_from(params.max_unflushed_values).unwrap_or(u32::MAX),
-        lru_cache_size: u32::try_from(params.lru_cache_size).unwrap_or(u32::MAX),
-        batcher_delay_ns: nanos(params.batcher_delay_on_overflow),
-        retry_delay_ns: nanos(params.retry_delay),
-        max_retry_delay_ns: nanos(params.max_retry_delay),
-    }
-}
-
 impl PartitionSequencer {
     pub(crate) fn open(
         runtime: Arc<RuntimeInner>,
@@ -134,10 +110,8 @@ impl PartitionSequencer {
 
     /// Begins a transaction: the PLog offset of its event, or "not now".
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_start(kind, ws)),
-            |outcome| Some(started_status(outcome)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_start(kind, ws)))
     }
 
     /// `start` and one `next` per sequence in `seqs`, in one guest call.
@@ -147,10 +121,8 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_start_next(kind, ws, seqs)),
-            |(outcome, _)| Some(started_status(outcome)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs)))
     }
 
     /// `flush`, then `start_next`, in one guest call: completes the transaction in progress
@@ -163,10 +135,8 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared.call_flushing(
-            |i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)),
-            |(outcome, _)| Some(started_status(outcome)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)))
     }
 
     /// [`flush_start_next`](Self::flush_start_next) for up to four sequences, with no list
@@ -177,10 +147,8 @@ impl PartitionSequencer {
         ws: u64,
         seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
-        self.shared.call_flushing(
-            |i| sequencer_call!(i, call_flush_start_next_quad(kind, ws, seqs)),
-            |n| Some(started_status(&n.outcome)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_flush_start_next_quad(kind, ws, seqs)))
     }
 
     /// [`start_next`](Self::start_next) for up to four sequences, with no list crossing the
@@ -191,10 +159,8 @@ impl PartitionSequencer {
         ws: u64,
         seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_start_next_quad(kind, ws, seqs)),
-            |n| Some(started_status(&n.outcome)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_start_next_quad(kind, ws, seqs)))
     }
 
     /// Ends the open event but not the transaction: the next `start` numbers another event of
@@ -212,10 +178,8 @@ impl PartitionSequencer {
         ws: &[u64],
         seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_start_batch(kind, ws, seqs)),
-            batch_status,
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_start_batch(kind, ws, seqs)))
     }
 
     /// `flush`, then [`start_batch`](Self::start_batch), in one guest call (one crossing per
@@ -226,10 +190,8 @@ impl PartitionSequencer {
         ws: &[u64],
         seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
-        self.shared.call_flushing(
-            |i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)),
-            |b| batch_status(b).or(Some(Status02::Ready)),
-        )
+        self.shared
+            .call(|i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)))
     }
 
     /// The next number of sequence `seq` in the transaction.
@@ -239,18 +201,12 @@ impl PartitionSequencer {
 
     /// Completes the transaction: its event is in the PLog.
     pub fn flush(&self) -> Result<(), HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_flush()),
-            |_| Some(Status02::Ready),
-        )
+        self.shared.call(|i| sequencer_call!(i, call_flush()))
     }
 
     /// Drops the transaction and recovers from storage and the PLog.
     pub fn actualize(&self) -> Result<(), HostError> {
-        self.shared.call_then(
-            |i| sequencer_call!(i, call_actualize()),
-            |_| Some(Status02::Recover),
-        )
+        self.shared.call(|i| sequencer_call!(i, call_actualize()))
     }
 
     /// `StartEvent` of spec 002 (the sequencer must have been opened with
@@ -261,18 +217,11 @@ impl PartitionSequencer {
         let deadline = self.shared.clock.now().saturating_add(wait);
         let mut changed: Option<oneshot::Receiver<()>> = None;
         loop {
-            let outcome = self.shared.call_then(
-                |i| {
-                    i.plugin
-                        .sequencer_plugin_events()
-                        .call_start_event(&mut i.store, i.handle, ws)
-                },
-                |outcome| match outcome {
-                    EventStart::Started(_) => Some(Status02::Eventing),
-                    EventStart::NotNow(NotNowReason::Actualizing) => Some(Status02::Recover),
-                    EventStart::NotNow(NotNowReason::TooManyUnflushed) => None,
-                },
-            )?;
+            let outcome = self.shared.call(|i| {
+                i.plugin
+                    .sequencer_plugin_events()
+                    .call_start_event(&mut i.store, i.handle, ws)
+            })?;
             match outcome {
                 EventStart::Started(offsets) => return Ok(Some(offsets)),
                 EventStart::NotNow(_) => {
@@ -405,20 +354,12 @@ impl Shared {
         self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs one guest call; a trap replaces the instance and is reported as such.
+    /// Runs one guest call; a trap replaces the instance and is reported as such. What the
+    /// guest asked for during the call (storage work, a wake-up, a status change) is taken in
+    /// while the instance is still held, so the task driver cannot slip a change in between.
     fn call<R>(
         &self,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
-    ) -> Result<R, HostError> {
-        self.call_then(f, |_| None)
-    }
-
-    /// [`Shared::call`], then sets spec 002's status from the result while still holding the
-    /// instance, so the task driver cannot slip a change in between.
-    fn call_then<R>(
-        &self,
-        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
-        status_after: impl FnOnce(&R) -> Option<Status02>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
         if slot.closed {
@@ -434,11 +375,7 @@ impl Shared {
         match f(instance) {
             Ok(result) => {
                 self.forward(&mut slot);
-                let result = result.map_err(HostError::Sequencer)?;
-                if let Some(status) = status_after(&result) {
-                    self.set_status(status);
-                }
-                Ok(result)
+                result.map_err(HostError::Sequencer)
             }
             Err(trap) => {
                 let message = format!("{trap:#}");
@@ -455,13 +392,13 @@ impl Shared {
 
     fn refuel(&self, instance: &mut Instance) {
         let injected = self.next_call_fuel.swap(0, Ordering::SeqCst);
-        let fuel = match (injected, self.runtime.limits.fuel_per_call) {
+        let fuel = match (injected, self.runtime.linked.limits().fuel_per_call) {
             (0, fuel) => fuel,
             (injected, Some(_)) => Some(injected),
             (_, None) => None,
         };
         if let Some(fuel) = fuel {
-            let _ = instance.store.set_fuel(fuel);
+            let _ = instance.refuel(fuel);
         }
     }
 
@@ -477,7 +414,6 @@ impl Shared {
         match created {
             Ok(Ok(instance)) => {
                 slot.instance = Some(instance);
-                self.set_status(Status02::Recover);
                 self.forward(slot);
                 Ok(())
             }
@@ -489,12 +425,17 @@ impl Shared {
         }
     }
 
-    /// Hands the storage work and wake-up the guest asked for to the task driver.
+    /// Takes in the status the guest reported, and hands the storage work and wake-up it asked
+    /// for to the task driver.
     fn forward(&self, slot: &mut Slot) {
         let Some(instance) = slot.instance.as_mut() else {
             return;
         };
         let state = instance.store.data_mut();
+        let state = &mut state.host;
+        if let Some(status) = state.status.take() {
+            self.set_status(Status02::from(status));
+        }
         let ops = std::mem::take(&mut state.outbox);
         let wake = state.wake.take();
         if ops.is_empty() && wake.is_none() {
@@ -517,40 +458,12 @@ impl Shared {
         self.after_task_step();
     }
 
-    /// After the tasks moved on: learn whether recovery finished, and wake waiting callers.
+    /// After the tasks moved on (which may have changed the status): wake waiting callers.
     fn after_task_step(&self) {
-        if Status02::from_u8(self.status.load(Ordering::SeqCst)) == Status02::Recover {
-            self.refresh_status();
-        }
         let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|p| p.into_inner()));
         for w in waiters {
             let _ = w.send(());
         }
-    }
-
-    /// Sets spec 002's status from the guest's own.
-    fn refresh_status(&self) {
-        let _ = self.call_then(
-            |i| sequencer_call!(i, call_status()).map(Ok),
-            |status| Some(Status02::from(to_core_status(*status))),
-        );
-    }
-
-    /// [`Shared::call_then`] for the calls that flush, then start: when the start is refused
-    /// the flush is done all the same (unless the error is the flush's own), so the status is
-    /// read back from the guest.
-    fn call_flushing<R>(
-        &self,
-        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
-        status_after: impl FnOnce(&R) -> Option<Status02>,
-    ) -> Result<R, HostError> {
-        let result = self.call_then(f, status_after);
-        if let Err(HostError::Sequencer(e)) = &result
-            && !matches!(e, GuestError::NoTransaction | GuestError::CleanedUp)
-        {
-            self.refresh_status();
-        }
-        result
     }
 
     fn set_status(&self, status: Status02) {
@@ -579,32 +492,5 @@ impl Shared {
         }
         let _ = self.call(|i| sequencer_call!(i, call_pump()).map(Ok));
         self.after_task_step();
-    }
-}
-
-/// spec 002's status after a start with this outcome.
-fn started_status(outcome: &StartOutcome) -> Status02 {
-    match outcome {
-        StartOutcome::Started(_) => Status02::Eventing,
-        StartOutcome::NotNow(NotNowReason::Actualizing) => Status02::Recover,
-        StartOutcome::NotNow(NotNowReason::TooManyUnflushed) => Status02::Ready,
-    }
-}
-
-/// spec 002's status after a batch call (`None`: the call started nothing and said nothing).
-fn batch_status(batch: &BatchNumbers) -> Option<Status02> {
-    match batch.not_now {
-        _ if batch.started > 0 => Some(Status02::Eventing),
-        Some(reason) => Some(started_status(&StartOutcome::NotNow(reason))),
-        None => None,
-    }
-}
-
-fn to_core_status(s: Status) -> sequencer::Status {
-    match s {
-        Status::Actualizing => sequencer::Status::Actualizing,
-        Status::Ready => sequencer::Status::Ready,
-        Status::InTransaction => sequencer::Status::InTransaction,
-        Status::CleanedUp => sequencer::Status::CleanedUp,
     }
 }

@@ -10,28 +10,20 @@
 //!   behind the stored next offset (values are durable before the offset that covers them).
 
 use std::collections::HashMap;
-use std::fmt;
 
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::storage::PartitionId;
 
 /// A broken promise found in a partition's data.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("partition {partition}: {message}")]
 pub struct Violation {
     /// The partition.
     pub partition: PartitionId,
     /// What is wrong, with the offsets and keys involved.
     pub message: String,
 }
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "partition {}: {}", self.partition, self.message)
-    }
-}
-
-impl std::error::Error for Violation {}
 
 /// What a check of one partition saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -16,6 +16,8 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use sequencer::testkit::Rng;
+
 use common::{checked_events, component_path, host, small_run, text};
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -23,17 +25,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 /// Runs `check` and returns how many PLog events it proved.
@@ -48,7 +39,7 @@ fn check(data: &std::path::Path, after: &str) -> u64 {
 fn sigkill_at_random_moments_never_leaves_a_gap_in_offsets_or_a_number_issued_twice() {
     let rounds = env_u64("SEQUENCER_KILL_ROUNDS", 20);
     let seed = env_u64("SEQUENCER_KILL_SEED", 0x5EED_2026);
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let component = component_path();

@@ -1,6 +1,7 @@
 // Issue 6's workloads on the wasm-bindgen build in Node, through the package's driver
 // (`Sequencer`): `tryStart` (the synchronous fast path; `start` when numbers must be loaded),
-// `next` per number, `flush`. Run by `scripts/bench.sh` after `scripts/js-build.sh`; alone:
+// `next` per number, `flush`; and for W1, W2 and W5 the batched path too: one
+// `flushStartBatch` per 64 events (it completes the previous batch and numbers the next). Run by `scripts/bench.sh` after `scripts/js-build.sh`; alone:
 //   node js/bench/workloads.mjs
 // Environment: BENCH_SCALE (default 1), BENCH_RUNS (default 3), BENCH_ONLY (W1,...,W6),
 // BENCH_OUT (also write the rows there, tab-separated, for table.mjs).
@@ -17,6 +18,8 @@ import { initSync } from '../pkg/sequencer.js';
 const KIND = 1;
 const SEQS = [1, 2, 3];
 const CHUNK = 1024;
+/** Events per `flushStartBatch` call. */
+const BATCH = 64;
 const MAX_UNFLUSHED = 1_000_000;
 const params = { seqTypes: { [KIND]: { 1: 1, 2: 1, 3: 1, 4: 1 } }, maxUnflushedValues: MAX_UNFLUSHED };
 
@@ -59,6 +62,10 @@ class BenchStorage {
 
   readNumbers(ws, seqs) {
     return seqs.map((s) => this.view.get(ws * 65536 + s) ?? 0);
+  }
+
+  readNumbersMany(wsList, seqs) {
+    return wsList.flatMap((ws) => this.readNumbers(ws, seqs));
   }
 
   readNextOffset() {
@@ -136,6 +143,37 @@ async function transactions(seq, count, wsOf) {
   return ns;
 }
 
+/** `count` transactions over workspaces `wsOf(i)` in batches of `BATCH` events, each batch
+ * completing the previous one in the same call; nanoseconds taken. */
+async function batches(seq, count, wsOf) {
+  const list = new Float64Array(BATCH);
+  const seqs = new Float64Array(SEQS);
+  const t = process.hrtime.bigint();
+  let sink = 0;
+  let open = false;
+  for (let i = 0; i < count; ) {
+    const end = Math.min(count, i + CHUNK);
+    while (i < end) {
+      const k = Math.min(BATCH, end - i);
+      for (let j = 0; j < k; j++) list[j] = wsOf(i + j);
+      const ws = k === BATCH ? list : list.subarray(0, k);
+      const b = open ? await seq.flushStartBatch(KIND, ws, seqs) : await seq.startBatch(KIND, ws, seqs);
+      open = b.started > 0;
+      if (b.started === 0) {
+        await turn(); // not now: let the flusher run
+        continue;
+      }
+      i += b.started;
+      sink += b.numbers[0];
+    }
+    await turn();
+  }
+  if (open) seq.flush();
+  const ns = Number(process.hrtime.bigint() - t);
+  if (sink === -1) console.log('');
+  return ns;
+}
+
 function median(v) {
   const s = [...v].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -164,6 +202,16 @@ async function txWorkload(name, full, wsOf, delayMs, target) {
     return ns;
   });
   row(name, 'tryStart, 3 next, flush', count, 'tx', ns, target);
+  const batched = await measure(count, async () => {
+    const storage = new BenchStorage(delayMs);
+    const seq = await Sequencer.open({ params, storage, plogPageSize: 4096 });
+    await transactions(seq, Math.min(1000, count), wsOf); // warm-up: first loads
+    const ns = await batches(seq, count, wsOf);
+    await seq.whenFlushed();
+    seq.close();
+    return ns;
+  });
+  row(name, `batches of ${BATCH} (flushStartBatch)`, count, 'tx', batched, null);
   return ns;
 }
 

@@ -3,18 +3,19 @@
  * finish or cancel it; over the driver (`Sequencer`) and the platform's system sequences. Also
  * the storage adapter's half: the sequence values a platform PLog event carries.
  *
- * Mirrors `src/facade.rs`; implemented in JS over the driver, no core change.
+ * Every rule is the wasm core's (`src/facade.rs` and the shell): the constants, the system
+ * params, `startEvent` and the record kinds come from the wasm module; this file waits and
+ * converts.
  * @module
  */
 
-import {
-  CleanedUpError,
-  InvalidArgumentError,
-  InvalidParamsError,
-  NoTransactionError,
-  TransactionInProgressError,
-} from './errors.js';
+import { recordSeq } from '../pkg/sequencer.js';
+import { InvalidArgumentError, InvalidParamsError, TransactionInProgressError } from './errors.js';
+import { toCoreParams } from './params.js';
 import { defaultClock, Sequencer } from './sequencer.js';
+
+// The core's constants (`src/facade.rs`), written out so that they exist before the wasm is
+// instantiated; test/vocabulary.test.js checks them against the wasm's `facadeConstants()`.
 
 /** The workspace kind the facade's system sequences belong to. */
 export const SYSTEM_KIND = 0;
@@ -24,7 +25,6 @@ export const SEQ_WLOG_OFFSET = 1;
 export const SEQ_REC_ID = 2;
 /** Ids of C documents and records. */
 export const SEQ_CREC_ID = 3;
-
 /** The first WLog offset of a workspace. */
 export const FIRST_WLOG_OFFSET = 1;
 /** The register factor of the platform's record ids: `id = register × factor + base id`. */
@@ -36,17 +36,10 @@ export const FIRST_REC_ID = 64_536 * REGISTER_FACTOR + FIRST_USER_BASE_RECORD_ID
 /** The first C record id (register 64537): 322685000131072. */
 export const FIRST_CREC_ID = 64_537 * REGISTER_FACTOR + FIRST_USER_BASE_RECORD_ID;
 
-/** The system sequences and their first numbers. */
-const SYSTEM_SEQS = /** @type {const} */ ([
-  [SEQ_WLOG_OFFSET, FIRST_WLOG_OFFSET],
-  [SEQ_REC_ID, FIRST_REC_ID],
-  [SEQ_CREC_ID, FIRST_CREC_ID],
-]);
-
 /**
  * `params` with the system sequences added under `SYSTEM_KIND` (they replace sequences 1..3 of
- * kind 0 if given; other kinds, sequences and limits are kept). Returns a new object; `seqTypes`
- * keeps its shape (a `Map` of `Map`s stays one).
+ * kind 0 if given; other kinds, sequences and limits are kept), by the core's rule. Returns a
+ * new object; `seqTypes` keeps its shape (a `Map` of `Map`s stays one).
  * @param {Partial<import('./index').SequencerParams>} [params]
  * @returns {import('./index').SequencerParams}
  */
@@ -55,34 +48,30 @@ export function systemParams(params = {}) {
     throw new InvalidParamsError('params must be an object');
   }
   const types = params.seqTypes;
-  /** @type {import('./index').SequencerParams['seqTypes']} */
-  let seqTypes;
-  if (types instanceof Map) {
-    const own = types.get(SYSTEM_KIND) ?? types.get(/** @type {any} */ (String(SYSTEM_KIND)));
-    const system = new Map(own instanceof Map ? own : Object.entries(own ?? {}).map(([k, v]) => [Number(k), v]));
-    for (const [seq, first] of SYSTEM_SEQS) system.set(seq, first);
-    seqTypes = new Map(types);
-    seqTypes.delete(/** @type {any} */ (String(SYSTEM_KIND)));
-    seqTypes.set(SYSTEM_KIND, system);
-  } else if (types === undefined || (types !== null && typeof types === 'object')) {
-    const own = types?.[SYSTEM_KIND];
-    /** @type {Record<number, number>} */
-    const system = own instanceof Map ? Object.fromEntries(own) : { ...own };
-    for (const [seq, first] of SYSTEM_SEQS) system[seq] = first;
-    seqTypes = { ...types, [SYSTEM_KIND]: system };
-  } else {
+  if (types !== undefined && (types === null || typeof types !== 'object')) {
     throw new InvalidParamsError('params.seqTypes must be an object or a Map: kind -> { seq: initial }');
   }
+  const core = toCoreParams({ seqTypes: types ?? {} }, false);
+  let flat;
+  try {
+    core.addSystemSequences();
+    flat = core.seqTypes();
+  } finally {
+    core.free();
+  }
+  const asMap = types instanceof Map;
+  /** @type {Map<number, Map<number, number>>} */
+  const byKind = new Map();
+  for (let i = 0; i < flat.length; i += 3) {
+    const [kind, seq, initial] = [flat[i], flat[i + 1], flat[i + 2]];
+    if (!byKind.has(kind)) byKind.set(kind, new Map());
+    /** @type {Map<number, number>} */ (byKind.get(kind)).set(seq, initial);
+  }
+  const seqTypes = asMap
+    ? byKind
+    : Object.fromEntries([...byKind].map(([k, seqs]) => [k, Object.fromEntries(seqs)]));
   return { ...params, seqTypes };
 }
-
-/** Driver status → spec 002 status. */
-const STATUS = /** @type {const} */ ({
-  actualizing: 'recover',
-  ready: 'ready',
-  'in-transaction': 'eventing',
-  closed: 'finished',
-});
 
 /**
  * A timer on `clock` that fires once `clock.now()` reaches `deadline`. Uses the clock's own
@@ -160,7 +149,7 @@ export class EventSequencer {
 
   /** Spec 002's `Status`: `'recover' | 'ready' | 'eventing' | 'finished'` (`'none'` never here). */
   get status() {
-    return /** @type {import('./index').SequenceStatus} */ (STATUS[this.#driver.status] ?? 'none');
+    return this.#driver.sequenceStatus;
   }
 
   /** The driver underneath (diagnostics: `heldNumbers`, `notNowReason`). */
@@ -182,29 +171,14 @@ export class EventSequencer {
     if (typeof waitMs !== 'number' || !(waitMs >= 0)) {
       throw new InvalidArgumentError(`waitMs must be a number >= 0, got ${waitMs}`);
     }
-    if (this.#driver.status === 'closed') throw new CleanedUpError('the sequencer was closed');
     if (this.#starting) throw new TransactionInProgressError('a startEvent is under way');
     const driver = this.#driver;
     const deadline = this.#clock.now() + waitMs;
     this.#starting = true;
     try {
       for (;;) {
-        const plogOffset = await driver.start(SYSTEM_KIND, ws);
-        if (plogOffset > 0) {
-          let wlogOffset;
-          try {
-            wlogOffset = driver.next(SEQ_WLOG_OFFSET);
-          } catch (e) {
-            // Never leave a half-started event behind a refusal.
-            try {
-              driver.actualize();
-            } catch {
-              // Closed meanwhile: nothing is left to undo.
-            }
-            throw e;
-          }
-          return { plogOffset, wlogOffset };
-        }
+        const started = await driver.startEvent(ws);
+        if (started !== null) return started;
         if (this.#clock.now() >= deadline) return null;
         const until = driver.notNowReason === 'actualizing' ? this.#whenReady() : this.#whenFlushed();
         if (!(await this.#waitUntil(until, deadline))) return null;
@@ -220,7 +194,7 @@ export class EventSequencer {
    * @returns {number}
    */
   nextRecId() {
-    return this.#driver.next(SEQ_REC_ID);
+    return this.#driver.nextRecId();
   }
 
   /**
@@ -229,7 +203,7 @@ export class EventSequencer {
    * @returns {number}
    */
   nextCRecId() {
-    return this.#driver.next(SEQ_CREC_ID);
+    return this.#driver.nextCRecId();
   }
 
   /**
@@ -237,7 +211,7 @@ export class EventSequencer {
    * `NoTransactionError` without an event.
    */
   finishEvent() {
-    this.#driver.flush();
+    this.#driver.finishEvent();
   }
 
   /**
@@ -245,10 +219,7 @@ export class EventSequencer {
    * and ids are handed out again. Throws `NoTransactionError` without an event.
    */
   cancelEvent() {
-    const status = this.#driver.status;
-    if (status === 'closed') throw new CleanedUpError('the sequencer was closed');
-    if (status !== 'in-transaction') throw new NoTransactionError('cancelEvent without an event in progress');
-    this.#driver.actualize();
+    this.#driver.cancelEvent();
   }
 
   /**
@@ -331,17 +302,6 @@ export class EventSequencer {
   }
 }
 
-/** The sequence a record kind raises. */
-const RECORD_SEQ = Object.freeze({
-  __proto__: null,
-  CDoc: SEQ_CREC_ID,
-  CRecord: SEQ_CREC_ID,
-  ODoc: SEQ_REC_ID,
-  ORecord: SEQ_REC_ID,
-  WDoc: SEQ_REC_ID,
-  WRecord: SEQ_REC_ID,
-});
-
 /**
  * @param {string} what
  * @param {unknown} x
@@ -371,10 +331,10 @@ export function eventValues(event) {
   const records = event.newRecords ?? [];
   if (!Array.isArray(records)) throw new InvalidArgumentError('event.newRecords must be an array');
   for (const r of records) {
-    const seq = RECORD_SEQ[/** @type {keyof typeof RECORD_SEQ} */ (r?.kind)];
-    if (seq === undefined) {
+    const seq = typeof r?.kind === 'string' ? recordSeq(r.kind) : -1;
+    if (seq < 0) {
       throw new InvalidArgumentError(
-        `record kind must be one of ${Object.keys(RECORD_SEQ).join(', ')}, got ${String(r?.kind)}`,
+        `record kind must be one of CDoc, CRecord, ODoc, ORecord, WDoc, WRecord, got ${String(r?.kind)}`,
       );
     }
     values.push({ ws, seq, value: safe('record id', r.id) });

@@ -43,6 +43,12 @@ export interface PlogPage {
 export interface SeqStorage {
   /** The stored last number of each of `seqs` in workspace `ws`, in order; 0 if never stored. */
   readNumbers(ws: number, seqs: readonly number[]): MaybePromise<ArrayLike<number>>;
+  /**
+   * `readNumbers` for several workspaces at once: `seqs.length` numbers per workspace of `ws`,
+   * workspace after workspace (a batch's cold workspaces). Optional: without it the batch calls
+   * `readNumbers` once per workspace.
+   */
+  readNumbersMany?(ws: readonly number[], seqs: readonly number[]): MaybePromise<ArrayLike<number>>;
   /** The stored next PLog offset; 0 if none is stored. */
   readNextOffset(): MaybePromise<number>;
   /**
@@ -75,8 +81,13 @@ export interface SequencerParams {
   batcherDelayOnOverflowMs?: number;
   /** Wait after the first failure of a storage operation. Default 500 ms. */
   retryDelayMs?: number;
-  /** Longest wait between retries (each failure doubles the wait). Default `retryDelayMs`. */
+  /**
+   * Longest wait between retries (each failure doubles the wait). Default 10 000 ms, or
+   * `retryDelayMs` when only that is given (a constant wait).
+   */
   maxRetryDelayMs?: number;
+  /** How much of each retry wait is drawn away at random, in percent (0..=100). Default 50. */
+  retryJitterPercent?: number;
 }
 
 /** Options of `new Sequencer(...)`. */
@@ -94,8 +105,20 @@ export interface SequencerOptions {
 /** What the sequencer is doing. */
 export type SequencerStatus = 'actualizing' | 'ready' | 'in-transaction' | 'closed';
 
-/** Why `start` / `tryStart` returned 0. */
+/** Why `start` / `tryStart` returned 0, or a batch stopped early. */
 export type NotNowReason = 'actualizing' | 'too-many-unflushed' | 'needs-load';
+
+/** What `startBatch` / `flushStartBatch` numbered and staged. */
+export interface BatchResult {
+  /** How many events started, from the first workspace asked for on. */
+  started: number;
+  /** The PLog offset of the first event started (the others follow one by one). */
+  firstOffset: number;
+  /** Why the next event was not started, if one was not; `null` if all were. */
+  notNowReason: NotNowReason | null;
+  /** `seqs.length` numbers per started event, event after event, in the order asked. */
+  numbers: Float64Array;
+}
 
 /**
  * A sequencer: dense, monotonic numbers per workspace, persisted through `storage` and
@@ -126,10 +149,63 @@ export declare class Sequencer {
    */
   tryStart(kind: number, ws: number): number;
   /**
+   * `start`, then `next` of each of `seqs` (numbers in `out`), in one call into the core:
+   * the offset, or 0 for "not now". A refused `next` drops the transaction.
+   * @throws {TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  startNext(kind: number, ws: number, seqs: ArrayLike<number>, out?: Float64Array): Promise<number>;
+  /**
+   * `flush`, then `startNext`, in one call into the core (one call per event).
+   * `NoTransactionError` / `CleanedUpError` come from the flush: nothing was done.
+   * @throws {NoTransactionError | TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  flushStartNext(kind: number, ws: number, seqs: ArrayLike<number>, out?: Float64Array): Promise<number>;
+  /**
+   * Numbers and stages one event per workspace of `wsList`, each taking a number of each of
+   * `seqs`, in one call into the core (cold workspaces are read first, together). Append the
+   * started events to the PLog, then `flush()` or `flushStartBatch` completes them.
+   * @throws {TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  startBatch(kind: number, wsList: ArrayLike<number>, seqs: ArrayLike<number>): Promise<BatchResult>;
+  /**
+   * `flush`, then `startBatch`, in one call into the core (one call per batch).
+   * `NoTransactionError` / `CleanedUpError` come from the flush: nothing was done.
+   * @throws {NoTransactionError | TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  flushStartBatch(kind: number, wsList: ArrayLike<number>, seqs: ArrayLike<number>): Promise<BatchResult>;
+  /**
+   * `StartEvent` of spec 002 without waiting (params from `systemParams`): the offsets, or
+   * `null` for "not now" (see `notNowReason`). `EventSequencer` waits out "not now".
+   * @throws {TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | CleanedUpError | InvalidArgumentError | StorageError}
+   */
+  startEvent(ws: number): Promise<StartedEvent | null>;
+  /**
    * The next number of sequence `seq` in the transaction in progress.
    * @throws {NoTransactionError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError}
    */
   next(seq: number): number;
+  /**
+   * `NextRecID` of spec 002.
+   * @throws {NoTransactionError | UnknownSeqIdError | UnsafeIntegerError | CleanedUpError}
+   */
+  nextRecId(): number;
+  /**
+   * `NextCRecID` of spec 002.
+   * @throws {NoTransactionError | UnknownSeqIdError | UnsafeIntegerError | CleanedUpError}
+   */
+  nextCRecId(): number;
+  /**
+   * `FinishEvent` of spec 002: `flush()`.
+   * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
+   */
+  finishEvent(): void;
+  /**
+   * `CancelEvent` of spec 002: drops the event in progress and recovers.
+   * @throws {NoTransactionError | CleanedUpError}
+   */
+  cancelEvent(): void;
+  /** spec 002's status. */
+  readonly sequenceStatus: SequenceStatus;
   /**
    * Ends the open event but not the transaction: the next `start` numbers another event of
    * it; `flush()` completes them all (append them to the PLog first), `actualize()` drops
@@ -444,6 +520,9 @@ export declare class MemoryStorage implements SeqStorage {
   /** The stored number of `(ws, seq)`, 0 if never stored. */
   number(ws: number, seq: number): number;
   readNumbers(ws: number, seqs: readonly number[]): MaybePromise<number[]>;
+  readNumbersMany(ws: readonly number[], seqs: readonly number[]): MaybePromise<number[]>;
+  /** How many `readNumbersMany` calls were answered. */
+  manyReads: number;
   readNextOffset(): MaybePromise<number>;
   write(values: SeqValues, nextOffset: number): MaybePromise<void>;
   readPlog(from: number, maxEvents: number): MaybePromise<PlogPage>;

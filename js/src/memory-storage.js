@@ -57,6 +57,8 @@ export class MemoryStorage {
   failReads = 0;
   /** Fail this many of the next numbers reads. */
   failNumberReads = 0;
+  /** How many `readNumbersMany` calls were answered. */
+  manyReads = 0;
   /** Keep writes pending until `releaseWrites()`. */
   holdWrites = false;
   /** Answer every call with a Promise (settled on a later microtask). */
@@ -145,6 +147,22 @@ export class MemoryStorage {
         throw new InjectedFault('readNumbers');
       }
       return seqs.map((seq) => this.number(ws, seq));
+    });
+  }
+
+  /**
+   * `readNumbers` for several workspaces: `seqs.length` numbers per workspace, in order.
+   * @param {readonly number[]} wsList
+   * @param {readonly number[]} seqs
+   */
+  readNumbersMany(wsList, seqs) {
+    return this.#answer(() => {
+      if (this.failNumberReads > 0) {
+        this.failNumberReads--;
+        throw new InjectedFault('readNumbersMany');
+      }
+      this.manyReads++;
+      return Array.from(wsList).flatMap((ws) => seqs.map((seq) => this.number(ws, seq)));
     });
   }
 

@@ -22,10 +22,11 @@ function entries(table) {
 /**
  * Validated core params for `params`; throws a coded `SequencerError` for invalid ones.
  * The caller owns the result and must `free()` it.
- * @param {import('./index').SequencerParams} params
+ * @param {Partial<import('./index').SequencerParams>} params
+ * @param {boolean} [validate] check the whole (default); `false` checks each value only
  * @returns {CoreParams}
  */
-export function toCoreParams(params) {
+export function toCoreParams(params, validate = true) {
   if (params === null || typeof params !== 'object') {
     throw new InvalidParamsError('params must be an object with seqTypes');
   }
@@ -34,7 +35,7 @@ export function toCoreParams(params) {
     const ok = (/** @type {boolean} */ done) => {
       if (!done) throw errorFrom(core);
     };
-    for (const [kind, seqs] of entries(params.seqTypes)) {
+    for (const [kind, seqs] of entries(/** @type {any} */ (params.seqTypes))) {
       for (const [seq, initial] of entries(seqs)) ok(core.addSeq(kind, seq, Number(initial)));
     }
     if (params.maxUnflushedValues !== undefined) ok(core.setMaxUnflushedValues(params.maxUnflushedValues));
@@ -44,7 +45,8 @@ export function toCoreParams(params) {
       const first = params.retryDelayMs ?? 500;
       ok(core.setRetryDelayMs(first, params.maxRetryDelayMs ?? first));
     }
-    ok(core.validate());
+    if (params.retryJitterPercent !== undefined) ok(core.setRetryJitterPercent(params.retryJitterPercent));
+    if (validate) ok(core.validate());
     return core;
   } catch (e) {
     core.free();

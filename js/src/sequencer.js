@@ -3,7 +3,7 @@
  * @module
  */
 
-import { SequencerCore } from '../pkg/sequencer.js';
+import { CoreStatus, Sentinel, SequencerCore, WorkKind, sequenceStatusNames, statusNames } from '../pkg/sequencer.js';
 import {
   CleanedUpError,
   errorFrom,
@@ -13,16 +13,25 @@ import {
 } from './errors.js';
 import { toCoreParams } from './params.js';
 
-// Sentinels of the core (mirrors of the constants in src/js.rs).
-const ERR = -1;
-const START_NOT_NOW_ACTUALIZING = -2;
-const START_NOT_NOW_TOO_MANY_UNFLUSHED = -3;
-const START_LOAD = -4;
-const WORK_NONE = 0;
-const WORK_WRITE = 1;
-const WORK_READ_NEXT_OFFSET = 2;
-const WORK_READ_PLOG = 3;
-const STATUS = /** @type {const} */ (['actualizing', 'ready', 'in-transaction', 'closed']);
+/**
+ * Names by number, read from the wasm module on first use (it is instantiated after this
+ * module loads).
+ * @template T
+ * @param {() => string[]} read
+ * @returns {() => ReadonlyArray<T>}
+ */
+function table(read) {
+  /** @type {ReadonlyArray<T> | null} */
+  let names = null;
+  return () => (names ??= /** @type {ReadonlyArray<T>} */ (Object.freeze(read())));
+}
+
+/** Status names by the core's status number. */
+const STATUS = /** @type {() => ReadonlyArray<import('./index').SequencerStatus>} */ (table(statusNames));
+/** spec 002's status names by the core's number. */
+const SEQUENCE_STATUS = /** @type {() => ReadonlyArray<import('./index').SequenceStatus>} */ (
+  table(sequenceStatusNames)
+);
 
 /** The clock used when none is given: `performance.now()` in milliseconds. */
 export const defaultClock = Object.freeze({ now: () => performance.now() });
@@ -65,8 +74,10 @@ const EMPTY = new Float64Array(0);
  * recovered from its PLog. See the package README for the storage contract.
  *
  * Use: `await start(kind, ws)`, `next(seq)` per number, then `flush()` once the event is in the
- * PLog, or `actualize()` if it is not. The flusher and the actualizer run on the event loop
- * until `close()`.
+ * PLog, or `actualize()` if it is not; or the batched calls (`startNext`, `flushStartNext`,
+ * `startBatch`, `flushStartBatch`). The flusher and the actualizer run on the event loop
+ * until `close()`. Every rule of the calls is the wasm core's (its shell); this class performs
+ * the storage work the core hands out and the numbers reads it asks for.
  */
 export class Sequencer {
   /** @type {SequencerCore} */ #core;
@@ -75,22 +86,26 @@ export class Sequencer {
   /** @type {number} */ #pageSize;
   /** @type {(err: import('./errors.js').SequencerError) => void} */ #onError;
   #closed = false;
-  /** A pump is queued. */
+  /** A drain of the core's work queue is queued. */
   #kicked = false;
   /** Storage operations of the flusher and the actualizer awaiting their outcome. */
   #inFlight = 0;
-  /** A start waits for `storage.readNumbers`. */
+  /** A start waits for a numbers read. */
   #starting = false;
   /** @type {ReturnType<typeof setTimeout> | undefined} */ #timer = undefined;
   #timerAt = -1;
   /** @type {import('./index').NotNowReason | null} */ #notNowReason = null;
   /** @type {Array<{ resolve: () => void, reject: (e: Error) => void }>} */ #readyWaiters = [];
   /** @type {Array<{ resolve: () => void, reject: (e: Error) => void }>} */ #flushedWaiters = [];
-  #pumpNow = () => this.#pump();
+  /** The WLog offset `startEvent` writes. */
+  #wlog = new Float64Array(1);
+  #drainNow = () => this.#drain();
   #onTimer = () => {
     this.#timer = undefined;
     this.#timerAt = -1;
-    this.#pump();
+    if (this.#closed) return;
+    this.#core.pump();
+    this.#drain();
   };
 
   /**
@@ -105,13 +120,16 @@ export class Sequencer {
         throw new InvalidArgumentError(`storage.${m} must be a function`);
       }
     }
+    if (storage.readNumbersMany !== undefined && typeof storage.readNumbersMany !== 'function') {
+      throw new InvalidArgumentError('storage.readNumbersMany must be a function if given');
+    }
     if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock.now must be a function');
     if (!Number.isSafeInteger(plogPageSize) || plogPageSize < 1) {
       throw new InvalidArgumentError(`plogPageSize must be a positive integer, got ${plogPageSize}`);
     }
     const coreParams = toCoreParams(params);
     try {
-      this.#core = new SequencerCore(coreParams);
+      this.#core = new SequencerCore(coreParams, clock);
     } finally {
       coreParams.free();
     }
@@ -135,10 +153,10 @@ export class Sequencer {
 
   /** What the sequencer is doing: `'actualizing' | 'ready' | 'in-transaction' | 'closed'`. */
   get status() {
-    return STATUS[this.#core.status()];
+    return STATUS()[this.#core.status()];
   }
 
-  /** Why the last `start` / `tryStart` returned 0, or `null` if it began a transaction. */
+  /** Why the last start returned 0 (or stopped a batch), or `null` if it began. */
   get notNowReason() {
     return this.#notNowReason;
   }
@@ -162,13 +180,7 @@ export class Sequencer {
    * @returns {Promise<number>}
    */
   async start(kind, ws) {
-    if (this.#starting) throw new TransactionInProgressError('a start is waiting for storage');
-    let r = this.#core.start(kind, ws);
-    while (r === START_LOAD) {
-      r = await this.#load(ws);
-      if (r === START_LOAD) r = this.#core.start(kind, ws); // the read was superseded
-    }
-    return this.#started(r);
+    return this.#loading(() => this.#core.start(kind, ws));
   }
 
   /**
@@ -180,17 +192,83 @@ export class Sequencer {
    * @returns {number}
    */
   tryStart(kind, ws) {
-    if (this.#starting) throw new TransactionInProgressError('a start is waiting for storage');
-    const r = this.#core.start(kind, ws);
-    if (r > 0) {
-      this.#notNowReason = null;
+    this.#notStarting();
+    return this.#started(this.#core.start(kind, ws));
+  }
+
+  /**
+   * `start`, then `next` of each of `seqs`, in one call into the core: resolves to the offset
+   * (≥ 1, the numbers in `out`, in the order of `seqs`) or to 0 for "not now". A refused
+   * `next` drops the whole transaction (it actualizes) and rejects.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {ArrayLike<number>} seqs
+   * @param {Float64Array} [out] receives the numbers (at least `seqs.length` long)
+   * @returns {Promise<number>}
+   */
+  async startNext(kind, ws, seqs, out = new Float64Array(seqs.length)) {
+    return this.#loading(() => this.#core.startNext(kind, ws, seqs, out));
+  }
+
+  /**
+   * `flush`, then `startNext`, in one call into the core (the fast path of one event per
+   * call): completes the transaction in progress and begins the next. `NoTransactionError` /
+   * `CleanedUpError` come from the flush (nothing was done); any other refusal comes from the
+   * start, after the flush.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {ArrayLike<number>} seqs
+   * @param {Float64Array} [out]
+   * @returns {Promise<number>}
+   */
+  async flushStartNext(kind, ws, seqs, out = new Float64Array(seqs.length)) {
+    let flushed = false;
+    return this.#loading(() => {
+      // After a load the flush is done: only the start is made again.
+      const r = flushed ? this.#core.startNext(kind, ws, seqs, out) : this.#core.flushStartNext(kind, ws, seqs, out);
+      flushed = true;
       return r;
-    }
-    if (r === START_LOAD) {
-      this.#notNowReason = 'needs-load';
-      return 0;
-    }
-    return this.#started(r);
+    });
+  }
+
+  /**
+   * Numbers and stages one event per workspace of `wsList` (all of kind `kind`), each taking a
+   * `next` of each of `seqs`, in one call into the core; cold workspaces are read first with
+   * one `storage.readNumbersMany` (or `readNumbers` per workspace). Stops at the first "not
+   * now" (`notNowReason`; also `'needs-load'` if a workspace read for the batch was evicted
+   * before its turn: call again for the rest). Append the started events to the PLog, then
+   * `flush()` (or `flushStartBatch`) completes them, `actualize()` drops them.
+   * @param {number} kind
+   * @param {ArrayLike<number>} wsList
+   * @param {ArrayLike<number>} seqs
+   * @returns {Promise<import('./index').BatchResult>}
+   */
+  async startBatch(kind, wsList, seqs) {
+    return this.#batch(kind, wsList, seqs, false);
+  }
+
+  /**
+   * `flush`, then `startBatch`, in one call into the core (one call per batch). Refusals
+   * `NoTransactionError` / `CleanedUpError` come from the flush: nothing was done.
+   * @param {number} kind
+   * @param {ArrayLike<number>} wsList
+   * @param {ArrayLike<number>} seqs
+   * @returns {Promise<import('./index').BatchResult>}
+   */
+  async flushStartBatch(kind, wsList, seqs) {
+    return this.#batch(kind, wsList, seqs, true);
+  }
+
+  /**
+   * `StartEvent` of spec 002 (params with `systemParams`): the event's PLog and WLog offsets,
+   * or `null` for "not now" (see `notNowReason`); never waits for recovery (the facade's
+   * `EventSequencer` does).
+   * @param {number} ws
+   * @returns {Promise<import('./index').StartedEvent | null>}
+   */
+  async startEvent(ws) {
+    const plogOffset = await this.#loading(() => this.#core.startEvent(ws, this.#wlog));
+    return plogOffset > 0 ? { plogOffset, wlogOffset: this.#wlog[0] } : null;
   }
 
   /**
@@ -199,9 +277,17 @@ export class Sequencer {
    * @returns {number}
    */
   next(seq) {
-    const n = this.#core.next(seq);
-    if (n < 0) throw errorFrom(this.#core);
-    return n;
+    return this.#number(this.#core.next(seq));
+  }
+
+  /** `NextRecID` of spec 002: the next O/W document or record id of the event's workspace. */
+  nextRecId() {
+    return this.#number(this.#core.nextRecId());
+  }
+
+  /** `NextCRecID` of spec 002: the next C document or record id of the event's workspace. */
+  nextCRecId() {
+    return this.#number(this.#core.nextCRecId());
   }
 
   /**
@@ -210,7 +296,7 @@ export class Sequencer {
    * only after `flush()` (append them all to the PLog first); `actualize()` drops them all.
    */
   stage() {
-    if (this.#core.stage() === ERR) throw errorFrom(this.#core);
+    this.#check(this.#core.stage());
   }
 
   /**
@@ -218,7 +304,7 @@ export class Sequencer {
    * Never waits for storage.
    */
   flush() {
-    if (this.#core.flush() === ERR) throw errorFrom(this.#core);
+    this.#check(this.#core.flush());
     this.#kick();
   }
 
@@ -228,8 +314,25 @@ export class Sequencer {
    * same offset and numbers again.
    */
   actualize() {
-    if (this.#core.actualize() === ERR) throw errorFrom(this.#core);
+    this.#check(this.#core.actualize());
     this.#kick();
+  }
+
+  /** `FinishEvent` of spec 002: `flush()`. */
+  finishEvent() {
+    this.#check(this.#core.finishEvent());
+    this.#kick();
+  }
+
+  /** `CancelEvent` of spec 002: drops the event in progress (`NoTransactionError` without one). */
+  cancelEvent() {
+    this.#check(this.#core.cancelEvent());
+    this.#kick();
+  }
+
+  /** spec 002's status: `'recover' | 'ready' | 'eventing' | 'finished'`. */
+  get sequenceStatus() {
+    return SEQUENCE_STATUS()[this.#core.sequenceStatus()];
   }
 
   /**
@@ -239,7 +342,7 @@ export class Sequencer {
    */
   whenReady() {
     if (this.#closed) return Promise.reject(new CleanedUpError('the sequencer was closed'));
-    if (this.#core.status() !== 0) return Promise.resolve();
+    if (this.#core.status() !== CoreStatus.Actualizing) return Promise.resolve();
     return new Promise((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
   }
 
@@ -270,46 +373,50 @@ export class Sequencer {
     for (const w of this.#flushedWaiters.splice(0)) w.reject(err());
   }
 
-  // ---- transactions -------------------------------------------------------------------------
+  // ---- calls ----------------------------------------------------------------------------------
 
-  /**
-   * Performs the numbers read the core asked for and reports it.
-   * @param {number} ws
-   * @returns {Promise<number>} the core's start result (`START_LOAD` if superseded)
-   */
-  async #load(ws) {
-    const core = this.#core;
-    const ticket = core.loadTicket();
-    const seqs = Array.from(core.loadSeqs());
-    let numbers;
-    this.#starting = true;
-    try {
-      numbers = await this.#storage.readNumbers(ws, seqs);
-    } catch (cause) {
-      if (this.#closed) throw new CleanedUpError('the sequencer was closed', { cause });
-      core.fail(ticket, this.#clock.now()); // abandons the read; refused if superseded
-      throw new StorageError('readNumbers', cause);
-    } finally {
-      this.#starting = false;
-    }
-    if (this.#closed) throw new CleanedUpError('the sequencer was closed');
-    let r;
-    try {
-      r = core.completeNumbers(ticket, numbers);
-    } catch (cause) {
-      // Not an array of numbers at all.
-      core.fail(ticket, this.#clock.now());
-      throw new InvalidArgumentError('storage.readNumbers must return an array of numbers', { cause });
-    }
-    if (r !== ERR) return r;
-    const err = errorFrom(core);
-    if (err.code === 'UNKNOWN_TICKET') return START_LOAD; // superseded by actualize
-    core.fail(ticket, this.#clock.now());
-    throw err;
+  #notStarting() {
+    if (this.#starting) throw new TransactionInProgressError('a start is waiting for storage');
   }
 
   /**
-   * Maps a core start result to the offset or 0, throwing refusals.
+   * Throws the core's refusal if `r` is one.
+   * @param {number} r
+   */
+  #check(r) {
+    if (r === Sentinel.Refused) throw errorFrom(this.#core);
+  }
+
+  /**
+   * A number from the core, or its refusal thrown.
+   * @param {number} n
+   * @returns {number}
+   */
+  #number(n) {
+    if (n === Sentinel.Refused) throw errorFrom(this.#core);
+    return n;
+  }
+
+  /**
+   * Runs a starting call, performing the numbers reads the core hands out (and calling again
+   * after each) until it starts, says "not now" or is refused.
+   * @param {() => number} call
+   * @returns {Promise<number>}
+   */
+  async #loading(call) {
+    this.#notStarting();
+    let r = call();
+    this.#kick();
+    while (r === Sentinel.Load) {
+      await this.#load();
+      r = call();
+      this.#kick();
+    }
+    return this.#started(r);
+  }
+
+  /**
+   * Maps a core start result to the offset or 0 (`notNowReason`), throwing refusals.
    * @param {number} r
    * @returns {number}
    */
@@ -318,30 +425,129 @@ export class Sequencer {
       this.#notNowReason = null;
       return r;
     }
-    if (r === START_NOT_NOW_ACTUALIZING) this.#notNowReason = 'actualizing';
-    else if (r === START_NOT_NOW_TOO_MANY_UNFLUSHED) this.#notNowReason = 'too-many-unflushed';
-    else throw errorFrom(this.#core);
+    const reason = NOT_NOW[r];
+    if (reason === undefined) throw errorFrom(this.#core);
+    this.#notNowReason = reason;
     return 0;
+  }
+
+  /**
+   * @param {number} kind
+   * @param {ArrayLike<number>} wsList
+   * @param {ArrayLike<number>} seqs
+   * @param {boolean} flush
+   * @returns {Promise<import('./index').BatchResult>}
+   */
+  async #batch(kind, wsList, seqs, flush) {
+    this.#notStarting();
+    const core = this.#core;
+    let r = flush ? core.flushStartBatch(kind, wsList, seqs) : core.startBatch(kind, wsList, seqs);
+    this.#kick();
+    // Before the first event (nothing changed yet) the core may ask for the cold workspaces'
+    // numbers, or for one workspace's: read them and call again, without the flush.
+    while (r[0] === 0 && (r[2] === Sentinel.LoadMany || r[2] === Sentinel.Load)) {
+      if (r[2] === Sentinel.LoadMany) await this.#loadMany(kind);
+      else await this.#load();
+      r = core.startBatch(kind, wsList, seqs);
+      this.#kick();
+    }
+    if (r[0] === Sentinel.Refused) throw errorFrom(core);
+    const stop = r[2];
+    this.#notNowReason = stop === 0 ? null : (NOT_NOW[stop] ?? 'needs-load');
+    return { started: r[0], firstOffset: r[1], notNowReason: this.#notNowReason, numbers: r.subarray(3) };
+  }
+
+  /** Performs the numbers read the core asked for and reports it. */
+  async #load() {
+    const core = this.#core;
+    const ticket = core.loadTicket();
+    const ws = core.loadWs();
+    const numbers = await this.#read('readNumbers', ticket, () => this.#storage.readNumbers(ws, Array.from(core.loadSeqs())));
+    this.#report(ticket, 'readNumbers', () => core.completeNumbers(ticket, numbers));
+  }
+
+  /**
+   * Performs the numbers read of a batch's cold workspaces and reports it.
+   * @param {number} kind
+   */
+  async #loadMany(kind) {
+    const core = this.#core;
+    const wsList = core.loadManyWs();
+    const seqs = Array.from(core.loadSeqs());
+    const storage = this.#storage;
+    const numbers = await this.#read('readNumbersMany', -1, async () => {
+      if (typeof storage.readNumbersMany === 'function') return storage.readNumbersMany(Array.from(wsList), seqs);
+      const all = [];
+      for (const w of wsList) all.push(...Array.from(await storage.readNumbers(w, seqs)));
+      return all;
+    });
+    this.#report(-1, 'readNumbersMany', () => core.completeNumbersMany(kind, wsList, numbers));
+  }
+
+  /**
+   * A numbers read; its failure abandons the load (`ticket`, -1 for none) and rejects.
+   * @param {string} op
+   * @param {number} ticket
+   * @param {() => unknown} read
+   * @returns {Promise<any>}
+   */
+  async #read(op, ticket, read) {
+    this.#starting = true;
+    let numbers;
+    try {
+      numbers = await read();
+    } catch (cause) {
+      if (this.#closed) throw new CleanedUpError('the sequencer was closed', { cause });
+      if (ticket >= 0) this.#core.fail(ticket); // abandons the read; refused if superseded
+      throw new StorageError(op, cause);
+    } finally {
+      this.#starting = false;
+    }
+    if (this.#closed) throw new CleanedUpError('the sequencer was closed');
+    return numbers;
+  }
+
+  /**
+   * Reports a numbers read to the core; a refusal abandons the load and is thrown, unless the
+   * read was superseded (then the caller simply calls again).
+   * @param {number} ticket
+   * @param {string} op
+   * @param {() => number} report
+   */
+  #report(ticket, op, report) {
+    const core = this.#core;
+    let r;
+    try {
+      r = report();
+    } catch (cause) {
+      // Not an array of numbers at all.
+      if (ticket >= 0) core.fail(ticket);
+      throw new InvalidArgumentError(`storage.${op} must return an array of numbers`, { cause });
+    }
+    if (r !== Sentinel.Refused) return;
+    const err = errorFrom(core);
+    if (err.code === 'UNKNOWN_TICKET') return; // superseded by actualize
+    if (ticket >= 0) core.fail(ticket);
+    throw err;
   }
 
   // ---- the task loop: flusher and actualizer ------------------------------------------------
 
-  /** Queues a pump as a macrotask (once): it runs after the current turn's transactions. */
+  /** Queues a drain as a macrotask (once): it runs after the current turn's transactions. */
   #kick() {
     if (this.#kicked || this.#closed) return;
     this.#kicked = true;
-    soon(this.#pumpNow);
+    soon(this.#drainNow);
   }
 
-  /** Performs all work due now, then arms the timer for the next due instant. */
-  #pump() {
+  /** Performs all storage work the core began, then arms the timer for its wake-up. */
+  #drain() {
     this.#kicked = false;
     if (this.#closed) return;
     const core = this.#core;
     for (;;) {
-      const now = this.#clock.now();
-      const kind = core.pollWork(now);
-      if (kind === WORK_NONE) break;
+      const kind = core.takeWork();
+      if (kind === WorkKind.None) break;
       this.#perform(kind);
       if (this.#closed) return;
     }
@@ -350,7 +556,7 @@ export class Sequencer {
   }
 
   /**
-   * Starts the storage operation for the polled work; its outcome is reported when it settles.
+   * Starts the storage operation for the work taken; its outcome is reported when it settles.
    * @param {number} kind
    */
   #perform(kind) {
@@ -358,7 +564,7 @@ export class Sequencer {
     const ticket = core.workTicket();
     const storage = this.#storage;
     switch (kind) {
-      case WORK_WRITE: {
+      case WorkKind.Write: {
         const flat = core.workValues();
         const n = flat.length / 3;
         const values = { ws: flat.subarray(0, n), seq: flat.subarray(n, 2 * n), value: flat.subarray(2 * n), length: n };
@@ -366,12 +572,12 @@ export class Sequencer {
         this.#run('write', ticket, () => storage.write(values, nextOffset), () => core.completeWrite(ticket));
         break;
       }
-      case WORK_READ_NEXT_OFFSET:
+      case WorkKind.ReadNextOffset:
         this.#run('readNextOffset', ticket, () => storage.readNextOffset(), (offset) =>
           core.completeNextOffset(ticket, Number(offset ?? 0)),
         );
         break;
-      case WORK_READ_PLOG: {
+      case WorkKind.ReadPlog: {
         const from = core.workFrom();
         this.#run('readPlog', ticket, () => storage.readPlog(from, this.#pageSize), (page) =>
           this.#completePage(ticket, page),
@@ -388,7 +594,7 @@ export class Sequencer {
    * @param {string} op storage method name
    * @param {number} ticket
    * @param {() => unknown} invoke
-   * @param {(result: any) => number} report returns the core's status (`ERR` if refused)
+   * @param {(result: any) => number} report returns the core's status (`Refused` if refused)
    */
   #run(op, ticket, invoke, report) {
     this.#inFlight++;
@@ -432,7 +638,7 @@ export class Sequencer {
     let error;
     if (cause === undefined) {
       try {
-        if (report(value) !== ERR) return;
+        if (report(value) !== Sentinel.Refused) return;
         error = errorFrom(core); // storage returned something the core refused
       } catch (e) {
         error = new InvalidArgumentError(`storage.${op} returned an unusable result`, { cause: e });
@@ -440,7 +646,7 @@ export class Sequencer {
     } else {
       error = new StorageError(op, cause);
     }
-    if (core.fail(ticket, this.#clock.now()) === ERR) {
+    if (core.fail(ticket) === Sentinel.Refused) {
       error = errorFrom(core); // only a driver bug gets here
     }
     try {
@@ -466,13 +672,12 @@ export class Sequencer {
       v?.value ?? EMPTY,
       page.next,
       page.end === true,
-      this.#clock.now(),
     );
   }
 
-  /** Sets the timer to the core's next due instant, if any. */
+  /** Sets the timer to the core's wake-up, if any. */
   #arm() {
-    const at = this.#core.pollTimeout();
+    const at = this.#core.wakeAt();
     if (at < 0) {
       if (this.#timer !== undefined) {
         clearTimeout(this.#timer);
@@ -491,12 +696,12 @@ export class Sequencer {
 
   /** No storage work in flight, queued, or scheduled. */
   #idle() {
-    return !this.#kicked && this.#inFlight === 0 && this.#core.pollTimeout() < 0;
+    return !this.#kicked && this.#inFlight === 0 && this.#core.wakeAt() < 0;
   }
 
   /** Resolves the waiters whose condition holds. */
   #notify() {
-    if (this.#readyWaiters.length > 0 && this.#core.status() !== 0) {
+    if (this.#readyWaiters.length > 0 && this.#core.status() !== CoreStatus.Actualizing) {
       for (const w of this.#readyWaiters.splice(0)) w.resolve();
     }
     if (this.#flushedWaiters.length > 0 && this.#idle()) {
@@ -504,3 +709,12 @@ export class Sequencer {
     }
   }
 }
+
+/** `notNowReason` by the core's sentinel. */
+const NOT_NOW = /** @type {Record<number, import('./index').NotNowReason>} */ ({
+  [Sentinel.NotNowActualizing]: 'actualizing',
+  [Sentinel.NotNowTooManyUnflushed]: 'too-many-unflushed',
+  [Sentinel.Load]: 'needs-load',
+  [Sentinel.LoadMany]: 'needs-load',
+});
+

@@ -73,7 +73,7 @@ after(async () => {
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
 });
 
-test('in headless Chromium the ES-module package actualizes, runs 101 transactions, flushes and reports a coded misuse', async () => {
+test('in headless Chromium the ES-module package actualizes, runs 101 transactions and a batch, flushes and reports a coded misuse', async () => {
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
@@ -90,7 +90,8 @@ test('in headless Chromium the ES-module package actualizes, runs 101 transactio
     id: 14,
     last: 114,
     stored: 114,
-    nextOffset: 143,
+    batch: [2, 144, 1, 1],
+    nextOffset: 145,
     code: 'NO_TRANSACTION',
     status: 'closed',
   });

@@ -1,9 +1,9 @@
 /**
- * Shared test helpers: params, a seeded random generator, storage modes and error assertions.
+ * Shared test helpers: params, a seeded random generator and error assertions.
  */
 
 import assert from 'node:assert/strict';
-import { MemoryStorage, SequencerError } from '@sequencer/wasm';
+import { SequencerError } from '@sequencer/wasm';
 
 export const KIND = 1;
 export const SEQ = 1;
@@ -28,19 +28,6 @@ export function rng(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-/** The storage modes every test plan case runs in. */
-export const modes = [
-  { name: 'sync storage', make: () => new MemoryStorage() },
-  { name: 'async storage', make: () => new MemoryStorage({ async: true }) },
-  {
-    name: 'storage with random delays',
-    make: () => {
-      const random = rng(7);
-      return new MemoryStorage({ delay: () => random() * 3 });
-    },
-  },
-];
 
 /**
  * Asserts that `fn()` throws (or rejects with) a `SequencerError` of class `cls` and its code.

@@ -21,6 +21,7 @@ const imports = {
   },
   // A real host calls seq.pump() once now() reaches `at`.
   'sequencer:plugin/clock': { now: () => 0n, setWake: (at) => {} },
+  'sequencer:plugin/observer': { statusChanged: (status) => {} }, // the status, whenever it changes
 };
 // std's wasi:cli and wasi:io imports (the sequencer never calls them), from the preview2 shim.
 for (const name of ['cli/environment', 'cli/exit', 'cli/stderr', 'cli/stdin', 'cli/stdout',
@@ -35,7 +36,8 @@ const { Sequencer } = instantiate(core, imports).sequencerApi;
 // Refused calls throw a ComponentError whose `payload` is the WIT error ({ tag, val }).
 const seq = Sequencer.create({
   kinds: [{ kind: 1, sequences: [[1, 1n]] }], maxUnflushedValues: 500, lruCacheSize: 100000,
-  batcherDelayNs: 5_000_000n, retryDelayNs: 500_000_000n, maxRetryDelayNs: 500_000_000n,
+  batcherDelayNs: 5_000_000n, retryDelayNs: 500_000_000n, maxRetryDelayNs: 10_000_000_000n,
+  retryJitterPercent: 50,
 });
 function runTasks() { // perform what the guest began and report each outcome
   for (let o; (o = ops.shift()); ) {

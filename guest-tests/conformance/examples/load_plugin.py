@@ -19,19 +19,21 @@ engine = wasmtime.Engine()
 linker = wc.Linker(engine)
 linker.add_wasip2()  # std's wasi:cli and wasi:io imports (the sequencer never calls them)
 with linker.root() as root:
-    with root.add_instance("sequencer:plugin/storage@0.1.0") as s:
+    with root.add_instance("sequencer:plugin/storage@0.2.0") as s:
         s.add_func("read-numbers", lambda _, ws, seqs: [db["view"].get((ws, q), 0) for q in seqs])
         s.add_func("read-numbers-many", lambda _, wss, seqs: [db["view"].get((w, q), 0) for w in wss for q in seqs])
         s.add_func("begin-read-next-offset", lambda _, op: ops.append((op, "offset", None)))
         s.add_func("begin-write", lambda _, op, values, nxt: ops.append((op, "write", (values, nxt))))
         s.add_func("begin-read-plog", lambda _, op, first: ops.append((op, "plog", first)))
-    with root.add_instance("sequencer:plugin/clock@0.1.0") as c:
+    with root.add_instance("sequencer:plugin/clock@0.2.0") as c:
         c.add_func("now", lambda _: 0)
         c.add_func("set-wake", lambda _, at: None)  # a real host calls pump() once now() reaches `at`
+    with root.add_instance("sequencer:plugin/observer@0.2.0") as o:
+        o.add_func("status-changed", lambda _, status: None)  # the status, whenever it changes
 store = wasmtime.Store(engine)
 store.set_wasi(wasmtime.WasiConfig())
 instance = linker.instantiate(store, wc.Component.from_file(engine, sys.argv[1]))
-api = instance.get_export_index(store, "sequencer:plugin/sequencer-api@0.1.0")
+api = instance.get_export_index(store, "sequencer:plugin/sequencer-api@0.2.0")
 
 
 def export(name):
@@ -49,7 +51,8 @@ def export(name):
 
 seq = export("[static]sequencer.create")(record(
     kinds=[record(kind=1, sequences=[(1, 1)])], max_unflushed_values=500, lru_cache_size=100_000,
-    batcher_delay_ns=5_000_000, retry_delay_ns=500_000_000, max_retry_delay_ns=500_000_000))
+    batcher_delay_ns=5_000_000, retry_delay_ns=500_000_000, max_retry_delay_ns=10_000_000_000,
+    retry_jitter_percent=50))
 deliver, start, next_number, flush = (export(f"[method]sequencer.{n}") for n in ("deliver", "start", "next", "flush"))
 
 

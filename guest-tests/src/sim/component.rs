@@ -7,19 +7,15 @@
 
 use std::sync::OnceLock;
 
-use sequencer::{HeldNumbers, NotNowReason, SeqValue, Status};
-use sequencer_host::bindings::sequencer::plugin::types;
+use sequencer::{HeldNumbers, NotNowReason, Status};
 use sequencer_host::bindings::{
-    BatchNumbers, GuestError, GuestParams, GuestSeqValue, NotNowReason as GuestNotNow, Outcome,
-    PlogPage, PlogValue, QuadNumbers, SeqQuad, SequencerPlugin, SequencerPluginPre, StartOutcome,
-    Status as GuestStatus, clock, storage,
+    BatchNumbers, GuestError, GuestParams, NotNowReason as GuestNotNow, Outcome, QuadNumbers,
+    SeqQuad, StartOutcome, Status as GuestStatus,
 };
-use wasmtime::component::{Component, HasSelf, Linker, ResourceAny};
-use wasmtime::{Config, Engine as Wasmtime, ResourceLimiter, Store};
+use sequencer_host::link::{Instance, Limits, Linked, wit_page};
 
 use super::engine::{
-    BatchReply, Begun, Call, Delivery, Effect, Engine, EngineFault, Io, Quad, Refusal, Reply,
-    Started,
+    BatchReply, Call, Delivery, Engine, EngineFault, Io, Quad, Refusal, Reply, Started,
 };
 
 /// Fuel for one guest call: far more than any call needs, so running out means a runaway guest.
@@ -28,120 +24,26 @@ pub const FUEL_PER_CALL: u64 = 500_000_000;
 /// allocation, which traps.
 pub const MEMORY_CAP_BYTES: usize = 64 << 20;
 
-/// Store data: the simulator's [`Io`] (moved in for the duration of a call) and memory
-/// accounting.
-#[derive(Default)]
-pub struct SimHost {
-    io: Io,
-    memory_peak: usize,
-}
-
-impl storage::Host for SimHost {
-    fn read_numbers(&mut self, ws: u64, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
-        self.io.read_numbers(ws, &seqs)
-    }
-
-    fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
-        self.io.read_numbers_many(&ws, &seqs)
-    }
-
-    fn begin_read_next_offset(&mut self, op: u64) {
-        self.io
-            .effects
-            .push(Effect::Begin(Begun::ReadNextOffset { op }));
-    }
-
-    fn begin_write(&mut self, op: u64, values: Vec<GuestSeqValue>, next_plog_offset: u64) {
-        let values = values
-            .into_iter()
-            .map(|v| SeqValue::new(v.ws, v.seq, v.value))
-            .collect();
-        self.io.begin_write(op, values, next_plog_offset);
-    }
-
-    fn begin_read_plog(&mut self, op: u64, first: u64) {
-        self.io
-            .effects
-            .push(Effect::Begin(Begun::ReadPlog { op, from: first }));
-    }
-}
-
-impl clock::Host for SimHost {
-    fn now(&mut self) -> u64 {
-        self.io.now
-    }
-
-    fn set_wake(&mut self, at: Option<u64>) {
-        self.io.effects.push(Effect::SetWake(at));
-    }
-}
-
-impl types::Host for SimHost {}
-
-impl ResourceLimiter for SimHost {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        self.memory_peak = self.memory_peak.max(desired);
-        Ok(desired <= MEMORY_CAP_BYTES)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 10_000)
-    }
-}
-
-struct Compiled {
-    engine: Wasmtime,
-    pre: SequencerPluginPre<SimHost>,
-}
-
-/// The component compiled and linked once per process.
-fn compiled() -> Result<&'static Compiled, EngineFault> {
-    static COMPILED: OnceLock<Result<Compiled, String>> = OnceLock::new();
+/// The component compiled and linked once per process, its imports over the simulator's [`Io`].
+fn compiled() -> Result<&'static Linked<Io>, EngineFault> {
+    static COMPILED: OnceLock<Result<Linked<Io>, String>> = OnceLock::new();
     COMPILED
         .get_or_init(|| {
-            let path = crate::component_path();
-            let bytes = std::fs::read(&path).map_err(|e| {
-                format!(
-                    "cannot read the component {}: {e} (build it first: bash scripts/build-component.sh)",
-                    path.display()
-                )
-            })?;
-            let mut config = Config::new();
-            config.consume_fuel(true);
-            let engine = Wasmtime::new(&config).map_err(|e| format!("{e:#}"))?;
-            let component = Component::new(&engine, &bytes).map_err(|e| format!("{e:#}"))?;
-            let mut linker = Linker::<SimHost>::new(&engine);
-            SequencerPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-                .map_err(|e| format!("{e:#}"))?;
-            linker
-                .define_unknown_imports_as_traps(&component)
-                .map_err(|e| format!("{e:#}"))?;
-            let pre = linker
-                .instantiate_pre(&component)
-                .map_err(|e| format!("{e:#}"))?;
-            let pre = SequencerPluginPre::new(pre).map_err(|e| format!("{e:#}"))?;
-            Ok(Compiled { engine, pre })
+            let limits = Limits {
+                max_memory_bytes: MEMORY_CAP_BYTES,
+                fuel_per_call: Some(FUEL_PER_CALL),
+                pooled_instances: None,
+            };
+            Linked::from_file(&sequencer_host::component_path(), limits)
+                .map_err(|e| format!("{e} (build it first: bash scripts/build-component.sh)"))
         })
         .as_ref()
         .map_err(|e| EngineFault::Trap(e.clone()))
 }
 
-/// One instance of the component holding one sequencer resource.
-pub struct ComponentEngine {
-    store: Store<SimHost>,
-    plugin: SequencerPlugin,
-    handle: ResourceAny,
-}
+/// One instance of the component holding one sequencer resource; the simulator's [`Io`] is
+/// moved into its store for the duration of each call.
+pub struct ComponentEngine(Instance<Io>);
 
 fn trap(e: wasmtime::Error) -> EngineFault {
     EngineFault::Trap(format!("{e:#}"))
@@ -151,29 +53,25 @@ impl ComponentEngine {
     /// Instantiates the component and calls `create`.
     pub fn create(params: &GuestParams, io: &mut Io) -> Result<Result<Self, Refusal>, EngineFault> {
         let compiled = compiled()?;
-        let mut store = Store::new(&compiled.engine, SimHost::default());
-        store.limiter(|s| s as &mut dyn ResourceLimiter);
-        store.set_fuel(FUEL_PER_CALL).map_err(trap)?;
-        std::mem::swap(io, &mut store.data_mut().io);
-        let created = compiled.pre.instantiate(&mut store).and_then(|plugin| {
-            let created = plugin
-                .sequencer_plugin_sequencer_api()
-                .sequencer()
-                .call_create(&mut store, params)?;
-            Ok((plugin, created))
-        });
-        std::mem::swap(io, &mut store.data_mut().io);
-        let (plugin, created) = created.map_err(trap)?;
-        Ok(created.map_err(refusal).map(|handle| Self {
-            store,
-            plugin,
-            handle,
+        let (mut store, plugin) = compiled.instantiate(std::mem::take(io)).map_err(trap)?;
+        let created = plugin
+            .sequencer_plugin_sequencer_api()
+            .sequencer()
+            .call_create(&mut store, params);
+        std::mem::swap(io, &mut store.data_mut().host);
+        Ok(created.map_err(trap)?.map_err(refusal).map(|handle| {
+            Self(Instance {
+                store,
+                plugin,
+                handle,
+            })
         }))
     }
 
     fn dispatch(&mut self, call: &Call) -> wasmtime::Result<Reply> {
-        let api = self.plugin.sequencer_plugin_sequencer_api().sequencer();
-        let (store, h) = (&mut self.store, self.handle);
+        let i = &mut self.0;
+        let api = i.plugin.sequencer_plugin_sequencer_api().sequencer();
+        let (store, h) = (&mut i.store, i.handle);
         Ok(match call {
             Call::Start { kind, ws } => Reply::Start(
                 api.call_start(store, h, *kind, *ws)?
@@ -246,15 +144,15 @@ impl ComponentEngine {
 
 impl Engine for ComponentEngine {
     fn call(&mut self, call: &Call, io: &mut Io) -> Result<Reply, EngineFault> {
-        self.store.set_fuel(FUEL_PER_CALL).map_err(trap)?;
-        std::mem::swap(io, &mut self.store.data_mut().io);
+        self.0.refuel(FUEL_PER_CALL).map_err(trap)?;
+        std::mem::swap(io, &mut self.0.store.data_mut().host);
         let reply = self.dispatch(call);
-        std::mem::swap(io, &mut self.store.data_mut().io);
+        std::mem::swap(io, &mut self.0.store.data_mut().host);
         reply.map_err(trap)
     }
 
     fn memory_peak(&self) -> Option<usize> {
-        Some(self.store.data().memory_peak)
+        Some(self.0.store.data().peak_memory())
     }
 }
 
@@ -300,19 +198,9 @@ pub fn outcome_to_guest(d: &Delivery) -> Outcome {
     match d {
         Delivery::Written => Outcome::Written,
         Delivery::NextOffset(o) => Outcome::NextOffset(*o),
-        Delivery::PlogPage { values, next, end } => Outcome::PlogPage(PlogPage {
-            values: values
-                .iter()
-                .map(|(offset, v)| PlogValue {
-                    offset: *offset,
-                    ws: v.key.ws,
-                    seq: v.key.seq,
-                    value: v.value,
-                })
-                .collect(),
-            next: *next,
-            end: *end,
-        }),
+        Delivery::PlogPage { values, next, end } => {
+            Outcome::PlogPage(wit_page(values, *next, *end))
+        }
         Delivery::Failed(m) => Outcome::Failed(m.clone()),
     }
 }

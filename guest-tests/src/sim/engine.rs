@@ -1,17 +1,18 @@
 //! The two engines the simulator drives through one interface, the calls of the WIT contract:
-//! the native core behind a mirror of the component glue, and the compiled component under
-//! wasmtime ([`super::component`]). [`Lockstep`] runs both on every call and fails on the first
-//! difference in what they return or ask of their host.
+//! the core's shell natively (the code the component's glue wraps), and the compiled component
+//! under wasmtime ([`super::component`]). [`Lockstep`] runs both on every call and fails on the
+//! first difference in what they return or ask of their host.
 
 use core::fmt;
-use core::time::Duration;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use sequencer::shell::{Batch, BatchStop, Host, Read, Shell};
 use sequencer::{
-    Error, HeldNumbers, Instant, NotNowReason, PLogOffset, Params, PlogPage, SeqValue, Sequencer,
-    Start, Status, Ticket, Work,
+    Error, HeldNumbers, Instant, NotNowReason, Outcome, PLogOffset, PlogPage, SeqValue, Start,
+    Status, Ticket, Work,
 };
 use sequencer_host::bindings::GuestParams;
+use sequencer_host::params_from_guest;
 
 use super::storage::SimStorage;
 
@@ -57,8 +58,8 @@ impl Io {
         match &self.numbers {
             NumbersAnswer::Fail(m) => Err(m.clone()),
             NumbersAnswer::Fixed(n) => Ok(n.clone()),
-            _ if self.storage.down => Err("storage is down".into()),
-            _ => Ok(self.storage.read_numbers(ws, seqs)),
+            _ if self.storage.down() => Err("storage is down".into()),
+            _ => Ok(self.storage.mem.read_numbers(ws, seqs)),
         }
     }
 
@@ -71,11 +72,11 @@ impl Io {
         match &self.numbers {
             NumbersAnswer::Fail(m) | NumbersAnswer::FailMany(m) => Err(m.clone()),
             NumbersAnswer::Fixed(n) => Ok(n.clone()),
-            _ if self.storage.down => Err("storage is down".into()),
+            _ if self.storage.down() => Err("storage is down".into()),
             answer => {
                 let mut out: Vec<u64> = ws
                     .iter()
-                    .flat_map(|&w| self.storage.read_numbers(w, seqs))
+                    .flat_map(|&w| self.storage.mem.read_numbers(w, seqs))
                     .collect();
                 if *answer == NumbersAnswer::ShortMany {
                     out.pop();
@@ -83,17 +84,6 @@ impl Io {
                 Ok(out)
             }
         }
-    }
-
-    /// The `begin-write` import; values are kept sorted, since their order carries no meaning
-    /// and comes from a hash map whose order differs between native code and the component.
-    pub fn begin_write(&mut self, op: u64, mut values: Vec<SeqValue>, next_offset: PLogOffset) {
-        values.sort_by_key(|v| (v.key, v.value));
-        self.effects.push(Effect::Begin(Begun::Write {
-            op,
-            values,
-            next_offset,
-        }));
     }
 }
 
@@ -114,45 +104,14 @@ pub enum Effect {
         /// The sequences, in the order asked.
         seqs: Vec<u16>,
     },
-    /// A storage operation to perform and report with `deliver`.
-    Begin(Begun),
+    /// A storage operation to perform and report with `deliver` (a write's values sorted:
+    /// their order carries no meaning and comes from a hash map whose order differs between
+    /// native code and the component).
+    Begin(Work),
     /// `set-wake`: pump at this time (`None`: never).
     SetWake(Option<u64>),
-}
-
-/// A storage operation the guest began.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Begun {
-    /// Read the stored next PLog offset.
-    ReadNextOffset {
-        /// The operation id to deliver under.
-        op: u64,
-    },
-    /// Write values (sorted by key), then the next PLog offset.
-    Write {
-        /// The operation id to deliver under.
-        op: u64,
-        /// The values, sorted by key.
-        values: Vec<SeqValue>,
-        /// The next PLog offset.
-        next_offset: PLogOffset,
-    },
-    /// Read PLog events from `from` on.
-    ReadPlog {
-        /// The operation id to deliver under.
-        op: u64,
-        /// The first offset to read.
-        from: PLogOffset,
-    },
-}
-
-impl Begun {
-    /// The operation id.
-    pub fn op(&self) -> u64 {
-        match self {
-            Self::ReadNextOffset { op } | Self::Write { op, .. } | Self::ReadPlog { op, .. } => *op,
-        }
-    }
+    /// `status-changed`: the status is now this.
+    Status(Status),
 }
 
 /// The outcome of a storage operation, as `deliver` takes it.
@@ -526,32 +485,11 @@ impl Engine for Lockstep {
     }
 }
 
-/// Core params from the WIT record, exactly as the component glue builds them.
-pub fn params_from_guest(p: &GuestParams) -> Params {
-    let mut params = Params::new()
-        .with_max_unflushed_values(p.max_unflushed_values as usize)
-        .with_lru_cache_size(p.lru_cache_size as usize)
-        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
-        .with_retry_delay(
-            Duration::from_nanos(p.retry_delay_ns),
-            Duration::from_nanos(p.max_retry_delay_ns),
-        );
-    for k in &p.kinds {
-        params.seq_types.entry(k.kind).or_default();
-        for &(seq, initial) in &k.sequences {
-            params = params.with_seq(k.kind, seq, initial);
-        }
-    }
-    params
-}
-
-/// The native core behind a line-by-line mirror of the component glue (`src/component.rs`):
-/// the same calls of the core in the same order, the same storage operations begun, the same
-/// wake-ups asked for. Where the two differ, [`Lockstep`] says so.
+/// The native core behind the shell (`sequencer::Shell`, which the component glue wraps as
+/// well): the same rules, the same storage operations begun, the same wake-ups asked for. Where
+/// the native build and the component differ, [`Lockstep`] says so.
 pub struct NativeEngine {
-    core: Sequencer,
-    /// The wake-up last asked of the host (`None`: unknown, ask afresh).
-    wake: Option<Option<u64>>,
+    shell: Shell,
 }
 
 /// The sequences a quad names, or `invalid-params` if it names more than four.
@@ -561,7 +499,9 @@ fn quad_seqs(q: &Quad) -> Result<&[u16], Refusal> {
 
 fn refusal(e: Error) -> Refusal {
     match e {
-        Error::InvalidParams(_) => Refusal::InvalidParams,
+        Error::InvalidParams(_) | Error::InvalidArgument(_) | Error::UnsafeInteger(_) => {
+            Refusal::InvalidParams
+        }
         Error::CleanedUp => Refusal::CleanedUp,
         Error::TransactionInProgress => Refusal::TransactionInProgress,
         Error::NoTransaction => Refusal::NoTransaction,
@@ -573,6 +513,7 @@ fn refusal(e: Error) -> Refusal {
         Error::WrongResultKind { ticket, .. } => Refusal::WrongOutcome(ticket.0),
         e @ Error::MalformedNumbers { .. } => Refusal::MalformedNumbers(e.to_string()),
         e @ Error::MalformedPlogPage { .. } => Refusal::MalformedPlogPage(e.to_string()),
+        Error::Storage(message) => Refusal::Storage(message),
     }
 }
 
@@ -583,305 +524,164 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "a panic without a message".into())
 }
 
+/// What the component's imports do, for the shell: answer numbers reads from the simulated
+/// storage and record everything the guest asks of its host.
+impl Host for Io {
+    fn now(&mut self) -> Instant {
+        Instant::from_nanos(self.now)
+    }
+
+    fn read_numbers(&mut self, ws: u64, seqs: &[u16]) -> Read {
+        match Io::read_numbers(self, ws, seqs) {
+            Ok(numbers) => Read::Numbers(numbers),
+            Err(message) => Read::Failed(message),
+        }
+    }
+
+    fn read_numbers_many(&mut self, ws: &[u64], seqs: &[u16]) -> Read {
+        match Io::read_numbers_many(self, ws, seqs) {
+            Ok(numbers) => Read::Numbers(numbers),
+            Err(message) => Read::Failed(message),
+        }
+    }
+
+    fn begin(&mut self, mut work: Work) {
+        if let Work::Write(w) = &mut work {
+            w.values.sort_by_key(|v| (v.key, v.value));
+        }
+        self.effects.push(Effect::Begin(work));
+    }
+
+    fn set_wake(&mut self, at: Option<Instant>) {
+        self.effects
+            .push(Effect::SetWake(at.map(Instant::as_nanos)));
+    }
+
+    fn status_changed(&mut self, status: Status) {
+        self.effects.push(Effect::Status(status));
+    }
+}
+
+/// A start's outcome as the contract returns it (a load cannot come back: [`Io`] answers every
+/// read at once).
+fn started(start: Start) -> Result<Started, Refusal> {
+    match start {
+        Start::Started(offset) => Ok(Started::Offset(offset)),
+        Start::NotNow(reason) => Ok(Started::NotNow(reason)),
+        Start::Load(_) => Err(Refusal::Storage("a numbers read was not answered".into())),
+    }
+}
+
+/// `start-next`'s reply: the numbers only if it started.
+fn start_next_reply(r: Result<Start, Error>, mut numbers: Vec<u64>) -> Reply {
+    Reply::StartNext(r.map_err(refusal).and_then(started).map(|outcome| {
+        if !matches!(outcome, Started::Offset(_)) {
+            numbers.clear();
+        }
+        (outcome, numbers)
+    }))
+}
+
+fn quad_reply(r: Result<Start, Error>, numbers: [u64; 4]) -> Reply {
+    Reply::Quad(
+        r.map_err(refusal)
+            .and_then(started)
+            .map(|outcome| (outcome, numbers)),
+    )
+}
+
+fn batch_reply(r: Result<Batch, Error>, numbers: Vec<u64>) -> Reply {
+    Reply::Batch(r.map_err(refusal).and_then(|b| {
+        let not_now = match b.stop {
+            None => None,
+            Some(BatchStop::NotNow(reason)) => Some(reason),
+            Some(BatchStop::Load(_) | BatchStop::LoadMany(_)) => {
+                return Err(Refusal::Storage("a numbers read was not answered".into()));
+            }
+        };
+        Ok(BatchReply {
+            first_offset: b.first_offset,
+            started: b.started,
+            not_now,
+            numbers,
+        })
+    }))
+}
+
 impl NativeEngine {
-    /// `create`: a new core over `params`, which at once begins its first storage work.
+    /// `create`: a new shell over `params`, which at once begins its first storage work.
     pub fn create(params: &GuestParams, io: &mut Io) -> Result<Result<Self, Refusal>, EngineFault> {
         catch_unwind(AssertUnwindSafe(|| {
-            let core = Sequencer::new(params_from_guest(params)).map_err(refusal)?;
-            let mut engine = Self { core, wake: None };
-            engine.pump_core(io);
-            Ok(engine)
+            let shell = Shell::create(params_from_guest(params), io).map_err(refusal)?;
+            Ok(Self { shell })
         }))
         .map_err(|p| EngineFault::Panic(panic_message(p)))
     }
 
-    fn pump_core(&mut self, io: &mut Io) {
-        let now = Instant::from_nanos(io.now);
-        while let Some(work) = self.core.poll_work(now) {
-            match work {
-                Work::Write(w) => io.begin_write(w.ticket.0, w.values, w.next_plog_offset),
-                Work::ReadNextOffset { ticket } => io
-                    .effects
-                    .push(Effect::Begin(Begun::ReadNextOffset { op: ticket.0 })),
-                Work::ReadPlog { ticket, from } => io
-                    .effects
-                    .push(Effect::Begin(Begun::ReadPlog { op: ticket.0, from })),
-            }
-        }
-        let wake = self.core.poll_timeout().map(Instant::as_nanos);
-        if Some(wake) != self.wake {
-            self.wake = Some(wake);
-            io.effects.push(Effect::SetWake(wake));
-        }
-    }
-
-    fn start_core(&mut self, kind: u16, ws: u64, io: &mut Io) -> Result<Started, Refusal> {
-        let mut outcome = self.core.start(kind, ws).map_err(refusal)?;
-        for _ in 0..2 {
-            let Start::Load(read) = outcome else { break };
-            outcome = match io.read_numbers(read.ws, &read.seqs) {
-                Ok(numbers) => self
-                    .core
-                    .complete_numbers(read.ticket, &numbers)
-                    .map_err(refusal)?,
-                Err(message) => {
-                    let _ = self.core.fail(read.ticket, Instant::from_nanos(io.now));
-                    return Err(Refusal::Storage(message));
-                }
-            };
-        }
-        match outcome {
-            Start::Started(offset) => Ok(Started::Offset(offset)),
-            Start::NotNow(reason) => Ok(Started::NotNow(reason)),
-            Start::Load(_) => Err(Refusal::Storage(
-                "numbers read for start did not stay in memory".into(),
-            )),
-        }
-    }
-
-    fn flush_start_next(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        io: &mut Io,
-    ) -> Result<(Started, Vec<u64>), Refusal> {
-        self.flush_then(io, |e, io| e.start_next_core(kind, ws, seqs, io))
-    }
-
-    fn start_next_quad(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &Quad,
-        io: &mut Io,
-    ) -> Result<(Started, [u64; 4]), Refusal> {
-        let seqs = quad_seqs(seqs)?;
-        self.start_next_quad_core(kind, ws, seqs, io)
-    }
-
-    fn flush_start_next_quad(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &Quad,
-        io: &mut Io,
-    ) -> Result<(Started, [u64; 4]), Refusal> {
-        let seqs = quad_seqs(seqs)?;
-        self.flush_then(io, |e, io| e.start_next_quad_core(kind, ws, seqs, io))
-    }
-
-    fn flush_start_batch(
-        &mut self,
-        kind: u16,
-        ws: &[u64],
-        seqs: &Quad,
-        io: &mut Io,
-    ) -> Result<BatchReply, Refusal> {
-        let seqs = quad_seqs(seqs)?;
-        self.flush_then(io, |e, io| e.start_batch_core(kind, ws, seqs, io))
-    }
-
-    /// Mirrors `Plugin::flush_then`: `flush`, the start, then one pump for both.
-    fn flush_then<R>(
-        &mut self,
-        io: &mut Io,
-        start: impl FnOnce(&mut Self, &mut Io) -> Result<R, Refusal>,
-    ) -> Result<R, Refusal> {
-        self.core.flush().map_err(refusal)?;
-        let result = start(self, io);
-        self.pump_core(io);
-        result
-    }
-
-    /// Mirrors `Plugin::start_next_quad_core`.
-    fn start_next_quad_core(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        io: &mut Io,
-    ) -> Result<(Started, [u64; 4]), Refusal> {
-        let mut numbers = [0; 4];
-        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
-        Ok((outcome, numbers))
-    }
-
-    /// `start`, then `next` of each of `seqs`; on a refused `next` the transaction is dropped.
-    fn start_next_core(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        io: &mut Io,
-    ) -> Result<(Started, Vec<u64>), Refusal> {
-        let mut numbers = vec![0; seqs.len()];
-        let outcome = self.start_next_into(kind, ws, seqs, &mut numbers, io)?;
-        if !matches!(outcome, Started::Offset(_)) {
-            numbers.clear();
-        }
-        Ok((outcome, numbers))
-    }
-
-    /// `start`, then `next` of each of `seqs` into the same places of `numbers`.
-    fn start_next_into(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        numbers: &mut [u64],
-        io: &mut Io,
-    ) -> Result<Started, Refusal> {
-        let outcome = self.start_core(kind, ws, io)?;
-        if !matches!(outcome, Started::Offset(_)) {
-            return Ok(outcome);
-        }
-        for (&seq, number) in seqs.iter().zip(numbers.iter_mut()) {
-            match self.core.next(seq) {
-                Ok(n) => *number = n,
-                Err(e) => return Err(self.drop_transaction(refusal(e), io)),
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Starts, numbers and stages one event per entry of `ws` until one is "not now".
-    fn start_batch_core(
-        &mut self,
-        kind: u16,
-        ws: &[u64],
-        seqs: &[u16],
-        io: &mut Io,
-    ) -> Result<BatchReply, Refusal> {
-        self.core.check_seqs(kind, seqs).map_err(refusal)?;
-        if ws.len() > 1 {
-            self.preload(kind, ws, io)?;
-        }
-        let mut batch = BatchReply {
-            first_offset: 0,
-            started: 0,
-            not_now: None,
-            numbers: Vec::with_capacity(ws.len() * seqs.len()),
-        };
-        for &w in ws {
-            let outcome = match self.start_core(kind, w, io) {
-                Ok(outcome) => outcome,
-                Err(e) if batch.started == 0 => return Err(e),
-                Err(e) => return Err(self.drop_transaction(e, io)),
-            };
-            match outcome {
-                Started::Offset(offset) if batch.started == 0 => batch.first_offset = offset,
-                Started::Offset(_) => {}
-                Started::NotNow(reason) => {
-                    batch.not_now = Some(reason);
-                    break;
-                }
-            }
-            for &seq in seqs {
-                match self.core.next(seq) {
-                    Ok(n) => batch.numbers.push(n),
-                    Err(e) => return Err(self.drop_transaction(refusal(e), io)),
-                }
-            }
-            if let Err(e) = self.core.stage() {
-                return Err(self.drop_transaction(refusal(e), io));
-            }
-            batch.started += 1;
-        }
-        Ok(batch)
-    }
-
-    /// Reads the numbers of every workspace of `ws` a start would load, in one import call.
-    fn preload(&mut self, kind: u16, ws: &[u64], io: &mut Io) -> Result<(), Refusal> {
-        let mut ahead = Vec::new();
-        self.core.loads_ahead(kind, ws, &mut ahead);
-        if ahead.is_empty() {
-            return Ok(());
-        }
-        let seqs: Vec<u16> = self.core.kind_seqs(kind).map_err(refusal)?.collect();
-        let stored = io
-            .read_numbers_many(&ahead, &seqs)
-            .map_err(Refusal::Storage)?;
-        if stored.len() != ahead.len() * seqs.len() {
-            return Err(refusal(Error::MalformedNumbers {
-                expected: ahead.len() * seqs.len(),
-                got: stored.len(),
-            }));
-        }
-        for (&w, numbers) in ahead.iter().zip(stored.chunks_exact(seqs.len().max(1))) {
-            self.core.preload(kind, w, numbers).map_err(refusal)?;
-        }
-        Ok(())
-    }
-
-    /// Drops the whole transaction and returns `error`.
-    fn drop_transaction(&mut self, error: Refusal, io: &mut Io) -> Refusal {
-        let _ = self.core.actualize();
-        self.pump_core(io);
-        error
-    }
-
-    fn deliver(&mut self, op: u64, outcome: &Delivery, io: &mut Io) -> Result<(), Refusal> {
-        let ticket = Ticket(op);
-        let now = Instant::from_nanos(io.now);
-        let result = match outcome {
-            Delivery::Written => self.core.complete_write(ticket),
-            Delivery::NextOffset(offset) => self.core.complete_next_offset(ticket, *offset),
-            Delivery::PlogPage { values, next, end } => {
-                let page = PlogPage {
-                    values,
-                    next: *next,
-                    end: *end,
-                };
-                self.core.complete_plog_read(ticket, page, now).map(|_| ())
-            }
-            Delivery::Failed(_) => self.core.fail(ticket, now),
-        };
-        result.map_err(refusal)?;
-        self.pump_core(io);
-        Ok(())
-    }
-
     fn dispatch(&mut self, call: &Call, io: &mut Io) -> Reply {
+        let shell = &mut self.shell;
+        let done = |r: Result<(), Error>| Reply::Done(r.map_err(refusal));
         match call {
-            Call::Start { kind, ws } => Reply::Start(self.start_core(*kind, *ws, io)),
+            Call::Start { kind, ws } => Reply::Start(
+                shell
+                    .start(*kind, *ws, io)
+                    .map_err(refusal)
+                    .and_then(started),
+            ),
             Call::StartNext { kind, ws, seqs } => {
-                Reply::StartNext(self.start_next_core(*kind, *ws, seqs, io))
+                let mut numbers = vec![0; seqs.len()];
+                let r = shell.start_next(*kind, *ws, seqs, &mut numbers, io);
+                start_next_reply(r, numbers)
             }
             Call::FlushStartNext { kind, ws, seqs } => {
-                Reply::StartNext(self.flush_start_next(*kind, *ws, seqs, io))
+                let mut numbers = vec![0; seqs.len()];
+                let r = shell.flush_start_next(*kind, *ws, seqs, &mut numbers, io);
+                start_next_reply(r, numbers)
             }
             Call::StartNextQuad { kind, ws, seqs } => {
-                Reply::Quad(self.start_next_quad(*kind, *ws, seqs, io))
+                let Ok(seqs) = quad_seqs(seqs) else {
+                    return Reply::Quad(Err(Refusal::InvalidParams));
+                };
+                let mut numbers = [0; 4];
+                let r = shell.start_next(*kind, *ws, seqs, &mut numbers, io);
+                quad_reply(r, numbers)
             }
             Call::FlushStartNextQuad { kind, ws, seqs } => {
-                Reply::Quad(self.flush_start_next_quad(*kind, *ws, seqs, io))
+                let Ok(seqs) = quad_seqs(seqs) else {
+                    return Reply::Quad(Err(Refusal::InvalidParams));
+                };
+                let mut numbers = [0; 4];
+                let r = shell.flush_start_next(*kind, *ws, seqs, &mut numbers, io);
+                quad_reply(r, numbers)
             }
-            Call::Stage => Reply::Done(self.core.stage().map_err(refusal)),
-            Call::StartBatch { kind, ws, seqs } => Reply::Batch(
-                quad_seqs(seqs).and_then(|seqs| self.start_batch_core(*kind, ws, seqs, io)),
-            ),
+            Call::Stage => done(shell.stage()),
+            Call::StartBatch { kind, ws, seqs } => {
+                let Ok(seqs) = quad_seqs(seqs) else {
+                    return Reply::Batch(Err(Refusal::InvalidParams));
+                };
+                let mut numbers = Vec::new();
+                let r = shell.start_batch(*kind, ws, seqs, &mut numbers, io);
+                batch_reply(r, numbers)
+            }
             Call::FlushStartBatch { kind, ws, seqs } => {
-                Reply::Batch(self.flush_start_batch(*kind, ws, seqs, io))
+                let Ok(seqs) = quad_seqs(seqs) else {
+                    return Reply::Batch(Err(Refusal::InvalidParams));
+                };
+                let mut numbers = Vec::new();
+                let r = shell.flush_start_batch(*kind, ws, seqs, &mut numbers, io);
+                batch_reply(r, numbers)
             }
-            Call::Next { seq } => Reply::Number(self.core.next(*seq).map_err(refusal)),
-            Call::Flush => Reply::Done(self.core.flush().map_err(refusal).map(|()| {
-                self.pump_core(io);
-            })),
-            Call::Actualize => Reply::Done(self.core.actualize().map_err(refusal).map(|()| {
-                self.pump_core(io);
-            })),
+            Call::Next { seq } => Reply::Number(shell.next(*seq).map_err(refusal)),
+            Call::Flush => done(shell.flush(io)),
+            Call::Actualize => done(shell.actualize(io)),
             Call::Cleanup => {
-                self.core.cleanup();
-                if self.wake.replace(None) != Some(None) {
-                    io.effects.push(Effect::SetWake(None));
-                }
+                shell.cleanup(io);
                 Reply::Nothing
             }
-            Call::Status => Reply::Status(self.core.status()),
+            Call::Status => Reply::Status(shell.status()),
             Call::HeldNumbers => {
                 // The component reports these as u32, clamped.
-                let h = self.core.held_numbers();
+                let h = shell.held_numbers();
                 let clamp = |n: usize| n.min(u32::MAX as usize);
                 Reply::Held(HeldNumbers {
                     cached: clamp(h.cached),
@@ -889,10 +689,24 @@ impl NativeEngine {
                     transaction: clamp(h.transaction),
                 })
             }
-            Call::Deliver { op, outcome } => Reply::Done(self.deliver(*op, outcome, io)),
+            Call::Deliver { op, outcome } => {
+                let ticket = Ticket(*op);
+                done(match outcome {
+                    Delivery::Written => shell.deliver(ticket, Outcome::Written, io),
+                    Delivery::NextOffset(o) => shell.deliver(ticket, Outcome::NextOffset(*o), io),
+                    Delivery::PlogPage { values, next, end } => {
+                        let page = PlogPage {
+                            values,
+                            next: *next,
+                            end: *end,
+                        };
+                        shell.deliver(ticket, Outcome::PlogPage(page), io)
+                    }
+                    Delivery::Failed(_) => shell.deliver(ticket, Outcome::Failed, io),
+                })
+            }
             Call::Pump => {
-                self.wake = None;
-                self.pump_core(io);
+                shell.pump(io);
                 Reply::Nothing
             }
         }
@@ -934,6 +748,7 @@ mod tests {
             batcher_delay_ns: 1,
             retry_delay_ns: 1,
             max_retry_delay_ns: 1,
+            retry_jitter_percent: 0,
         }
     }
 

@@ -8,13 +8,11 @@
 //! every request. The same function serves the cargo-fuzz target (`fuzz/`) and the CI smoke
 //! test, so a crash input found by one replays in the other.
 
-use sequencer::{SeqValue, Status};
+use sequencer::{SeqValue, Status, Work, WriteRequest};
 use sequencer_host::bindings::GuestParams;
 use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
 
-use super::engine::{
-    Begun, Call, Delivery, Effect, Engine, EngineKind, Io, NumbersAnswer, Reply, boot,
-};
+use super::engine::{Call, Delivery, Effect, Engine, EngineKind, Io, NumbersAnswer, Reply, boot};
 use super::rng::Rng;
 
 /// Reads the input front to back; past its end every read is 0.
@@ -87,6 +85,7 @@ fn params(b: &mut Bytes<'_>) -> GuestParams {
             batcher_delay_ns: u64::from(b.u8()) * 1_000,
             retry_delay_ns: u64::from(b.u8()) * 1_000,
             max_retry_delay_ns: u64::from(b.u16()) * 1_000,
+            retry_jitter_percent: b.u8() % 101,
         }
     } else {
         let kinds = (0..b.u8() % 4)
@@ -104,6 +103,7 @@ fn params(b: &mut Bytes<'_>) -> GuestParams {
             batcher_delay_ns: b.u64(),
             retry_delay_ns: b.u64(),
             max_retry_delay_ns: b.u64(),
+            retry_jitter_percent: b.u8(),
         }
     }
 }
@@ -136,7 +136,7 @@ fn outcome(b: &mut Bytes<'_>) -> Delivery {
 struct Harness {
     engine: Box<dyn Engine>,
     io: Io,
-    outstanding: Vec<Begun>,
+    outstanding: Vec<Work>,
     /// The transaction's offset and numbers, for committing it to the PLog.
     tx: Option<(u64, u64, Vec<SeqValue>)>,
     report: FuzzReport,
@@ -193,12 +193,12 @@ impl Harness {
         }
         let begun = self.outstanding.remove(0);
         let outcome = match &begun {
-            Begun::ReadNextOffset { .. } => Delivery::NextOffset(self.io.storage.next_offset),
-            Begun::Write {
+            Work::ReadNextOffset { .. } => Delivery::NextOffset(self.io.storage.mem.next_offset),
+            Work::Write(WriteRequest {
                 values,
-                next_offset,
+                next_plog_offset: next_offset,
                 ..
-            } => {
+            }) => {
                 let (values, next) = (values.clone(), *next_offset);
                 self.io
                     .storage
@@ -208,13 +208,13 @@ impl Harness {
                     .apply(super::storage::WriteHalf::Offset, &values, next);
                 Delivery::Written
             }
-            Begun::ReadPlog { from, .. } => {
-                let (values, next, end) = self.io.storage.read_plog(*from, max_events);
+            Work::ReadPlog { from, .. } => {
+                let (values, next, end) = self.io.storage.mem.read_plog(*from, max_events);
                 Delivery::PlogPage { values, next, end }
             }
         };
         self.checked(Call::Deliver {
-            op: begun.op(),
+            op: begun.ticket().0,
             outcome,
         })
         .map(drop)
@@ -302,12 +302,12 @@ pub fn run_input(data: &[u8]) -> Result<FuzzReport, String> {
                     _ if h.outstanding.is_empty() => u64::from(b.u8()),
                     _ => {
                         let i = usize::from(b.u8()) % h.outstanding.len();
-                        h.outstanding[i].op()
+                        h.outstanding[i].ticket().0
                     }
                 };
                 let outcome = outcome(&mut b);
                 if let Reply::Done(Ok(())) = h.checked(Call::Deliver { op, outcome })? {
-                    h.outstanding.retain(|o| o.op() != op);
+                    h.outstanding.retain(|o| o.ticket().0 != op);
                 }
             }
             6 => {
@@ -355,16 +355,16 @@ pub fn run_input(data: &[u8]) -> Result<FuzzReport, String> {
             11 => {
                 // Commit the transaction: its event goes to the PLog, then flush.
                 if let Some((offset, _, values)) = h.tx.take()
-                    && offset == h.io.storage.plog_next()
+                    && offset == h.io.storage.mem.plog_next()
                 {
-                    h.io.storage.plog.insert(offset, values);
+                    h.io.storage.mem.plog.insert(offset, values);
                     h.checked(Call::Flush)?;
                 }
             }
             12 => {
                 h.observe()?;
             }
-            _ => h.io.storage.down = !h.io.storage.down,
+            _ => h.io.storage.mem.faults.down = !h.io.storage.down(),
         }
     }
     Ok(h.report)

@@ -9,7 +9,7 @@ use wasmtime::{Config, Engine};
 use super::{CliError, one_line};
 
 /// The interface the host needs the component to export.
-pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.1.0";
+pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.2.0";
 
 /// Compiles the component at `path`; reads it only.
 pub fn load(path: &Path, limits: Limits) -> Result<Runtime, CliError> {

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use sequencer::testkit::Rng;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 #[cfg(feature = "etcd")]
 use sequencer_host::EtcdStorage;
@@ -223,22 +224,6 @@ impl Tally {
     }
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn share(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// One command of the workload: its workspace, the sequences its event takes numbers of, and
 /// whether it fails after `start`.
 struct Command {
@@ -266,7 +251,7 @@ struct Commands {
 impl Commands {
     fn new(a: &RunArgs, p: PartitionId) -> Self {
         Self {
-            rng: Rng((a.seed ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(u64::from(p) + 1) | 1),
+            rng: Rng::new(a.seed.wrapping_mul(u64::from(p) + 1)),
             partition: u64::from(p),
             partitions: u64::from(a.partitions),
             per_partition: a.workspaces.div_ceil(u64::from(a.partitions)),
@@ -276,9 +261,9 @@ impl Commands {
 
     fn next(&mut self) -> Command {
         let rng = &mut self.rng;
-        let ws = (rng.next() % self.per_partition) * self.partitions + self.partition + 1;
-        let recs = 1 + (rng.next() % 3) as usize;
-        let crecs = (rng.next() % 3) as usize;
+        let ws = rng.below(self.per_partition) * self.partitions + self.partition + 1;
+        let recs = 1 + rng.below(3) as usize;
+        let crecs = rng.below(3) as usize;
         let mut seqs = [SEQS[0].id; MAX_NUMBERS];
         seqs[1..=recs].fill(SEQS[1].id);
         seqs[1 + recs..1 + recs + crecs].fill(SEQS[2].id);
@@ -286,7 +271,7 @@ impl Commands {
             ws,
             seqs,
             len: 1 + recs + crecs,
-            fails: rng.share() < self.fail_rate,
+            fails: rng.unit() < self.fail_rate,
         }
     }
 }

@@ -9,16 +9,10 @@ use std::process::{Command, Output};
 /// The host binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_sequencer-host");
 
-/// Where the compiled component is: `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under
-/// the cargo target dir (`scripts/build-component.sh` builds it).
+/// Where the compiled component is (`sequencer_host::component_path`), which must exist
+/// (`scripts/build-component.sh` builds it).
 pub fn component_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let path = target.join("wasm32-wasip2/wasm/sequencer.wasm");
+    let path = sequencer_host::component_path();
     assert!(
         path.is_file(),
         "no component at {} (build it first: bash scripts/build-component.sh)",

@@ -1,5 +1,6 @@
 // A short scenario in the browser: actualize from a PLog, run transactions against an async
-// in-memory storage, flush, misuse once; the result lands in `window.sequencerResult`.
+// in-memory storage, then a batch of two events in one call, flush, misuse once; the result
+// lands in `window.sequencerResult`.
 import { MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
 
 async function scenario() {
@@ -17,6 +18,11 @@ async function scenario() {
     storage.append(o, [{ ws: 1000, seq: 1, value: last }]);
     seq.flush();
   }
+  const batch = await seq.startBatch(1, [2000, 2001], [1]);
+  for (let i = 0; i < batch.started; i++) {
+    storage.append(batch.firstOffset + i, [{ ws: 2000 + i, seq: 1, value: batch.numbers[i] }]);
+  }
+  seq.flush();
   await seq.whenFlushed();
   let code = null;
   try {
@@ -25,7 +31,16 @@ async function scenario() {
     code = e instanceof NoTransactionError ? e.code : `wrong class: ${e}`;
   }
   seq.close();
-  return { offset, id, last, stored: storage.number(1000, 1), nextOffset: storage.nextOffset, code, status: seq.status };
+  return {
+    offset,
+    id,
+    last,
+    stored: storage.number(1000, 1),
+    batch: [batch.started, batch.firstOffset, ...batch.numbers],
+    nextOffset: storage.nextOffset,
+    code,
+    status: seq.status,
+  };
 }
 
 scenario().then(

@@ -15,6 +15,7 @@ import {
   SYSTEM_KIND,
   eventValues,
   systemParams,
+  type BatchResult,
   type ErrorCode,
   type PlatformEvent,
   type PlogPage,
@@ -63,6 +64,16 @@ export async function usage(): Promise<number> {
   seq.flush();
   await seq.whenFlushed();
   const fast: number = seq.tryStart(1, 7);
+  const out = new Float64Array(2);
+  const one: number = await seq.startNext(1, 7, [1, 2], out);
+  const next: number = await seq.flushStartNext(1, 8, [1, 2], out);
+  const batch: BatchResult = await seq.startBatch(1, [1, 2, 3], [1]);
+  const more: BatchResult = await seq.flushStartBatch(1, new Float64Array([4, 5]), [1]);
+  void [one, next, batch.started, batch.firstOffset, batch.notNowReason, batch.numbers[0], more];
+  const event: StartedEvent | null = await seq.startEvent(7);
+  if (event !== null) void [seq.nextRecId(), seq.nextCRecId(), seq.finishEvent, seq.cancelEvent];
+  const spec: SequenceStatus = seq.sequenceStatus;
+  void spec;
   try {
     seq.next(1);
   } catch (e) {

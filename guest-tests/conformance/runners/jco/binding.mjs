@@ -88,6 +88,7 @@ export function makeBinding(host) {
       now: () => BigInt(host.now()),
       setWake: (at) => host.setWake(at === undefined || at === null ? null : num(at)),
     },
+    'sequencer:plugin/observer': { statusChanged: () => {} },
     'sequencer:plugin/types': {},
   };
   for (const name of WASI) imports[name] = wasi(name);
@@ -102,6 +103,7 @@ export function makeBinding(host) {
     batcherDelayNs: ns(p.batcher_delay_ms),
     retryDelayNs: ns(p.retry_delay_ms),
     maxRetryDelayNs: ns(p.max_retry_delay_ms),
+    retryJitterPercent: p.retry_jitter_percent,
   });
   return {
     create(p) {
@@ -123,6 +125,7 @@ export function makeBinding(host) {
           batcher_delay_ms: ms(r.batcherDelayNs),
           retry_delay_ms: ms(r.retryDelayNs),
           max_retry_delay_ms: ms(r.maxRetryDelayNs),
+          retry_jitter_percent: r.retryJitterPercent,
         };
       }),
     startEvent: (ws) =>

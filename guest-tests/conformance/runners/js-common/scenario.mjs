@@ -26,6 +26,7 @@ const DEFAULTS = {
   batcher_delay_ms: 5,
   retry_delay_ms: 500,
   max_retry_delay_ms: 500,
+  retry_jitter_percent: 0,
 };
 
 export class StepFailed extends Error {}
@@ -283,6 +284,10 @@ class Runner {
     } else if ('expect_wake_ms' in step) {
       const got = this.wake === null ? null : this.wake / MS;
       if (got !== step.expect_wake_ms) throw new StepFailed(`expected wake at ${step.expect_wake_ms} ms, got ${got}`);
+    } else if ('expect_wake_within_ms' in step) {
+      const [lo, hi] = step.expect_wake_within_ms;
+      const got = this.wake === null ? null : this.wake / MS;
+      if (got === null || got < lo || got > hi) throw new StepFailed(`expected a wake-up within [${lo}, ${hi}] ms, got ${got}`);
     } else {
       throw new StepFailed('unknown step');
     }

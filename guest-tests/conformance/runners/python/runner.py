@@ -16,14 +16,15 @@ from wasmtime import component as wc
 RUNNER = "python"
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parent.parent / "scenarios"
-API = "sequencer:plugin/sequencer-api@0.1.0"
-EVENTS = "sequencer:plugin/events@0.1.0"
+API = "sequencer:plugin/sequencer-api@0.2.0"
+EVENTS = "sequencer:plugin/events@0.2.0"
 DEFAULTS = {
     "max_unflushed_values": 500,
     "lru_cache_size": 100000,
     "batcher_delay_ms": 5,
     "retry_delay_ms": 500,
     "max_retry_delay_ms": 500,
+    "retry_jitter_percent": 0,
 }
 MS = 1_000_000
 
@@ -103,16 +104,18 @@ class Runner:
         self.linker = wc.Linker(engine)
         self.linker.add_wasip2()
         with self.linker.root() as root:
-            with root.add_instance("sequencer:plugin/storage@0.1.0") as s:
+            with root.add_instance("sequencer:plugin/storage@0.2.0") as s:
                 s.add_func("read-numbers", self._read_numbers)
                 s.add_func("read-numbers-many", self._read_numbers_many)
                 s.add_func("begin-read-next-offset", lambda _s, op: self.queue.append(("read-next-offset", op, ())))
                 s.add_func("begin-write", lambda _s, op, vals, nxt: self.queue.append(
                     ("write", op, ([(v.ws, v.seq, v.value) for v in vals], nxt))))
                 s.add_func("begin-read-plog", lambda _s, op, first: self.queue.append(("read-plog", op, (first,))))
-            with root.add_instance("sequencer:plugin/clock@0.1.0") as c:
+            with root.add_instance("sequencer:plugin/clock@0.2.0") as c:
                 c.add_func("now", lambda _s: self.now)
                 c.add_func("set-wake", self._set_wake)
+            with root.add_instance("sequencer:plugin/observer@0.2.0") as o:
+                o.add_func("status-changed", lambda _s, status: None)
 
     # ---- imports ----------------------------------------------------------------------------
 
@@ -199,7 +202,8 @@ class Runner:
             self._instantiate()
             p = self._system_params(guest_params(step["params"]))
             self.store, self.funcs = old
-            out = {k: getattr(p, k.replace("_", "-")) for k in ("max_unflushed_values", "lru_cache_size")}
+            out = {k: getattr(p, k.replace("_", "-"))
+                   for k in ("max_unflushed_values", "lru_cache_size", "retry_jitter_percent")}
             for k in ("batcher_delay", "retry_delay", "max_retry_delay"):
                 out[f"{k}_ms"] = getattr(p, f"{k}_ns".replace("_", "-")) // MS
             out["kinds"] = sorted([k.kind, sorted(list(s) for s in k.sequences)] for k in p.kinds)
@@ -357,6 +361,11 @@ class Runner:
             got = None if self.wake is None else self.wake / MS
             if got != want:
                 raise StepFailed(f"expected wake at {want} ms, got {got}")
+        elif "expect_wake_within_ms" in step:
+            lo, hi = step["expect_wake_within_ms"]
+            got = None if self.wake is None else self.wake / MS
+            if got is None or not lo <= got <= hi:
+                raise StepFailed(f"expected a wake-up within [{lo}, {hi}] ms, got {got}")
         else:
             raise StepFailed("unknown step")
 
@@ -406,7 +415,8 @@ def guest_params(params):
     kinds = [record(kind=k, sequences=[tuple(s) for s in seqs]) for k, seqs in p.get("kinds", [])]
     return record(kinds=kinds, max_unflushed_values=p["max_unflushed_values"],
                   lru_cache_size=p["lru_cache_size"], batcher_delay_ns=p["batcher_delay_ms"] * MS,
-                  retry_delay_ns=p["retry_delay_ms"] * MS, max_retry_delay_ns=p["max_retry_delay_ms"] * MS)
+                  retry_delay_ns=p["retry_delay_ms"] * MS, max_retry_delay_ns=p["max_retry_delay_ms"] * MS,
+                  retry_jitter_percent=p["retry_jitter_percent"])
 
 
 SEQ_OF_RECORD = {"CDoc": 3, "CRecord": 3, "ODoc": 2, "ORecord": 2, "WDoc": 2, "WRecord": 2}

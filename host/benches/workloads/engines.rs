@@ -1,0 +1,363 @@
+//! The engines a workload runs on: the native core driven in-process (`Native`) and the
+//! component through the host (`Component`), with the paths a transaction takes through it
+//! (`Path`).
+
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant as StdInstant};
+
+use sequencer::{
+    Instant, PLogOffset, PlogPage as CorePage, Sequencer, Start, Ticket, Work, WriteRequest, WsId,
+};
+use sequencer_host::bindings::{StartOutcome, Status};
+use sequencer_host::{Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Storage};
+
+use crate::storage::BenchStorage;
+use crate::{BATCH, KIND, SEQS, params, seq_quad};
+
+/// How the component engine runs a transaction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// `flush_start_batch`: finish the previous batch and number the next [`BATCH`] events as
+    /// one transaction, one call.
+    Batch,
+    /// `flush_start_next_quad`: finish the previous event and start this one, one call with
+    /// no list.
+    Quad,
+    /// `flush_start_next`: the same with the sequences and numbers as lists.
+    Lists,
+    /// `start_next`, then `flush`: two calls.
+    StartNext,
+    /// `start`, `next` per sequence, `flush`: five calls.
+    PerStep,
+}
+
+impl Path {
+    pub fn name(self) -> String {
+        match self {
+            Path::Batch => format!("batches of {BATCH} (flush-start-batch)"),
+            Path::Quad => "1 event/call (flush-start-next-quad)".into(),
+            Path::Lists => "1 event/call, lists (flush-start-next)".into(),
+            Path::StartNext => "start-next + flush".into(),
+            Path::PerStep => "per step (start, 3 next, flush)".into(),
+        }
+    }
+
+    pub fn crossings(self) -> f64 {
+        match self {
+            Path::Batch => 1.0 / BATCH as f64,
+            Path::Quad | Path::Lists => 1.0,
+            Path::StartNext => 2.0,
+            Path::PerStep => 5.0,
+        }
+    }
+
+    /// Runs `n` transactions on workspaces `ws(0..n)` along this path.
+    pub fn run(self, c: &Component, n: u64, ws: impl Fn(u64) -> WsId) {
+        match self {
+            Path::Batch => {
+                let mut open = false;
+                let mut chunk = Vec::with_capacity(BATCH);
+                for first in (0..n).step_by(BATCH) {
+                    chunk.clear();
+                    chunk.extend((first..n.min(first + BATCH as u64)).map(&ws));
+                    c.tx_batch(&chunk, &mut open);
+                }
+                if open {
+                    c.finish();
+                }
+            }
+            Path::Quad => {
+                for i in 0..n {
+                    c.tx_quad(ws(i), i == 0);
+                }
+                c.finish();
+            }
+            Path::Lists => {
+                for i in 0..n {
+                    c.tx_lists(ws(i), i == 0);
+                }
+                c.finish();
+            }
+            Path::StartNext => {
+                for i in 0..n {
+                    c.tx_start_next(ws(i));
+                }
+            }
+            Path::PerStep => {
+                for i in 0..n {
+                    c.tx(ws(i));
+                }
+            }
+        }
+    }
+}
+
+// ---- the native engine --------------------------------------------------------------------
+
+/// The core driven in-process: reads inline, writes on a writer thread (as the component's
+/// task driver performs them on its own thread).
+pub struct Native {
+    pub seq: Sequencer,
+    pub storage: BenchStorage,
+    pub writes: Option<mpsc::Sender<(StdInstant, WriteRequest)>>,
+    pub done: mpsc::Receiver<Ticket>,
+    pub writer: Option<JoinHandle<()>>,
+    pub writes_in_flight: usize,
+    pub origin: StdInstant,
+    pub page_events: usize,
+}
+
+impl Native {
+    /// `interval`: group commit as `Driver::with_min_write_interval` does it.
+    pub fn new(storage: &BenchStorage, page_events: usize, interval: Duration) -> Self {
+        let (writes, rx) = mpsc::channel::<(StdInstant, WriteRequest)>();
+        let (done_tx, done) = mpsc::channel();
+        let st = storage.clone();
+        let writer = std::thread::spawn(move || {
+            for (began, w) in rx {
+                let _ = futures::executor::block_on(st.write(0, w.values, w.next_plog_offset));
+                let due = began + interval;
+                let now = StdInstant::now();
+                if now < due {
+                    std::thread::sleep(due - now);
+                }
+                if done_tx.send(w.ticket).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut n = Self {
+            seq: Sequencer::new(params()).expect("params"),
+            storage: storage.clone(),
+            writes: Some(writes),
+            done,
+            writer: Some(writer),
+            writes_in_flight: 0,
+            origin: StdInstant::now(),
+            page_events,
+        };
+        n.pump();
+        n
+    }
+
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
+    }
+
+    /// Reports finished writes, then performs all work due.
+    pub fn pump(&mut self) {
+        while let Ok(t) = self.done.try_recv() {
+            self.writes_in_flight -= 1;
+            self.seq.complete_write(t).expect("complete_write");
+        }
+        let now = self.now();
+        while let Some(work) = self.seq.poll_work(now) {
+            match work {
+                Work::Write(w) => {
+                    self.writes_in_flight += 1;
+                    let _ = self
+                        .writes
+                        .as_ref()
+                        .expect("writer")
+                        .send((StdInstant::now(), w));
+                }
+                Work::ReadNextOffset { ticket } => {
+                    let o = self.storage.stored_offset(0);
+                    self.seq.complete_next_offset(ticket, o).expect("offset");
+                }
+                Work::ReadPlog { ticket, from } => {
+                    let page = self.storage.page(0, from, self.page_events);
+                    let page = CorePage {
+                        values: &page.values,
+                        next: page.next,
+                        end: page.end,
+                    };
+                    self.seq
+                        .complete_plog_read(ticket, page, now)
+                        .expect("plog page");
+                }
+            }
+        }
+    }
+
+    /// `start`, reading numbers inline; `None` for "not now".
+    pub fn start(&mut self, ws: WsId) -> Option<PLogOffset> {
+        match self.seq.start(KIND, ws).expect("start") {
+            Start::Started(o) => Some(o),
+            Start::NotNow(_) => {
+                self.pump();
+                std::thread::yield_now();
+                None
+            }
+            Start::Load(r) => {
+                let numbers = self.storage.numbers(0, r.ws, &r.seqs);
+                match self.seq.complete_numbers(r.ticket, &numbers).expect("load") {
+                    Start::Started(o) => Some(o),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    pub fn tx(&mut self, ws: WsId) {
+        while self.start(ws).is_none() {}
+        for s in SEQS {
+            std::hint::black_box(self.seq.next(s).expect("next"));
+        }
+        self.seq.flush().expect("flush");
+        self.pump();
+    }
+
+    /// Waits until every write is done.
+    pub fn drain(&mut self) {
+        loop {
+            self.pump();
+            if self.writes_in_flight == 0 && self.seq.poll_timeout().is_none() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        self.writes = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+// ---- the component engine -----------------------------------------------------------------
+
+pub struct Component {
+    pub driver: Driver,
+    pub seq: PartitionSequencer,
+}
+
+impl Component {
+    pub fn open(
+        runtime: &Runtime,
+        storage: &BenchStorage,
+        page_events: usize,
+        interval: Duration,
+    ) -> Self {
+        let driver = Driver::spawn(
+            Arc::new(storage.clone()),
+            Arc::new(MonotonicClock::new()),
+            DriverConfig { page_events },
+        )
+        .with_min_write_interval(interval);
+        let seq = driver.open(runtime, 0, &params()).expect("open");
+        Self { driver, seq }
+    }
+
+    pub fn wait_ready(&self) {
+        while self.seq.status() == Status::Actualizing {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    pub fn start(&self, ws: WsId) {
+        loop {
+            match self.seq.start(KIND, ws).expect("start") {
+                StartOutcome::Started(_) => return,
+                StartOutcome::NotNow(_) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// One call per step: start, next per sequence, flush.
+    pub fn tx(&self, ws: WsId) {
+        self.start(ws);
+        for s in SEQS {
+            std::hint::black_box(self.seq.next(s).expect("next"));
+        }
+        self.seq.flush().expect("flush");
+    }
+
+    /// One event per call, no lists: the first event `start_next_quad`, every later one
+    /// `flush_start_next_quad` (finishing the previous event in the same call); `finish`
+    /// flushes the last.
+    pub fn tx_quad(&self, ws: WsId, first: bool) {
+        let quad = seq_quad();
+        let mut n = if first {
+            self.seq.start_next_quad(KIND, ws, quad)
+        } else {
+            self.seq.flush_start_next_quad(KIND, ws, quad)
+        }
+        .expect("quad start");
+        while let StartOutcome::NotNow(_) = n.outcome {
+            std::thread::yield_now();
+            n = self
+                .seq
+                .start_next_quad(KIND, ws, quad)
+                .expect("start_next_quad");
+        }
+        std::hint::black_box(n);
+    }
+
+    /// `ws` as events of transactions of up to [`BATCH`] events: `flush_start_batch` completes
+    /// the events staged before (`open`) and numbers the next ones, until all of `ws` are.
+    pub fn tx_batch(&self, ws: &[WsId], open: &mut bool) {
+        let mut rest = ws;
+        while !rest.is_empty() {
+            let batch = if *open {
+                self.seq.flush_start_batch(KIND, rest, seq_quad())
+            } else {
+                self.seq.start_batch(KIND, rest, seq_quad())
+            }
+            .expect("batch");
+            *open = batch.started > 0;
+            rest = &rest[batch.started as usize..];
+            if batch.started == 0 {
+                std::thread::yield_now();
+            }
+            std::hint::black_box(batch.numbers);
+        }
+    }
+
+    /// One event per call with lists: the first event `start_next`, every later one
+    /// `flush_start_next`; `finish` flushes the last.
+    pub fn tx_lists(&self, ws: WsId, first: bool) {
+        let (mut outcome, numbers) = if first {
+            self.seq.start_next(KIND, ws, &SEQS)
+        } else {
+            self.seq.flush_start_next(KIND, ws, &SEQS)
+        }
+        .expect("batched start");
+        std::hint::black_box(numbers);
+        while let StartOutcome::NotNow(_) = outcome {
+            std::thread::yield_now();
+            let (o, numbers) = self.seq.start_next(KIND, ws, &SEQS).expect("start_next");
+            std::hint::black_box(numbers);
+            outcome = o;
+        }
+    }
+
+    /// The batched path without `flush_start_next`: `start_next`, then `flush` (two calls).
+    pub fn tx_start_next(&self, ws: WsId) {
+        loop {
+            let (outcome, numbers) = self.seq.start_next(KIND, ws, &SEQS).expect("start_next");
+            std::hint::black_box(numbers);
+            if let StartOutcome::Started(_) = outcome {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        self.seq.flush().expect("flush");
+    }
+
+    pub fn finish(&self) {
+        self.seq.flush().expect("flush");
+    }
+}
+
+impl Drop for Component {
+    fn drop(&mut self) {
+        self.seq.cleanup();
+        self.driver.sync();
+    }
+}

@@ -1,0 +1,452 @@
+//! One way to link the guest: the component compiled with the engine configuration, limits,
+//! pooling and pre-instantiation of [`Limits`], its imports (`storage`, `clock`, `observer`)
+//! implemented once over the shell's own host view ([`sequencer::Host`]) of whatever the
+//! store holds, and the WIT <-> core conversions of params.
+//!
+//! Every embedding of the component uses it: the production host ([`crate::Runtime`]), the
+//! simulator, the conformance suite's runner and the benchmark. What differs between them is
+//! only the store's data: the host's storage and clock, the simulator's recorded world, a
+//! scenario's world. The same view drives the native shell directly (the simulator's and the
+//! conformance suite's native engines), so both sides of a comparison see the same imports.
+
+use std::path::{Path, PathBuf};
+
+use sequencer::{Host, Instant, Params, Read, SeqValue, Status, Ticket, Work, WriteRequest};
+use wasmtime::component::{Component, HasData, Linker, ResourceAny};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
+    Store,
+};
+
+use crate::bindings::sequencer::plugin::types::{self as wit, KindSequences};
+use crate::bindings::{
+    GuestError, GuestParams, GuestSeqValue, SequencerPlugin, SequencerPluginPre, clock, observer,
+    storage,
+};
+use crate::error::HostError;
+
+/// Limits applied to every instance.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// The most linear memory an instance may grow to.
+    pub max_memory_bytes: usize,
+    /// Fuel given to each guest call; a call that burns it all traps. `None` turns fuel
+    /// metering off (faster, but a runaway guest call is then not stopped).
+    pub fuel_per_call: Option<u64>,
+    /// `Some(n)`: take instances from wasmtime's pooling allocator, with slots for `n` live
+    /// instances reserved up front (faster instantiation; creating instance `n + 1` fails).
+    /// `None` (the default): allocate each instance on demand.
+    ///
+    /// A slot freed by a dropped instance is reused by a later one, which starts from pristine
+    /// memory all the same. To spare that one the page faults, a freed slot keeps one page of
+    /// each of its tables resident, zeroed in place, and, where Linux offers the `PAGEMAP_SCAN`
+    /// ioctl (6.7 and later), up to 64 KiB of the linear memory pages its instance wrote, reset
+    /// in place. So resident memory stays up to about 72 KiB per slot ever used, live or not,
+    /// for as long as the engine lives.
+    pub pooled_instances: Option<u32>,
+}
+
+/// How much of a freed pooled slot's linear memory stays resident for the next instance (see
+/// [`Limits::pooled_instances`]): 16 pages, where a sequencer that ran a transaction wrote 3.
+pub(crate) const POOL_KEEP_RESIDENT_MEMORY: usize = 64 << 10;
+
+/// How much of each of a freed pooled slot's tables stays resident: one page (the component's
+/// tables hold 80 and 10 entries).
+pub(crate) const POOL_KEEP_RESIDENT_TABLES: usize = 4 << 10;
+
+/// The most table elements an instance may grow its tables to.
+const MAX_TABLE_ELEMENTS: usize = 10_000;
+
+/// The most instances a store may hold (a component is a few core instances).
+const MAX_INSTANCES: usize = 16;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_memory_bytes: 256 << 20,
+            fuel_per_call: Some(1_000_000_000),
+            pooled_instances: None,
+        }
+    }
+}
+
+/// Where the compiled component is by default: `$SEQUENCER_COMPONENT`, or the `wasm`-profile
+/// build under the cargo target dir (`$CARGO_TARGET_DIR`, else the workspace's `target`), which
+/// `scripts/build-component.sh` builds.
+pub fn component_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
+        return PathBuf::from(p);
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("wasm32-wasip2/wasm/sequencer.wasm")
+}
+
+/// A store's data: the host view the imports reach, and the memory accounting of its limits.
+pub struct StoreData<H> {
+    /// What the imports reach.
+    pub host: H,
+    max_memory: usize,
+    peak_memory: usize,
+}
+
+impl<H> StoreData<H> {
+    /// The most linear memory the instance has asked for, in bytes.
+    pub fn peak_memory(&self) -> usize {
+        self.peak_memory
+    }
+}
+
+impl<H: Send> ResourceLimiter for StoreData<H> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.peak_memory = self.peak_memory.max(desired);
+        Ok(desired <= self.max_memory)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+}
+
+/// The imports, in WIT types, over the host view in core types.
+impl<H: Host> storage::Host for StoreData<H> {
+    fn read_numbers(&mut self, ws: u64, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+        answer(self.host.read_numbers(ws, &seqs))
+    }
+
+    fn read_numbers_many(&mut self, ws: Vec<u64>, seqs: Vec<u16>) -> Result<Vec<u64>, String> {
+        answer(self.host.read_numbers_many(&ws, &seqs))
+    }
+
+    fn begin_read_next_offset(&mut self, op: u64) {
+        self.host.begin(Work::ReadNextOffset { ticket: Ticket(op) });
+    }
+
+    fn begin_write(&mut self, op: u64, values: Vec<GuestSeqValue>, next_plog_offset: u64) {
+        self.host.begin(Work::Write(WriteRequest {
+            ticket: Ticket(op),
+            values: values
+                .iter()
+                .map(|v| SeqValue::new(v.ws, v.seq, v.value))
+                .collect(),
+            next_plog_offset,
+        }));
+    }
+
+    fn begin_read_plog(&mut self, op: u64, first: u64) {
+        self.host.begin(Work::ReadPlog {
+            ticket: Ticket(op),
+            from: first,
+        });
+    }
+}
+
+/// A numbers read as the import returns it. A component's reads are answered in the call: a
+/// view that would answer later fails the read instead.
+fn answer(read: Read) -> Result<Vec<u64>, String> {
+    match read {
+        Read::Numbers(numbers) => Ok(numbers),
+        Read::Failed(message) => Err(message),
+        Read::Later => Err("the numbers could not be read at once".into()),
+    }
+}
+
+impl<H: Host> clock::Host for StoreData<H> {
+    fn now(&mut self) -> u64 {
+        self.host.now().as_nanos()
+    }
+
+    fn set_wake(&mut self, at: Option<u64>) {
+        self.host.set_wake(at.map(Instant::from_nanos));
+    }
+}
+
+impl<H: Host> observer::Host for StoreData<H> {
+    fn status_changed(&mut self, status: wit::Status) {
+        self.host.status_changed(core_status(status));
+    }
+}
+
+impl<H> wit::Host for StoreData<H> {}
+
+/// The core's status for the WIT's.
+pub fn core_status(s: wit::Status) -> Status {
+    match s {
+        wit::Status::Actualizing => Status::Actualizing,
+        wit::Status::Ready => Status::Ready,
+        wit::Status::InTransaction => Status::InTransaction,
+        wit::Status::CleanedUp => Status::CleanedUp,
+    }
+}
+
+/// The case name of a WIT error (as the WIT spells it), for messages and comparisons.
+pub fn error_case(e: &GuestError) -> &'static str {
+    match e {
+        GuestError::InvalidParams(_) => "invalid-params",
+        GuestError::CleanedUp => "cleaned-up",
+        GuestError::TransactionInProgress => "transaction-in-progress",
+        GuestError::NoTransaction => "no-transaction",
+        GuestError::UnknownWsKind(_) => "unknown-ws-kind",
+        GuestError::UnknownSeqId(_) => "unknown-seq-id",
+        GuestError::AlreadyActualizing => "already-actualizing",
+        GuestError::SequenceExhausted(_) => "sequence-exhausted",
+        GuestError::UnknownOperation(_) => "unknown-operation",
+        GuestError::WrongOutcome(_) => "wrong-outcome",
+        GuestError::MalformedNumbers(_) => "malformed-numbers",
+        GuestError::MalformedPlogPage(_) => "malformed-plog-page",
+        GuestError::Storage(_) => "storage",
+    }
+}
+
+/// `HasData` for [`StoreData`]: the imports borrow the whole store data.
+struct Imports<H>(core::marker::PhantomData<H>);
+
+impl<H: 'static> HasData for Imports<H> {
+    type Data<'a> = &'a mut StoreData<H>;
+}
+
+/// The component compiled and linked once, instantiated many times over host views of type
+/// `H`.
+pub struct Linked<H: 'static> {
+    engine: Engine,
+    pre: SequencerPluginPre<StoreData<H>>,
+    imports: Vec<String>,
+    limits: Limits,
+}
+
+/// One instance holding one sequencer resource.
+pub struct Instance<H: 'static> {
+    /// The store: its data is the host view.
+    pub store: Store<StoreData<H>>,
+    /// The instance's exports.
+    pub plugin: SequencerPlugin,
+    /// The sequencer resource.
+    pub handle: ResourceAny,
+}
+
+impl<H: Host + Send + 'static> Linked<H> {
+    /// Compiles the component at `path`.
+    pub fn from_file(path: &Path, limits: Limits) -> Result<Self, HostError> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            HostError::Component(format!("cannot read component {}: {e}", path.display()))
+        })?;
+        Self::from_bytes(&bytes, limits)
+            .map_err(|e| HostError::Component(format!("{}: {e}", path.display())))
+    }
+
+    /// Compiles and links a component from its bytes.
+    pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Self, HostError> {
+        Self::with_config(bytes, limits, |_| {})
+    }
+
+    /// [`from_bytes`](Self::from_bytes), with `tune` given the engine configuration last (for
+    /// example to turn a profiler on).
+    pub fn with_config(
+        bytes: &[u8],
+        limits: Limits,
+        tune: impl FnOnce(&mut Config),
+    ) -> Result<Self, HostError> {
+        let mut config = Config::new();
+        config.consume_fuel(limits.fuel_per_call.is_some());
+        // No component-model-async: stores skip the concurrent-call machinery (already the
+        // default without that wasmtime feature; said here so it stays so).
+        config.concurrency_support(false);
+        // Linear memory starts as a copy-on-write mapping of the component's data (the default;
+        // said here so it stays so): no data segment is copied per instance.
+        config.memory_init_cow(true);
+        if let Some(n) = limits.pooled_instances {
+            let mut pool = PoolingAllocationConfig::new();
+            // A sequencer component holds a few core instances, one memory and a few tables.
+            pool.total_component_instances(n)
+                .total_core_instances(n.saturating_mul(4))
+                .total_memories(n)
+                .total_tables(n.saturating_mul(2))
+                .max_memory_size(limits.max_memory_bytes)
+                // A freed slot's tables are zeroed in place rather than given back with
+                // `madvise` (a TLB flush on every core the process runs on) and faulted in again.
+                .table_keep_resident(POOL_KEEP_RESIDENT_TABLES);
+            // Likewise the pages of linear memory an instance wrote, found with PAGEMAP_SCAN
+            // and reset in place (to zero or the data image). Without the ioctl, wasmtime would
+            // reset the *lowest* bytes instead, which a sequencer never touches (its stack ends
+            // and its data begins at 1 MiB): then `madvise` as before is better.
+            if PoolingAllocationConfig::is_pagemap_scan_available() {
+                pool.pagemap_scan(Enabled::Auto)
+                    .linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY);
+            }
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
+        tune(&mut config);
+        let engine = Engine::new(&config).map_err(component_error)?;
+        let component = Component::new(&engine, bytes).map_err(component_error)?;
+        let mut linker = Linker::<StoreData<H>>::new(&engine);
+        SequencerPlugin::add_to_linker::<_, Imports<H>>(&mut linker, |d| d)
+            .map_err(component_error)?;
+        // std on wasm32-wasip2 imports parts of WASI the sequencer never uses; any call into
+        // them (only a guest panic would make one) traps, and the trap is contained.
+        linker
+            .define_unknown_imports_as_traps(&component)
+            .map_err(component_error)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(component_error)?;
+        let pre = SequencerPluginPre::new(pre).map_err(component_error)?;
+        let mut imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        imports.sort();
+        Ok(Self {
+            engine,
+            pre,
+            imports,
+            limits,
+        })
+    }
+
+    /// A fresh instance over `host`, without a sequencer yet (for the free functions of the
+    /// `events` interface, or to create one later).
+    pub fn instantiate(&self, host: H) -> wasmtime::Result<(Store<StoreData<H>>, SequencerPlugin)> {
+        let mut store = Store::new(
+            &self.engine,
+            StoreData {
+                host,
+                max_memory: self.limits.max_memory_bytes,
+                peak_memory: 0,
+            },
+        );
+        store.limiter(|d| d as &mut dyn ResourceLimiter);
+        if let Some(fuel) = self.limits.fuel_per_call {
+            store.set_fuel(fuel)?;
+        }
+        let plugin = self.pre.instantiate(&mut store)?;
+        Ok((store, plugin))
+    }
+
+    /// A fresh instance over `host` with a sequencer created from `params` (`create`, which
+    /// begins its first storage work through `host`); the inner error is `create`'s refusal.
+    pub fn create(
+        &self,
+        host: H,
+        params: &GuestParams,
+    ) -> wasmtime::Result<Result<Instance<H>, GuestError>> {
+        let (mut store, plugin) = self.instantiate(host)?;
+        let created = plugin
+            .sequencer_plugin_sequencer_api()
+            .sequencer()
+            .call_create(&mut store, params)?;
+        Ok(created.map(|handle| Instance {
+            store,
+            plugin,
+            handle,
+        }))
+    }
+}
+
+impl<H: 'static> Linked<H> {
+    /// The engine instances run on.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The names of the interfaces the component imports, sorted.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// The limits instances run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+impl<H: 'static> Instance<H> {
+    /// Gives the next guest call `fuel` (when fuel is metered: the limits' per-call fuel, or
+    /// an injected smaller amount).
+    pub fn refuel(&mut self, fuel: u64) -> wasmtime::Result<()> {
+        self.store.set_fuel(fuel)
+    }
+}
+
+fn component_error(e: wasmtime::Error) -> HostError {
+    HostError::Component(format!("{e:#}"))
+}
+
+/// A PLog page in the WIT's shape: its values (each with its event's offset), the offset after
+/// it, and whether the PLog ends there.
+pub fn wit_page(values: &[(u64, SeqValue)], next: u64, end: bool) -> wit::PlogPage {
+    wit::PlogPage {
+        values: values
+            .iter()
+            .map(|&(offset, v)| wit::PlogValue {
+                offset,
+                ws: v.key.ws,
+                seq: v.key.seq,
+                value: v.value,
+            })
+            .collect(),
+        next,
+        end,
+    }
+}
+
+/// Converts core params into the WIT record (kinds and sequences sorted).
+pub fn guest_params(params: &Params) -> GuestParams {
+    let mut kinds: Vec<KindSequences> = params
+        .seq_types
+        .iter()
+        .map(|(&kind, seqs)| {
+            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
+            sequences.sort_unstable();
+            KindSequences { kind, sequences }
+        })
+        .collect();
+    kinds.sort_unstable_by_key(|k| k.kind);
+    let nanos = |d: core::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    GuestParams {
+        kinds,
+        max_unflushed_values: u32::try_from(params.max_unflushed_values).unwrap_or(u32::MAX),
+        lru_cache_size: u32::try_from(params.lru_cache_size).unwrap_or(u32::MAX),
+        batcher_delay_ns: nanos(params.batcher_delay_on_overflow),
+        retry_delay_ns: nanos(params.retry_delay),
+        max_retry_delay_ns: nanos(params.max_retry_delay),
+        retry_jitter_percent: params.retry_jitter_percent,
+    }
+}
+
+/// Core params from the WIT record, exactly as the component's glue builds them (a kind may
+/// repeat: its sequences are merged; a kind without sequences is kept, and refused).
+pub fn params_from_guest(p: &GuestParams) -> Params {
+    use core::time::Duration;
+    let mut params = Params::new()
+        .with_max_unflushed_values(p.max_unflushed_values as usize)
+        .with_lru_cache_size(p.lru_cache_size as usize)
+        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
+        .with_retry_delay(
+            Duration::from_nanos(p.retry_delay_ns),
+            Duration::from_nanos(p.max_retry_delay_ns),
+        )
+        .with_retry_jitter_percent(p.retry_jitter_percent);
+    for k in &p.kinds {
+        params.seq_types.entry(k.kind).or_default();
+        for &(seq, initial) in &k.sequences {
+            params = params.with_seq(k.kind, seq, initial);
+        }
+    }
+    params
+}

@@ -1,0 +1,576 @@
+//! The shell: every call of the plugin contract (`wit/sequencer.wit`), written once, in core
+//! types, around the [`Sequencer`] state machine.
+//!
+//! The core decides; the shell composes its calls into the contract's calls and talks to the
+//! host through the small [`Host`] trait: it reads numbers (inline, or by handing out a load
+//! when the host cannot answer at once), begins the storage work the core hands out, asks for
+//! wake-ups and reports status changes. Front-ends (the WASI component, the wasm-bindgen
+//! build, the simulator's native engine, the conformance suite's native runner) only convert
+//! their types to these and back; every rule of a composite call lives here:
+//!
+//! - a start reads missing numbers inline (at most twice), or hands the read out;
+//! - a refused `next` inside `start-next` drops the whole transaction;
+//! - a batch refuses before its first event without changing anything, reads every cold
+//!   workspace with one `read-numbers-many` first, stages events until "not now", and drops
+//!   everything on a later refusal;
+//! - the flushing calls flush, start, then begin due storage work once, after the start;
+//! - `start-event` (spec 002) starts in the system kind and takes the WLog offset, dropping
+//!   the event if that is refused.
+//!
+//! After every call that can change them, the shell begins the storage work now due, keeps the
+//! host's wake-up current and reports the status if it changed: the host never infers either.
+//! The hot paths (a start whose numbers are in memory, `next`, the flushing calls, a batch of
+//! warm workspaces) allocate nothing here.
+
+use crate::error::Error;
+use crate::facade::{self, EventOffsets, SequenceStatus};
+use crate::params::Params;
+use crate::sequencer::{HeldNumbers, Sequencer, Status};
+use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
+use crate::work::{NotNowReason, Outcome, ReadNumbers, ReadNumbersMany, Start, Ticket, Work};
+
+/// How a host answered a numbers read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// The stored numbers, in the order asked (0 for a key never stored).
+    Numbers(Vec<Number>),
+    /// The read failed; the message says why.
+    Failed(String),
+    /// The host cannot answer synchronously: the shell hands the read out instead (as
+    /// [`Start::Load`] or a [`BatchStop`]), and the host reports it later.
+    Later,
+}
+
+/// What the shell needs of its host: the imports of the contract, in core types.
+pub trait Host {
+    /// The host's monotonic clock (`clock.now`). Read only when the core has a deadline.
+    fn now(&mut self) -> Instant;
+
+    /// The stored last numbers of `seqs` in workspace `ws` (`storage.read-numbers`).
+    fn read_numbers(&mut self, ws: WsId, seqs: &[SeqId]) -> Read;
+
+    /// [`read_numbers`](Self::read_numbers) for each workspace of `ws`, `seqs.len()` numbers
+    /// per workspace, workspace after workspace (`storage.read-numbers-many`).
+    fn read_numbers_many(&mut self, ws: &[WsId], seqs: &[SeqId]) -> Read;
+
+    /// Begin `work` outside the call and report its outcome with [`Shell::deliver`]
+    /// (`storage.begin-*`).
+    fn begin(&mut self, work: Work);
+
+    /// Call [`Shell::pump`] once the clock reaches `at` (replacing any earlier request);
+    /// `None` cancels (`clock.set-wake`).
+    fn set_wake(&mut self, at: Option<Instant>);
+
+    /// The sequencer's status changed to `status` (`observer.status-changed`).
+    fn status_changed(&mut self, status: Status);
+}
+
+/// The reply of the batch calls: events numbered and staged, in the order asked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// The PLog offset of the first event started (the others follow it one by one).
+    pub first_offset: PLogOffset,
+    /// How many events were started and staged, from the first asked for on.
+    pub started: u32,
+    /// Why the next event asked for was not started, if one was not.
+    pub stop: Option<BatchStop>,
+}
+
+/// Why a batch stopped before its last event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchStop {
+    /// "Not now": the events started so far stay staged.
+    NotNow(NotNowReason),
+    /// The next event's numbers must be read (a host that answers later): report them with
+    /// [`Shell::complete_numbers`] and call again for the rest; the events started so far
+    /// stay staged.
+    Load(ReadNumbers),
+    /// Before the first event: the cold workspaces' numbers must be read; report them with
+    /// [`Shell::complete_numbers_many`] and call again. Nothing changed.
+    LoadMany(ReadNumbersMany),
+}
+
+/// The outcome of [`Shell::start_event`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventStart {
+    /// The event began.
+    Started(EventOffsets),
+    /// No event began; try again later.
+    NotNow(NotNowReason),
+    /// The workspace's numbers must be read first (a host that answers later): report them
+    /// with [`Shell::complete_numbers`] and call again.
+    Load(ReadNumbers),
+}
+
+/// One partition's sequencer as the contract exposes it: the core plus what the host was last
+/// told (wake-up, status). See the module documentation.
+pub struct Shell {
+    core: Sequencer,
+    /// The wake-up last asked of the host; `None`: the host's view is unknown.
+    wake: Option<Option<Instant>>,
+    /// The status last reported; `None`: never reported.
+    status: Option<Status>,
+    /// The clock as last read.
+    last_now: Instant,
+    /// Scratch lists for a batch's cold workspaces and their kind's sequences.
+    ahead: Vec<WsId>,
+    kind_seqs: Vec<SeqId>,
+}
+
+impl Shell {
+    /// `create`: a sequencer over `params` that begins actualizing at once (its first storage
+    /// work is begun before this returns). Refuses invalid params.
+    pub fn create<H: Host + ?Sized>(params: Params, host: &mut H) -> Result<Self, Error> {
+        let mut shell = Self {
+            core: Sequencer::new(params)?,
+            wake: None,
+            status: None,
+            last_now: Instant::default(),
+            ahead: Vec::new(),
+            kind_seqs: Vec::new(),
+        };
+        shell.pump_and_report(host);
+        Ok(shell)
+    }
+
+    /// The state machine underneath (read-only).
+    pub fn core(&self) -> &Sequencer {
+        &self.core
+    }
+
+    /// `start`: begins a transaction for workspace `ws` of kind `kind`: the PLog offset of its
+    /// event, or "not now". Numbers not in memory are read from the host first; a host that
+    /// answers later gets [`Start::Load`]. A failed read is [`Error::Storage`]: no transaction
+    /// began.
+    pub fn start<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let r = self.start_core(kind, ws, host);
+        self.report(host);
+        r
+    }
+
+    /// Reports the numbers read for a [`Start::Load`], [`BatchStop::Load`] or
+    /// [`EventStart::Load`] (in the order of its `seqs`, 0 for a key never stored). They are
+    /// kept in memory; call the start again to use them.
+    pub fn complete_numbers(&mut self, ticket: Ticket, numbers: &[Number]) -> Result<(), Error> {
+        self.core.complete_load(ticket, numbers).map(drop)
+    }
+
+    /// Reports the numbers read for a [`BatchStop::LoadMany`] (`seqs.len()` per workspace of
+    /// `ws`, in order). They are kept in memory; call the batch again to use them.
+    pub fn complete_numbers_many(
+        &mut self,
+        kind: WsKind,
+        ws: &[WsId],
+        numbers: &[Number],
+    ) -> Result<(), Error> {
+        let per = self.core.kind_seqs(kind)?.count();
+        if numbers.len() != ws.len() * per {
+            return Err(Error::MalformedNumbers {
+                expected: ws.len() * per,
+                got: numbers.len(),
+            });
+        }
+        for (&w, stored) in ws.iter().zip(numbers.chunks_exact(per.max(1))) {
+            self.core.preload(kind, w, stored)?;
+        }
+        Ok(())
+    }
+
+    /// `next`: the next number of sequence `seq` in the transaction in progress.
+    #[inline]
+    pub fn next(&mut self, seq: SeqId) -> Result<Number, Error> {
+        self.core.next(seq)
+    }
+
+    /// `flush`: the transaction's events are in the PLog; its numbers go to the flusher.
+    pub fn flush<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
+        self.core.flush()?;
+        self.pump_and_report(host);
+        Ok(())
+    }
+
+    /// `stage`: ends the open event but not the transaction.
+    pub fn stage(&mut self) -> Result<(), Error> {
+        self.core.stage()
+    }
+
+    /// `actualize`: drops the transaction, if any, and what is unwritten; recovers from
+    /// storage and the PLog.
+    pub fn actualize<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
+        self.core.actualize()?;
+        self.pump_and_report(host);
+        Ok(())
+    }
+
+    /// `cleanup`: stops; work in progress is abandoned and later calls are refused.
+    pub fn cleanup<H: Host + ?Sized>(&mut self, host: &mut H) {
+        self.core.cleanup();
+        if self.wake.replace(None) != Some(None) {
+            host.set_wake(None);
+        }
+        self.report(host);
+    }
+
+    /// `status`: what the sequencer is doing.
+    #[inline]
+    pub fn status(&self) -> Status {
+        self.core.status()
+    }
+
+    /// `held-numbers`: numbers held in memory, by where.
+    pub fn held_numbers(&self) -> HeldNumbers {
+        self.core.held_numbers()
+    }
+
+    /// `deliver`: reports the outcome of the storage work under `ticket`, then begins any work
+    /// now due.
+    pub fn deliver<H: Host + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        outcome: Outcome<'_>,
+        host: &mut H,
+    ) -> Result<(), Error> {
+        let result = match outcome {
+            Outcome::Written => self.core.complete_write(ticket),
+            Outcome::NextOffset(offset) => self.core.complete_next_offset(ticket, offset),
+            Outcome::PlogPage(page) => {
+                let now = self.read_clock(host);
+                self.core.complete_plog_read(ticket, page, now).map(|_| ())
+            }
+            Outcome::Failed => {
+                let now = self.read_clock(host);
+                self.core.fail(ticket, now)
+            }
+        };
+        result?;
+        self.pump_and_report(host);
+        Ok(())
+    }
+
+    /// `pump`: begins any work now due. The host calls it when the wake-up it was asked for
+    /// comes; it has then forgotten that wake-up, so the shell tells it afresh.
+    pub fn pump<H: Host + ?Sized>(&mut self, host: &mut H) {
+        self.wake = None;
+        self.pump_and_report(host);
+    }
+
+    /// `start-next`: `start`, then `next` of each of `seqs` into the same places of `numbers`
+    /// (untouched unless started). A refused `next` drops the whole transaction.
+    pub fn start_next<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let r = self.start_next_core(kind, ws, seqs, numbers, host);
+        self.report(host);
+        r
+    }
+
+    /// `flush-start-next`: `flush`, then `start-next`, then the flush's storage work is begun
+    /// (after the start). Errors [`Error::NoTransaction`] and [`Error::CleanedUp`] come from
+    /// the flush and mean nothing was done; any other comes from the start.
+    pub fn flush_start_next<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        self.flush_then(host, |s, h| s.start_next_core(kind, ws, seqs, numbers, h))
+    }
+
+    /// `start-batch`: starts, numbers and stages one event per entry of `ws` (all of kind
+    /// `kind`), each taking a `next` of each of `seqs` (appended to `numbers`, event after
+    /// event), until one is "not now". See [`BatchStop`] for the ways it stops early.
+    /// Refusals before the first event change nothing; a later one drops the transaction.
+    pub fn start_batch<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: &[WsId],
+        seqs: &[SeqId],
+        numbers: &mut Vec<Number>,
+        host: &mut H,
+    ) -> Result<Batch, Error> {
+        let r = self.start_batch_core(kind, ws, seqs, numbers, host);
+        self.report(host);
+        r
+    }
+
+    /// `flush-start-batch`: `flush`, then `start-batch`, then the flush's storage work is
+    /// begun. Errors [`Error::NoTransaction`] and [`Error::CleanedUp`] come from the flush
+    /// and mean nothing was done.
+    pub fn flush_start_batch<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: &[WsId],
+        seqs: &[SeqId],
+        numbers: &mut Vec<Number>,
+        host: &mut H,
+    ) -> Result<Batch, Error> {
+        self.flush_then(host, |s, h| s.start_batch_core(kind, ws, seqs, numbers, h))
+    }
+
+    /// `start-event` (spec 002's `StartEvent`): starts an event in workspace `ws` of
+    /// [`facade::SYSTEM_KIND`] and takes its WLog offset. Never waits: while recovering it
+    /// says "not now" at once. A refused WLog offset drops the event.
+    pub fn start_event<H: Host + ?Sized>(
+        &mut self,
+        ws: WsId,
+        host: &mut H,
+    ) -> Result<EventStart, Error> {
+        let mut wlog = [0];
+        let r = self
+            .start_next_core(
+                facade::SYSTEM_KIND,
+                ws,
+                &[facade::SEQ_WLOG_OFFSET],
+                &mut wlog,
+                host,
+            )
+            .map(|start| match start {
+                Start::Started(plog_offset) => EventStart::Started(EventOffsets {
+                    plog_offset,
+                    wlog_offset: wlog[0],
+                }),
+                Start::NotNow(reason) => EventStart::NotNow(reason),
+                Start::Load(read) => EventStart::Load(read),
+            });
+        self.report(host);
+        r
+    }
+
+    /// `next-rec-id` (spec 002's `NextRecID`).
+    pub fn next_rec_id(&mut self) -> Result<Number, Error> {
+        self.core.next_rec_id()
+    }
+
+    /// `next-c-rec-id` (spec 002's `NextCRecID`).
+    pub fn next_c_rec_id(&mut self) -> Result<Number, Error> {
+        self.core.next_c_rec_id()
+    }
+
+    /// `finish-event` (spec 002's `FinishEvent`): [`flush`](Self::flush).
+    pub fn finish_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
+        self.flush(host)
+    }
+
+    /// `cancel-event` (spec 002's `CancelEvent`): [`actualize`](Self::actualize) the event
+    /// in progress; without one (ready, or recovering) it is refused with
+    /// [`Error::NoTransaction`] and changes nothing.
+    pub fn cancel_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
+        match self.core.status() {
+            Status::InTransaction => self.actualize(host),
+            Status::CleanedUp => Err(Error::CleanedUp),
+            Status::Ready | Status::Actualizing => Err(Error::NoTransaction),
+        }
+    }
+
+    /// spec 002's `Status`.
+    pub fn sequence_status(&self) -> SequenceStatus {
+        self.core.status().into()
+    }
+
+    // ---- the rules ---------------------------------------------------------------------------
+
+    /// `flush`, then `start` (one of the start cores), then one pump for both: after the start,
+    /// so the write the flush made due carries nothing the start changed. A refused flush does
+    /// nothing more.
+    fn flush_then<H: Host + ?Sized, R>(
+        &mut self,
+        host: &mut H,
+        start: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        self.core.flush()?;
+        let r = start(self, host);
+        self.pump_and_report(host);
+        r
+    }
+
+    /// `start`, reading numbers through the host when the core asks for them.
+    fn start_core<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let mut outcome = self.core.start(kind, ws)?;
+        // A load completes the start; a second load cannot follow because loaded numbers stay
+        // cached (the cache holds at least one whole kind), but it is bounded all the same.
+        for _ in 0..2 {
+            let Start::Load(read) = outcome else {
+                return Ok(outcome);
+            };
+            outcome = match host.read_numbers(read.ws, &read.seqs) {
+                Read::Numbers(numbers) => self.core.complete_numbers(read.ticket, &numbers)?,
+                Read::Failed(message) => {
+                    let _ = self.core.fail(read.ticket, self.last_now);
+                    return Err(Error::Storage(message));
+                }
+                Read::Later => return Ok(Start::Load(read)),
+            };
+        }
+        match outcome {
+            Start::Load(_) => Err(Error::Storage(
+                "numbers read for start did not stay in memory".into(),
+            )),
+            started => Ok(started),
+        }
+    }
+
+    /// `start`, then `next` of each of `seqs` into the same places of `numbers`; a refused
+    /// `next` drops the transaction.
+    fn start_next_core<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let outcome = self.start_core(kind, ws, host)?;
+        if let Start::Started(_) = outcome {
+            for (&seq, number) in seqs.iter().zip(numbers.iter_mut()) {
+                match self.core.next(seq) {
+                    Ok(n) => *number = n,
+                    // Refused as a whole: no transaction stays open behind it.
+                    Err(e) => return Err(self.drop_transaction(e, host)),
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn start_batch_core<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: &[WsId],
+        seqs: &[SeqId],
+        numbers: &mut Vec<Number>,
+        host: &mut H,
+    ) -> Result<Batch, Error> {
+        self.core.check_seqs(kind, seqs)?;
+        let mut batch = Batch::default();
+        if ws.len() > 1
+            && let Some(load) = self.preload(kind, ws, host)?
+        {
+            batch.stop = Some(BatchStop::LoadMany(load));
+            return Ok(batch);
+        }
+        numbers.reserve(ws.len() * seqs.len());
+        for &w in ws {
+            let outcome = match self.start_core(kind, w, host) {
+                Ok(outcome) => outcome,
+                // Nothing of this call is staged yet: the refusal changes nothing.
+                Err(e) if batch.started == 0 => return Err(e),
+                Err(e) => return Err(self.drop_transaction(e, host)),
+            };
+            match outcome {
+                Start::Started(offset) if batch.started == 0 => batch.first_offset = offset,
+                Start::Started(_) => {}
+                Start::NotNow(reason) => {
+                    batch.stop = Some(BatchStop::NotNow(reason));
+                    break;
+                }
+                Start::Load(read) => {
+                    batch.stop = Some(BatchStop::Load(read));
+                    break;
+                }
+            }
+            for &seq in seqs {
+                match self.core.next(seq) {
+                    Ok(n) => numbers.push(n),
+                    Err(e) => return Err(self.drop_transaction(e, host)),
+                }
+            }
+            if let Err(e) = self.core.stage() {
+                return Err(self.drop_transaction(e, host));
+            }
+            batch.started += 1;
+        }
+        Ok(batch)
+    }
+
+    /// Reads the numbers of every workspace of `ws` a start would load, in one host call;
+    /// `Some` if the host answers later.
+    fn preload<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: &[WsId],
+        host: &mut H,
+    ) -> Result<Option<ReadNumbersMany>, Error> {
+        let mut ahead = core::mem::take(&mut self.ahead);
+        ahead.clear();
+        self.core.loads_ahead(kind, ws, &mut ahead);
+        let result = if ahead.is_empty() {
+            Ok(None)
+        } else {
+            self.kind_seqs.clear();
+            self.kind_seqs.extend(self.core.kind_seqs(kind)?);
+            match host.read_numbers_many(&ahead, &self.kind_seqs) {
+                Read::Numbers(stored) => self
+                    .complete_numbers_many(kind, &ahead, &stored)
+                    .map(|()| None),
+                Read::Failed(message) => Err(Error::Storage(message)),
+                Read::Later => Ok(Some(ReadNumbersMany {
+                    ws: ahead.clone(),
+                    seqs: self.kind_seqs.clone(),
+                })),
+            }
+        };
+        self.ahead = ahead;
+        result
+    }
+
+    /// Drops the whole transaction (the caller cannot learn the numbers it held) and returns
+    /// `error`.
+    fn drop_transaction<H: Host + ?Sized>(&mut self, error: Error, host: &mut H) -> Error {
+        let _ = self.core.actualize();
+        self.pump_and_report(host);
+        error
+    }
+
+    /// The clock, read through the host (an import call) and remembered.
+    fn read_clock<H: Host + ?Sized>(&mut self, host: &mut H) -> Instant {
+        self.last_now = host.now();
+        self.last_now
+    }
+
+    /// Begins every storage operation now due, keeps the host's wake-up current, and reports
+    /// the status if it changed.
+    fn pump_and_report<H: Host + ?Sized>(&mut self, host: &mut H) {
+        // The core makes no decision by the time unless it has a deadline (`poll_timeout`), so
+        // the clock (an import call) is read only then; a flush usually has none.
+        let now = match self.core.poll_timeout() {
+            Some(_) => self.read_clock(host),
+            None => self.last_now,
+        };
+        while let Some(work) = self.core.poll_work(now) {
+            host.begin(work);
+        }
+        let wake = self.core.poll_timeout();
+        if Some(wake) != self.wake {
+            self.wake = Some(wake);
+            host.set_wake(wake);
+        }
+        self.report(host);
+    }
+
+    /// Reports the status if it differs from the one last reported.
+    #[inline]
+    fn report<H: Host + ?Sized>(&mut self, host: &mut H) {
+        let status = self.core.status();
+        if self.status != Some(status) {
+            self.status = Some(status);
+            host.status_changed(status);
+        }
+    }
+}
