@@ -5,12 +5,11 @@
 //! on bad input; refused calls come back as the WIT `error` variant.
 
 use core::cell::RefCell;
-use core::time::Duration;
 
 use crate::shell::{BatchStop, EventStart, Host, Read, Shell};
 use crate::{
-    Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, SeqId, SeqValue, Start,
-    Status, Ticket, Work, WsId, facade,
+    ContractLimits, Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, SeqId,
+    SeqValue, Start, Status, Ticket, Work, WsId, facade,
 };
 
 wit_bindgen::generate!({
@@ -330,45 +329,29 @@ fn to_wit_status(status: Status) -> wit::Status {
 }
 
 fn from_wit_params(p: &wit::Params) -> Params {
-    let mut params = Params::new()
-        .with_max_unflushed_values(p.max_unflushed_values as usize)
-        .with_lru_cache_size(p.lru_cache_size as usize)
-        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
-        .with_retry_delay(
-            Duration::from_nanos(p.retry_delay_ns),
-            Duration::from_nanos(p.max_retry_delay_ns),
-        )
-        .with_retry_jitter_percent(p.retry_jitter_percent);
-    params.seq_types.clear();
-    for k in &p.kinds {
-        params.seq_types.entry(k.kind).or_default();
-        for &(seq, initial) in &k.sequences {
-            params = params.with_seq(k.kind, seq, initial);
-        }
-    }
-    params
+    let limits = ContractLimits {
+        max_unflushed_values: p.max_unflushed_values,
+        lru_cache_size: p.lru_cache_size,
+        batcher_delay_ns: p.batcher_delay_ns,
+        retry_delay_ns: p.retry_delay_ns,
+        max_retry_delay_ns: p.max_retry_delay_ns,
+        retry_jitter_percent: p.retry_jitter_percent,
+    };
+    Params::from_contract(limits, p.kinds.iter().map(|k| (k.kind, &k.sequences[..])))
 }
 
 fn to_wit_params(p: &Params) -> wit::Params {
-    let mut kinds: Vec<wit::KindSequences> = p
-        .seq_types
-        .iter()
-        .map(|(&kind, seqs)| {
-            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
-            sequences.sort_unstable();
-            wit::KindSequences { kind, sequences }
-        })
-        .collect();
-    kinds.sort_unstable_by_key(|k| k.kind);
-    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let limits = p.contract_limits();
     wit::Params {
-        kinds,
-        max_unflushed_values: u32::try_from(p.max_unflushed_values).unwrap_or(u32::MAX),
-        lru_cache_size: u32::try_from(p.lru_cache_size).unwrap_or(u32::MAX),
-        batcher_delay_ns: nanos(p.batcher_delay_on_overflow),
-        retry_delay_ns: nanos(p.retry_delay),
-        max_retry_delay_ns: nanos(p.max_retry_delay),
-        retry_jitter_percent: p.retry_jitter_percent,
+        kinds: (p.contract_kinds().into_iter())
+            .map(|(kind, sequences)| wit::KindSequences { kind, sequences })
+            .collect(),
+        max_unflushed_values: limits.max_unflushed_values,
+        lru_cache_size: limits.lru_cache_size,
+        batcher_delay_ns: limits.batcher_delay_ns,
+        retry_delay_ns: limits.retry_delay_ns,
+        max_retry_delay_ns: limits.max_retry_delay_ns,
+        retry_jitter_percent: limits.retry_jitter_percent,
     }
 }
 

@@ -57,9 +57,9 @@ mod ws_numbers;
 
 pub use error::Error;
 pub use params::{
-    DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE, DEFAULT_MAX_RETRY_DELAY,
-    DEFAULT_MAX_UNFLUSHED_VALUES, DEFAULT_RETRY_DELAY, DEFAULT_RETRY_JITTER_PERCENT, Params,
-    ParamsError,
+    ContractLimits, DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE,
+    DEFAULT_MAX_RETRY_DELAY, DEFAULT_MAX_UNFLUSHED_VALUES, DEFAULT_RETRY_DELAY,
+    DEFAULT_RETRY_JITTER_PERCENT, Params, ParamsError,
 };
 pub use sequencer::{HeldNumbers, Sequencer, Status};
 pub use shell::{Batch, BatchStop, EventStart, Host, Read, Shell};

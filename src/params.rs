@@ -139,6 +139,86 @@ impl Params {
     }
 }
 
+/// The limits as the contract carries them (the `params` record of `wit/sequencer.wit`):
+/// counts as `u32`, durations in nanoseconds.
+///
+/// Every front-end converts its params record through this type,
+/// [`Params::from_contract`], [`Params::contract_limits`] and [`Params::contract_kinds`], so
+/// the rules of the conversion (counts and durations saturate, a repeated kind merges, a kind
+/// without sequences is kept so that validation refuses it, kinds and sequences go out sorted)
+/// are written once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContractLimits {
+    /// [`Params::max_unflushed_values`].
+    pub max_unflushed_values: u32,
+    /// [`Params::lru_cache_size`].
+    pub lru_cache_size: u32,
+    /// [`Params::batcher_delay_on_overflow`], in nanoseconds.
+    pub batcher_delay_ns: u64,
+    /// [`Params::retry_delay`], in nanoseconds.
+    pub retry_delay_ns: u64,
+    /// [`Params::max_retry_delay`], in nanoseconds.
+    pub max_retry_delay_ns: u64,
+    /// [`Params::retry_jitter_percent`].
+    pub retry_jitter_percent: u8,
+}
+
+impl Params {
+    /// Params from the contract's record: its limits and, per kind, its sequences with their
+    /// initial values. A kind may repeat (its sequences are merged); a kind without sequences
+    /// is kept, so that [`Params::validate`] refuses it rather than it vanishing.
+    pub fn from_contract<'a>(
+        limits: ContractLimits,
+        kinds: impl IntoIterator<Item = (WsKind, &'a [(SeqId, Number)])>,
+    ) -> Self {
+        let mut params = Params::new()
+            .with_max_unflushed_values(limits.max_unflushed_values as usize)
+            .with_lru_cache_size(limits.lru_cache_size as usize)
+            .with_batcher_delay_on_overflow(Duration::from_nanos(limits.batcher_delay_ns))
+            .with_retry_delay(
+                Duration::from_nanos(limits.retry_delay_ns),
+                Duration::from_nanos(limits.max_retry_delay_ns),
+            )
+            .with_retry_jitter_percent(limits.retry_jitter_percent);
+        for (kind, sequences) in kinds {
+            let seqs = params.seq_types.entry(kind).or_default();
+            seqs.extend(sequences.iter().copied());
+        }
+        params
+    }
+
+    /// The limits as the contract carries them; a count or duration too large for its field
+    /// saturates.
+    pub fn contract_limits(&self) -> ContractLimits {
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        ContractLimits {
+            max_unflushed_values: u32::try_from(self.max_unflushed_values).unwrap_or(u32::MAX),
+            lru_cache_size: u32::try_from(self.lru_cache_size).unwrap_or(u32::MAX),
+            batcher_delay_ns: nanos(self.batcher_delay_on_overflow),
+            retry_delay_ns: nanos(self.retry_delay),
+            max_retry_delay_ns: nanos(self.max_retry_delay),
+            retry_jitter_percent: self.retry_jitter_percent,
+        }
+    }
+
+    /// Each kind with its sequences and initial values, kinds and sequences sorted, so a
+    /// record built from the same params is always the same.
+    pub fn contract_kinds(&self) -> Vec<(WsKind, Vec<(SeqId, Number)>)> {
+        let mut kinds: Vec<(WsKind, Vec<(SeqId, Number)>)> = self
+            .seq_types
+            .iter()
+            .map(|(&kind, seqs)| {
+                let mut sequences: Vec<(SeqId, Number)> =
+                    seqs.iter().map(|(&s, &i)| (s, i)).collect();
+                sequences.sort_unstable();
+                (kind, sequences)
+            })
+            .collect();
+        kinds.sort_unstable_by_key(|&(kind, _)| kind);
+        kinds
+    }
+}
+
 /// Why [`Params`] were refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamsError {

@@ -11,7 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sequencer::{Host, Instant, Params, Read, SeqValue, Status, Ticket, Work, WriteRequest};
+use sequencer::{
+    ContractLimits, Host, Instant, Params, Read, SeqValue, Status, Ticket, Work, WriteRequest,
+};
 use wasmtime::component::{Component, HasData, Linker, ResourceAny};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
@@ -405,48 +407,33 @@ pub fn wit_page(values: &[(u64, SeqValue)], next: u64, end: bool) -> wit::PlogPa
     }
 }
 
-/// Converts core params into the WIT record (kinds and sequences sorted).
+/// Converts core params into the WIT record (the core's rules: kinds and sequences sorted,
+/// counts and durations saturated).
 pub fn guest_params(params: &Params) -> GuestParams {
-    let mut kinds: Vec<KindSequences> = params
-        .seq_types
-        .iter()
-        .map(|(&kind, seqs)| {
-            let mut sequences: Vec<(u16, u64)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
-            sequences.sort_unstable();
-            KindSequences { kind, sequences }
-        })
-        .collect();
-    kinds.sort_unstable_by_key(|k| k.kind);
-    let nanos = |d: core::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let limits = params.contract_limits();
     GuestParams {
-        kinds,
-        max_unflushed_values: u32::try_from(params.max_unflushed_values).unwrap_or(u32::MAX),
-        lru_cache_size: u32::try_from(params.lru_cache_size).unwrap_or(u32::MAX),
-        batcher_delay_ns: nanos(params.batcher_delay_on_overflow),
-        retry_delay_ns: nanos(params.retry_delay),
-        max_retry_delay_ns: nanos(params.max_retry_delay),
-        retry_jitter_percent: params.retry_jitter_percent,
+        kinds: (params.contract_kinds().into_iter())
+            .map(|(kind, sequences)| KindSequences { kind, sequences })
+            .collect(),
+        max_unflushed_values: limits.max_unflushed_values,
+        lru_cache_size: limits.lru_cache_size,
+        batcher_delay_ns: limits.batcher_delay_ns,
+        retry_delay_ns: limits.retry_delay_ns,
+        max_retry_delay_ns: limits.max_retry_delay_ns,
+        retry_jitter_percent: limits.retry_jitter_percent,
     }
 }
 
-/// Core params from the WIT record, exactly as the component's glue builds them (a kind may
-/// repeat: its sequences are merged; a kind without sequences is kept, and refused).
+/// Core params from the WIT record, by the core's rules, as the component builds them (a kind
+/// may repeat: its sequences are merged; a kind without sequences is kept, and refused).
 pub fn params_from_guest(p: &GuestParams) -> Params {
-    use core::time::Duration;
-    let mut params = Params::new()
-        .with_max_unflushed_values(p.max_unflushed_values as usize)
-        .with_lru_cache_size(p.lru_cache_size as usize)
-        .with_batcher_delay_on_overflow(Duration::from_nanos(p.batcher_delay_ns))
-        .with_retry_delay(
-            Duration::from_nanos(p.retry_delay_ns),
-            Duration::from_nanos(p.max_retry_delay_ns),
-        )
-        .with_retry_jitter_percent(p.retry_jitter_percent);
-    for k in &p.kinds {
-        params.seq_types.entry(k.kind).or_default();
-        for &(seq, initial) in &k.sequences {
-            params = params.with_seq(k.kind, seq, initial);
-        }
-    }
-    params
+    let limits = ContractLimits {
+        max_unflushed_values: p.max_unflushed_values,
+        lru_cache_size: p.lru_cache_size,
+        batcher_delay_ns: p.batcher_delay_ns,
+        retry_delay_ns: p.retry_delay_ns,
+        max_retry_delay_ns: p.max_retry_delay_ns,
+        retry_jitter_percent: p.retry_jitter_percent,
+    };
+    Params::from_contract(limits, p.kinds.iter().map(|k| (k.kind, &k.sequences[..])))
 }
