@@ -284,3 +284,52 @@ impl core::fmt::Display for ParamsError {
 }
 
 impl core::error::Error for ParamsError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> ContractLimits {
+        ContractLimits {
+            max_unflushed_values: 7,
+            lru_cache_size: 9,
+            batcher_delay_ns: 1_000,
+            retry_delay_ns: 2_000,
+            max_retry_delay_ns: 8_000,
+            retry_jitter_percent: 25,
+        }
+    }
+
+    #[test]
+    fn a_repeated_kind_merges_and_an_empty_kind_is_kept_for_validation_to_refuse() {
+        let merged = Params::from_contract(limits(), [(1, &[(1, 5)][..]), (1, &[(2, 6)][..])]);
+        assert_eq!(merged.contract_kinds(), vec![(1, vec![(1, 5), (2, 6)])]);
+        let empty = Params::from_contract(limits(), [(1, &[(1, 5)][..]), (2, &[][..])]);
+        assert_eq!(
+            empty.validate(),
+            Err(ParamsError::KindWithoutSequences { kind: 2 })
+        );
+    }
+
+    #[test]
+    fn params_survive_the_contract_both_ways_sorted() {
+        let params =
+            Params::from_contract(limits(), [(3, &[(2, 1), (1, 1)][..]), (0, &[(9, 4)][..])]);
+        assert_eq!(params.contract_limits(), limits());
+        assert_eq!(params.retry_delay, Duration::from_micros(2));
+        assert_eq!(
+            params.contract_kinds(),
+            vec![(0, vec![(9, 4)]), (3, vec![(1, 1), (2, 1)])]
+        );
+    }
+
+    #[test]
+    fn counts_and_durations_too_large_for_the_contract_saturate() {
+        let params = Params::new()
+            .with_max_unflushed_values(usize::MAX)
+            .with_retry_delay(Duration::from_secs(1), Duration::MAX);
+        let l = params.contract_limits();
+        assert_eq!(l.max_unflushed_values, u32::MAX);
+        assert_eq!(l.max_retry_delay_ns, u64::MAX);
+    }
+}
