@@ -4,6 +4,7 @@
 //! DIR/
 //!   FORMAT        one line: "sequencer-data format=1 store=redb"
 //!   store.redb    the redb database (see `redb_storage`)
+//!   LAYOUT        what numbering depends on (see `layout`), recorded by the first run
 //! ```
 //!
 //! Validation reads only: [`DataDir::validate`] says whether a directory can be opened (or
@@ -15,12 +16,15 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::layout::Layout;
 use crate::redb_storage::RedbStorage;
 
 /// The name of the format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
 /// The name of the database file.
 pub const DB_FILE: &str = "store.redb";
+/// The name of the file that records the numbering layout ([`Layout`]).
+pub const LAYOUT_FILE: &str = "LAYOUT";
 /// The data directory format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 const MARKER_PREFIX: &str = "sequencer-data";
@@ -203,6 +207,30 @@ impl DataDir {
                 })
             }
         }
+    }
+
+    /// The numbering layout recorded in the directory at `path`, read without writing
+    /// anything; `None` if none is recorded (a new directory, or one made before layouts were
+    /// recorded). A record that cannot be read is [`DataDirError::Corrupt`].
+    pub fn read_layout(path: &Path) -> Result<Option<Layout>, DataDirError> {
+        let file = path.join(LAYOUT_FILE);
+        let text = match fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&file, "read")(e)),
+        };
+        Layout::parse(&text)
+            .map(Some)
+            .map_err(|detail| DataDirError::Corrupt { path: file, detail })
+    }
+
+    /// Records `layout` in the directory, durably (written aside, synced, renamed into place).
+    pub fn record_layout(&self, layout: &Layout) -> Result<(), DataDirError> {
+        let tmp = self.path.join(format!("{LAYOUT_FILE}.tmp"));
+        write_synced(&tmp, layout.to_text().as_bytes())?;
+        fs::rename(&tmp, self.path.join(LAYOUT_FILE))
+            .map_err(io(&self.path, "record the layout in"))?;
+        sync_dir(&self.path)
     }
 
     /// The directory.

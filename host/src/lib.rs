@@ -36,6 +36,7 @@ mod error;
 mod etcd_storage;
 mod event_codec;
 mod gate;
+pub mod layout;
 pub mod link;
 mod memory;
 mod partition;
@@ -50,7 +51,7 @@ mod storage;
 pub use clock::{Clock, ManualClock, MonotonicClock};
 #[cfg(feature = "redb")]
 pub use data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
+    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
 };
 pub use driver::{Driver, DriverConfig};
 pub use error::{HostError, describe};
@@ -64,6 +65,7 @@ pub use event_codec::{
     split_pack,
 };
 pub use gate::Gate;
+pub use layout::{Layout, LayoutSeq};
 pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 pub use partition::PartitionSequencer;

@@ -135,6 +135,11 @@ impl<F: Fn(SeqId) -> Option<Number>> PlogChecker<F> {
         Ok(())
     }
 
+    /// Every (workspace, sequence) that the PLog fed so far holds numbers of.
+    pub fn keys(&self) -> impl Iterator<Item = (WsId, SeqId)> + '_ {
+        self.keys.keys().copied()
+    }
+
     /// Checks the stored next offset and the view, `(workspace, sequence, last)` rows, against
     /// the PLog fed so far.
     pub fn finish(self, view: &[(WsId, SeqId, Number)]) -> Result<CheckReport, Violation> {

@@ -385,4 +385,8 @@ impl Storage for ReadAhead {
     fn append_limits(&self) -> AppendLimits {
         self.inner.append_limits()
     }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
 }

@@ -68,6 +68,8 @@ pub struct StoreStats {
     pub values_written: AtomicU64,
     /// Nanoseconds the writer spent in `commit`.
     pub commit_nanos: AtomicU64,
+    /// The I/O error after which redb takes no more writes (see [`Storage::failure`]).
+    failure: Mutex<Option<String>>,
 }
 
 /// A snapshot of [`StoreStats`].
@@ -504,6 +506,9 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
 }
 
 fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, stats: &StoreStats) {
+    // After an I/O error redb refuses every later write with "previous I/O error": the first
+    // error is the cause an operator needs (a full disk, say), so it is kept and named.
+    let mut cause: Option<String> = None;
     while let Ok(first) = requests.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -549,8 +554,25 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
                 }
             }
             Err(e) => {
-                let e = err(path, "commit failed", e);
-                tracing::error!("{e}");
+                let e = match (&e, &cause) {
+                    (redb::Error::PreviousIo, Some(cause)) => err(
+                        path,
+                        "commit failed",
+                        format!("the store takes no writes since an earlier error: {cause}"),
+                    ),
+                    (redb::Error::Io(_) | redb::Error::PreviousIo, _) => {
+                        let cause = cause.get_or_insert_with(|| e.to_string()).clone();
+                        *lock(&stats.failure) = Some(cause);
+                        tracing::error!("{}", err(path, "commit failed", &e));
+                        err(path, "commit failed", e)
+                    }
+                    _ => {
+                        cause.get_or_insert_with(|| e.to_string());
+                        // Logged once per cause; the callers report what follows.
+                        tracing::error!("{}", err(path, "commit failed", &e));
+                        err(path, "commit failed", e)
+                    }
+                };
                 for req in group {
                     match req {
                         Request::Write { reply, .. } => {
@@ -663,6 +685,10 @@ impl Storage for RedbStorage {
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
         self.append_batch(partition, batch.clone())
+    }
+
+    fn failure(&self) -> Option<String> {
+        lock(&self.inner.stats.failure).clone()
     }
 }
 

@@ -382,4 +382,11 @@ pub trait Storage: Send + Sync + 'static {
     fn append_limits(&self) -> AppendLimits {
         AppendLimits::UNLIMITED
     }
+
+    /// An error the store met that cannot clear by itself (redb after an I/O error such as a
+    /// full disk takes no more writes until it is reopened), if any: a caller waiting for
+    /// writes to succeed stops instead of waiting on.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }

@@ -31,6 +31,8 @@ fn run_with(data: &Path, component: &Path) -> Output {
         data.to_str().expect("utf-8"),
         "--component",
         component.to_str().expect("utf-8"),
+        "--partitions",
+        "4", // as the data directories made by small_run were numbered
         "--events",
         "10",
     ])
@@ -310,4 +312,52 @@ fn an_etcd_store_without_the_etcd_feature_is_refused_in_one_line_saying_how_to_g
         ],
     );
     assert!(!data.exists());
+}
+
+#[test]
+fn options_that_could_never_finish_or_fit_in_memory_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let component = component_path();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--data",
+            data.to_str().expect("utf-8"),
+            "--component",
+            component.to_str().expect("utf-8"),
+        ];
+        args.extend_from_slice(extra);
+        run_host(&args)
+    };
+    for (option, value, says) in [
+        ("--fail-rate", "1", "never finishes"),
+        (
+            "--payload-bytes",
+            "1000000000000",
+            "more than a payload may hold",
+        ),
+    ] {
+        let out = run(&[option, value]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{option} {value}: {stderr}");
+        assert!(stderr.contains(option) && stderr.contains(says), "{stderr}");
+        assert!(!data.exists(), "nothing written");
+    }
+    let out = run(&["--payload-bytes", "16000000", "--batch-size", "256"]);
+    assert_one_line_error(&out, &["per batch in memory", "--batch-size"]);
+    assert!(!data.exists(), "nothing written");
+}
+
+#[test]
+fn inspect_of_a_partition_that_does_not_exist_exits_non_zero_in_one_line() {
+    let (_tmp, data) = made_data_dir();
+    let out = run_host(&[
+        "inspect",
+        "--data",
+        data.to_str().expect("utf-8"),
+        "--partition",
+        "99",
+    ]);
+    assert_one_line_error(&out, &["partition 99 does not exist", "partitions 0 to 3"]);
 }

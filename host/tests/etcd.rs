@@ -643,6 +643,8 @@ fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothi
         component_path().to_str().expect("utf-8"),
         "--payload-bytes",
         "2000000",
+        "--batch-size", // small enough for memory: the store's limit is what refuses it
+        "8",
     ]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");

@@ -33,6 +33,25 @@ pub struct InspectArgs {
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     let dir = DataDir::open(&args.data.data, OpenMode::Existing)?;
     let store = dir.store();
+    let partitions = store.partitions()?;
+    // A partition exists if the recorded layout has it, or (a directory made before layouts
+    // were recorded) if the store holds its PLog.
+    let layout = DataDir::read_layout(dir.path())?;
+    let known = match &layout {
+        Some(l) => args.partition < l.partitions,
+        None => partitions.contains(&args.partition) || partitions.is_empty(),
+    };
+    if !known {
+        let has = match &layout {
+            Some(l) => format!("partitions 0 to {}", l.partitions - 1),
+            None => format!("the PLogs of partitions {partitions:?}"),
+        };
+        return Err(CliError(format!(
+            "partition {} does not exist in {}: it has {has}",
+            args.partition,
+            dir.path().display()
+        )));
+    }
     let size = std::fs::metadata(store.path()).map_or(0, |m| m.len());
     println!(
         "data directory {} (format {}, {} {:.1} MiB)",
@@ -46,7 +65,6 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         "{:>9}  {:>20}  {:>18}  {:>9}",
         "partition", "PLog offsets", "stored next offset", "view rows"
     );
-    let partitions = store.partitions()?;
     for &p in &partitions {
         let bounds = match store.plog_bounds(p)? {
             Some((first, last)) => format!("{first}..={last}"),

@@ -28,8 +28,8 @@ use sequencer_host::EtcdStorage;
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
-    Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId, PartitionSequencer, PlogChecker,
-    ReadAhead, Runtime, Storage, encoded_len,
+    Layout, LayoutSeq, Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId,
+    PartitionSequencer, PlogChecker, ReadAhead, Runtime, Storage, encoded_len,
 };
 
 use super::logging::Progress;
@@ -117,11 +117,12 @@ pub struct RunArgs {
     /// Events per partition.
     #[arg(long, default_value_t = 2500)]
     pub events: u64,
-    /// Share of events that fail after `start` and take the `actualize` path (0 to 1).
+    /// Share of events that fail after `start` and take the `actualize` path (0 to below
+    /// 1: at 1 no event would ever reach the PLog and the run could never finish).
     #[arg(long, default_value_t = 0.01, value_parser = parse_share)]
     pub fail_rate: f64,
-    /// Bytes of payload per PLog event.
-    #[arg(long, default_value_t = 128)]
+    /// Bytes of payload per PLog event (at most 16 MiB; a store may accept less).
+    #[arg(long, default_value_t = 128, value_parser = parse_payload_bytes)]
     pub payload_bytes: usize,
     /// Seed of the workload's choices.
     #[arg(long, default_value_t = 1)]
@@ -163,8 +164,28 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 
 fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a share between 0 and 1")),
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        Ok(1.0) => Err(format!(
+            "{s:?}: with every event failing none reaches the PLog and the run never finishes; give a share below 1"
+        )),
+        _ => Err(format!("{s:?} is not a share from 0 to below 1")),
+    }
+}
+
+/// The largest payload `run` makes: a command processor's event, not a file; a batch holds up
+/// to --batch-size of them in memory at once.
+const MAX_PAYLOAD_BYTES: usize = 16 << 20;
+
+/// The most payload bytes one partition's batch may hold in memory.
+const MAX_BATCH_BYTES: u64 = 256 << 20;
+
+fn parse_payload_bytes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_PAYLOAD_BYTES => Ok(n),
+        Ok(_) => Err(format!(
+            "{s:?} bytes is more than a payload may hold ({MAX_PAYLOAD_BYTES} bytes)"
+        )),
+        Err(_) => Err(format!("{s:?} is not a number of bytes")),
     }
 }
 
@@ -352,6 +373,26 @@ struct Processor<'a> {
     /// A batch whose append failed in storage: how many of its events are durable is known
     /// once actualization has read the PLog (the next start's offset).
     unresolved: Option<(PLogOffset, u64)>,
+    /// Appends that failed in storage since the last one that succeeded.
+    failures_in_a_row: u32,
+    /// The first of those failures: the cause (later ones may only say the store gave up).
+    first_failure: Option<String>,
+}
+
+/// How many appends of a partition may fail in storage in a row before the run stops: an
+/// error that does not clear within a few seconds of retries (a full disk, a store that
+/// refuses every write) stops the run with one line instead of a loop without end.
+const MAX_APPEND_FAILURES_IN_A_ROW: u32 = 6;
+
+/// The wait before the retry after the `n`th failure in a row (from 1): 100 ms doubling up to
+/// 2 s, each wait drawn from its upper half so that partitions failing together do not retry
+/// together. Six failures in a row take at most 100 + 200 + 400 + 800 + 1,600 ms (the sixth
+/// stops): about 3 s.
+fn append_retry_wait(n: u32, draw: u64) -> Duration {
+    let full =
+        Duration::from_millis(100u64 << n.saturating_sub(1).min(5)).min(Duration::from_secs(2));
+    let half = full / 2;
+    half + Duration::from_nanos(draw % (half.as_nanos() as u64).max(1))
 }
 
 impl Workload<'_> {
@@ -373,6 +414,8 @@ impl Workload<'_> {
             values: Vec::with_capacity(MAX_NUMBERS),
             actualizing_since: None,
             unresolved: None,
+            failures_in_a_row: 0,
+            first_failure: None,
         };
         while p.t.events < a.events {
             let end = p.fill_batch()?;
@@ -420,21 +463,25 @@ impl Processor<'_> {
         self.w
             .read_ahead
             .read_ahead(self.seq.partition(), &ws, &seqs)
-            .map_err(|e| CliError(format!("partition {}: {e}", self.seq.partition())))?;
+            .map_err(|e| {
+                let p = self.seq.partition();
+                CliError(match self.w.storage.failure() {
+                    Some(f) => format!(
+                        "partition {p}: {e}; the store takes no writes since: {f}; stopping ({STOPPED})"
+                    ),
+                    None => format!("partition {p}: {e}"),
+                })
+            })?;
         Ok(())
     }
 
     /// Waits (bounded) until the sequencer has actualized.
     fn wait_ready(&mut self) -> Result<(), CliError> {
-        let deadline = Instant::now() + READY_WITHIN;
+        let started = Instant::now();
         while self.seq.status() != Status::Ready {
-            if Instant::now() > deadline {
-                return Err(CliError(format!(
-                    "partition {}: the sequencer is not ready after {} s",
-                    self.seq.partition(),
-                    READY_WITHIN.as_secs()
-                )));
-            }
+            stop_if_stuck(self.w.storage.as_ref(), started, || {
+                format!("partition {}", self.seq.partition())
+            })?;
             std::thread::sleep(Duration::from_micros(100));
         }
         self.cold = false;
@@ -553,6 +600,8 @@ impl Processor<'_> {
         let mut actualize = end == BatchEnd::CommandFailed;
         match appended {
             Ok(()) => {
+                self.failures_in_a_row = 0;
+                self.first_failure = None;
                 let acked = Instant::now();
                 let n = self.batch.len() as u64;
                 if n > 0 {
@@ -568,8 +617,37 @@ impl Processor<'_> {
                 self.w.events_bar.inc(n);
             }
             Err(AppendError::Storage(e)) => {
+                self.failures_in_a_row += 1;
+                let first = self.first_failure.get_or_insert_with(|| e.to_string());
+                if let Some(failure) = self.w.storage.failure() {
+                    // Retrying a store that takes no more writes would only loop.
+                    return Err(CliError(format!(
+                        "partition {p}: a PLog append failed and the store takes no more writes: {failure}; stopping ({STOPPED})"
+                    )));
+                }
+                if self.failures_in_a_row >= MAX_APPEND_FAILURES_IN_A_ROW {
+                    let last = e.to_string();
+                    let also = if last == *first {
+                        String::new()
+                    } else {
+                        format!(" (the last: {last})")
+                    };
+                    return Err(CliError(format!(
+                        "partition {p}: {} PLog appends in a row failed, the first: {first}{also}; stopping ({STOPPED})",
+                        self.failures_in_a_row
+                    )));
+                }
                 // Which parts of the batch are in the PLog is unknown: actualization finds out.
-                tracing::warn!("partition {p}: {e}; actualizing");
+                tracing::warn!(
+                    "partition {p}: {e}; actualizing and trying again ({} of {MAX_APPEND_FAILURES_IN_A_ROW} failures in a row)",
+                    self.failures_in_a_row
+                );
+                // The draw differs per partition and per failure (a fixed mix of both), and
+                // leaves the workload's own random choices alone.
+                let draw = (u64::from(p) << 32 | self.t.append_failures)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                    .rotate_left(29);
+                std::thread::sleep(append_retry_wait(self.failures_in_a_row, draw));
                 self.t.append_failures += 1;
                 self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
                 actualize = true;
@@ -625,14 +703,107 @@ fn fill_payload(out: &mut Vec<u8>, size: usize, ws: WsId, offset: PLogOffset, va
     out.push(b'}');
 }
 
+/// What a run that stops on a storage error tells the operator.
+const STOPPED: &str = "every event acknowledged before is durable: `sequencer-host check` proves it, and a run resumes once the store takes writes again";
+
+/// How long a wait for a sequencer to become ready may go without progress once the store
+/// has met an error that cannot clear by itself (actualizing needs writes it will not take).
+const STUCK_ON_FAILURE: Duration = Duration::from_secs(3);
+
+/// Stops a wait that began (or last progressed) at `since` when it cannot end: the store met
+/// an error that cannot clear by itself and `STUCK_ON_FAILURE` passed, or `READY_WITHIN`
+/// passed. `who` names what is waited for.
+fn stop_if_stuck(storage: &dyn Storage, since: Instant, who: impl Fn() -> String) -> CliResult<()> {
+    let waited = since.elapsed();
+    if waited > STUCK_ON_FAILURE
+        && let Some(failure) = storage.failure()
+    {
+        return Err(CliError(format!(
+            "{}: not ready after {:.0} s, and the store takes no writes since: {failure}; stopping ({STOPPED})",
+            who(),
+            waited.as_secs_f64()
+        )));
+    }
+    if waited > READY_WITHIN {
+        return Err(CliError(format!(
+            "{}: not ready after {} s",
+            who(),
+            READY_WITHIN.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// The numbering layout of this run: its partition count, the workload's kind and sequences.
+pub fn layout(args: &RunArgs) -> Layout {
+    Layout {
+        partitions: args.partitions,
+        kind: KIND,
+        sequences: (SEQS.iter())
+            .map(|s| LayoutSeq {
+                id: s.id,
+                name: s.name.into(),
+                initial: s.initial,
+            })
+            .collect(),
+    }
+}
+
+/// Records `wanted` in a directory that has no layout yet: a new one, or one made before
+/// layouts were recorded, whose store must then hold no partition this run would not serve
+/// (a smaller count would move workspaces; a larger one cannot be told from the store).
+fn record_layout(dir: &DataDir, wanted: &Layout) -> CliResult<()> {
+    if !dir.created()
+        && let Some(p) = (dir.store().partitions()?)
+            .into_iter()
+            .find(|&p| p >= wanted.partitions)
+    {
+        return Err(CliError(format!(
+            "data directory {}: it holds partition {p}'s PLog, so it was numbered with more than {} partitions: workspaces would move to partitions that do not hold their numbers; resume it with its own --partitions, or start a new one with --data NEW_DIR",
+            dir.path().display(),
+            wanted.partitions
+        )));
+    }
+    dir.record_layout(wanted)?;
+    if !dir.created() {
+        tracing::info!(
+            "recorded the numbering layout ({} partitions) in {}, made before layouts were recorded",
+            wanted.partitions,
+            dir.path().display()
+        );
+    }
+    Ok(())
+}
+
 /// `run`.
 pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     // Validate everything before writing anything.
+    let batch_bytes = (args.payload_bytes as u64).saturating_mul(args.batch_size);
+    if batch_bytes > MAX_BATCH_BYTES {
+        return Err(CliError(format!(
+            "--payload-bytes {} with --batch-size {} holds {batch_bytes} bytes of payload per batch in memory, more than {MAX_BATCH_BYTES}: give a smaller --batch-size or --payload-bytes",
+            args.payload_bytes, args.batch_size
+        )));
+    }
     let dir_state = match &args.store {
         StoreKind::Embedded => Some(DataDir::validate(&args.data, OpenMode::OpenOrCreate)?),
         StoreKind::Memory => None,
         StoreKind::Etcd(_) => None,
     };
+    let wanted = layout(args);
+    let recorded = match dir_state {
+        Some(DirState::Existing) => DataDir::read_layout(&args.data)?,
+        _ => None,
+    };
+    if let Some(recorded) = &recorded
+        && let Some(difference) = recorded.difference(&wanted)
+    {
+        return Err(CliError(format!(
+            "data directory {}: {difference}; resume it with --partitions {}, or start a new one with --data NEW_DIR",
+            args.data.display(),
+            recorded.partitions
+        )));
+    }
     let loading = Instant::now();
     let runtime = component::load(&args.component, Limits::default())?;
     tracing::debug!(
@@ -643,6 +814,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let backend = match dir_state {
         Some(state) => {
             let dir = DataDir::open_validated(&args.data, state)?;
+            if recorded.is_none() {
+                record_layout(&dir, &wanted)?;
+            }
             tracing::info!(
                 "{} data directory {}",
                 if state == DirState::New {
@@ -711,11 +885,23 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         "{prefix:>12} [{bar:40}] {pos}/{len} events replayed ({elapsed})",
     ));
     bar.set_prefix("actualizing");
+    let mut progress_at = (Instant::now(), read_ahead.counts().plog_events_read);
     loop {
-        bar.set_position(read_ahead.counts().plog_events_read.min(to_replay));
+        let replayed = read_ahead.counts().plog_events_read;
+        bar.set_position(replayed.min(to_replay));
         if seqs.iter().all(|s| s.status() == Status::Ready) {
             break;
         }
+        if replayed != progress_at.1 {
+            progress_at = (Instant::now(), replayed);
+        }
+        stop_if_stuck(storage.as_ref(), progress_at.0, || {
+            let waiting: Vec<String> = (seqs.iter())
+                .filter(|s| s.status() != Status::Ready)
+                .map(|s| s.partition().to_string())
+                .collect();
+            format!("partitions {} (actualizing)", waiting.join(", "))
+        })?;
         if let Some(s) = seqs.iter().find(|s| s.status() == Status::CleanedUp) {
             return Err(CliError(format!(
                 "partition {}: the sequencer closed while actualizing",
@@ -800,7 +986,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
 
     // Prove what is stored.
     let checked = match &backend {
-        Backend::Embedded(d) => check::check_store(d.store())?,
+        Backend::Embedded(d) => check::check_store(d.store(), Some(&wanted))?,
         Backend::Memory(m) => check_memory(m, args.partitions)?,
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => check::check_etcd(e)?,

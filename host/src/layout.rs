@@ -1,0 +1,251 @@
+//! What a store's numbering depends on, recorded with the store so that a resumed run cannot
+//! change it: the partition count and the rule that maps a workspace to its partition, the
+//! workspace kind and its sequences with their initial values, and the format of this record.
+//!
+//! Why it matters: a workspace's numbers live in its partition's PLog and view. A run resumed
+//! with another partition count would send a workspace to a partition that has never seen it,
+//! whose view has no row for it, and its numbers would start again from the initial value:
+//! issued a second time. A run compares its own layout with the recorded one and refuses any
+//! difference before it writes anything; `check` takes the initial values and the partition
+//! of each workspace from the record, not from the program that reads it.
+//!
+//! The record is a small text file (`LAYOUT` in the embedded store's data directory):
+//!
+//! ```text
+//! sequencer-layout 1
+//! partitions 8
+//! workspace-to-partition (workspace - 1) mod partitions
+//! kind 1
+//! sequence 1 wlog-offset 1
+//! sequence 2 rec-id 1000000
+//! sequence 3 crec-id 1
+//! ```
+
+use std::fmt::Write as _;
+
+use sequencer::{Number, SeqId, WsId, WsKind};
+
+use crate::storage::PartitionId;
+
+/// The version of the record's text this build reads and writes.
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// The one workspace-to-partition rule there is, as the record names it.
+pub const WORKSPACE_TO_PARTITION: &str = "(workspace - 1) mod partitions";
+
+const HEADER: &str = "sequencer-layout";
+
+/// One sequence of the layout's kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutSeq {
+    /// Its id.
+    pub id: SeqId,
+    /// Its name (one word).
+    pub name: String,
+    /// The first number it hands out.
+    pub initial: Number,
+}
+
+/// What numbering depends on. Two runs that agree on it number every workspace alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// How many partitions share the workspaces ([`WORKSPACE_TO_PARTITION`]).
+    pub partitions: u32,
+    /// The workspace kind of every workspace.
+    pub kind: WsKind,
+    /// The kind's sequences, in id order.
+    pub sequences: Vec<LayoutSeq>,
+}
+
+impl Layout {
+    /// The partition that holds workspace `ws` (workspaces are numbered from 1).
+    pub fn partition_of(&self, ws: WsId) -> PartitionId {
+        // partitions >= 1 (parse and the CLI refuse 0); the result is below it, so it fits.
+        (ws.saturating_sub(1) % u64::from(self.partitions.max(1))) as PartitionId
+    }
+
+    /// The first number sequence `seq` hands out, if the layout has it.
+    pub fn initial(&self, seq: SeqId) -> Option<Number> {
+        self.sequences
+            .iter()
+            .find(|s| s.id == seq)
+            .map(|s| s.initial)
+    }
+
+    /// The record's text (see the module documentation).
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "{HEADER} {LAYOUT_VERSION}\npartitions {}\nworkspace-to-partition {WORKSPACE_TO_PARTITION}\nkind {}\n",
+            self.partitions, self.kind
+        );
+        for s in &self.sequences {
+            let _ = writeln!(out, "sequence {} {} {}", s.id, s.name, s.initial);
+        }
+        out
+    }
+
+    /// Reads a record's text; the error says which line is wrong and how.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
+        let (_, header) = lines.next().ok_or("it is empty")?;
+        match header.split_once(' ') {
+            Some((HEADER, v)) if v.parse() == Ok(LAYOUT_VERSION) => {}
+            Some((HEADER, v)) => {
+                return Err(format!(
+                    "layout version {v} is not supported (this build reads {LAYOUT_VERSION})"
+                ));
+            }
+            _ => return Err(format!("line 1 is not \"{HEADER} {LAYOUT_VERSION}\"")),
+        }
+        let (mut partitions, mut rule, mut kind) = (None, None, None);
+        let mut sequences: Vec<LayoutSeq> = Vec::new();
+        for (n, line) in lines.filter(|(_, l)| !l.is_empty()) {
+            let bad = |what: &str| format!("line {n} ({line:?}): {what}");
+            let (key, rest) = line.split_once(' ').ok_or_else(|| bad("no value"))?;
+            match key {
+                "partitions" => {
+                    let p: u32 = rest.parse().map_err(|_| bad("not a count"))?;
+                    if p == 0 {
+                        return Err(bad("zero partitions"));
+                    }
+                    partitions = Some(p);
+                }
+                "workspace-to-partition" if rest == WORKSPACE_TO_PARTITION => rule = Some(()),
+                "workspace-to-partition" => return Err(bad("a rule this build does not know")),
+                "kind" => kind = Some(rest.parse().map_err(|_| bad("not a workspace kind"))?),
+                "sequence" => {
+                    let mut words = rest.split_whitespace();
+                    let (Some(id), Some(name), Some(initial), None) =
+                        (words.next(), words.next(), words.next(), words.next())
+                    else {
+                        return Err(bad("not \"sequence ID NAME INITIAL\""));
+                    };
+                    let id: SeqId = id.parse().map_err(|_| bad("not a sequence id"))?;
+                    if sequences.iter().any(|s| s.id == id) {
+                        return Err(bad("a second line for this sequence"));
+                    }
+                    sequences.push(LayoutSeq {
+                        id,
+                        name: name.to_string(),
+                        initial: initial.parse().map_err(|_| bad("not a number"))?,
+                    });
+                }
+                _ => return Err(bad("an unknown entry")),
+            }
+        }
+        let missing = |what: &str| format!("it has no {what} line");
+        rule.ok_or_else(|| missing("workspace-to-partition"))?;
+        if sequences.is_empty() {
+            return Err(missing("sequence"));
+        }
+        sequences.sort_by_key(|s| s.id);
+        Ok(Self {
+            partitions: partitions.ok_or_else(|| missing("partitions"))?,
+            kind: kind.ok_or_else(|| missing("kind"))?,
+            sequences,
+        })
+    }
+
+    /// How `wanted` differs from this recorded layout in a way that would number a
+    /// workspace differently, in words; `None` if it does not.
+    pub fn difference(&self, wanted: &Layout) -> Option<String> {
+        if self.partitions != wanted.partitions {
+            return Some(format!(
+                "it was numbered with {} partitions, not {}: workspaces would move to partitions that do not hold their numbers",
+                self.partitions, wanted.partitions
+            ));
+        }
+        if self.kind != wanted.kind || self.sequences != wanted.sequences {
+            let list = |l: &Layout| {
+                let seqs: Vec<String> = (l.sequences.iter())
+                    .map(|s| format!("{} {}={}", s.id, s.name, s.initial))
+                    .collect();
+                format!("kind {} [{}]", l.kind, seqs.join(", "))
+            };
+            return Some(format!(
+                "it was numbered with the sequences {}, not {}",
+                list(self),
+                list(wanted)
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(partitions: u32) -> Layout {
+        Layout {
+            partitions,
+            kind: 1,
+            sequences: vec![
+                LayoutSeq {
+                    id: 1,
+                    name: "wlog-offset".into(),
+                    initial: 1,
+                },
+                LayoutSeq {
+                    id: 2,
+                    name: "rec-id".into(),
+                    initial: 1_000_000,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_layout_reads_back_what_it_wrote() {
+        let l = layout(8);
+        assert_eq!(Layout::parse(&l.to_text()), Ok(l));
+    }
+
+    #[test]
+    fn a_workspace_goes_to_workspace_minus_one_mod_partitions() {
+        let l = layout(4);
+        assert_eq!(
+            [1, 2, 4, 5, 8, 9].map(|ws| l.partition_of(ws)),
+            [0, 1, 3, 0, 3, 0]
+        );
+    }
+
+    #[test]
+    fn another_partition_count_or_initial_value_is_a_difference_and_the_same_is_none() {
+        let l = layout(8);
+        assert_eq!(l.difference(&layout(8)), None);
+        let moved = l.difference(&layout(4)).expect("a difference");
+        assert!(moved.contains("8 partitions, not 4"), "{moved}");
+        let mut other = layout(8);
+        other.sequences[1].initial = 1;
+        let renumbered = l.difference(&other).expect("a difference");
+        assert!(renumbered.contains("2 rec-id=1000000"), "{renumbered}");
+    }
+
+    #[test]
+    fn a_damaged_record_is_refused_with_its_line() {
+        for (text, says) in [
+            ("", "empty"),
+            ("something else\n", "line 1"),
+            ("sequencer-layout 9\n", "version 9"),
+            ("sequencer-layout 1\npartitions 0\n", "zero partitions"),
+            ("sequencer-layout 1\npartitions x\n", "line 2"),
+            (
+                "sequencer-layout 1\npartitions 2\nworkspace-to-partition ws mod 7\n",
+                "rule",
+            ),
+            (
+                "sequencer-layout 1\npartitions 2\nworkspace-to-partition (workspace - 1) mod partitions\nkind 1\n",
+                "no sequence line",
+            ),
+            (
+                "sequencer-layout 1\npartitions 2\nworkspace-to-partition (workspace - 1) mod partitions\nkind 1\nsequence 1 a 1\nsequence 1 b 2\n",
+                "second line",
+            ),
+            ("sequencer-layout 1\ncolour blue\n", "unknown entry"),
+        ] {
+            let e = Layout::parse(text).expect_err(text);
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+    }
+}
