@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{component_path, run_host, small_run, snapshot, text};
+use common::{component_path, run_host, run_on, small_run, snapshot, text};
 
 /// Asserts a failed run with a one-line error containing every one of `needles`.
 fn assert_one_line_error(out: &Output, needles: &[&str]) {
@@ -318,18 +318,7 @@ fn an_etcd_store_without_the_etcd_feature_is_refused_in_one_line_saying_how_to_g
 fn options_that_could_never_finish_or_fit_in_memory_are_refused_before_anything_is_written() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let component = component_path();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "--data",
-            data.to_str().expect("utf-8"),
-            "--component",
-            component.to_str().expect("utf-8"),
-        ];
-        args.extend_from_slice(extra);
-        run_host(&args)
-    };
+    let run = |extra: &[&str]| run_on(&data, extra);
     for (option, value, says) in [
         ("--fail-rate", "1", "never finishes"),
         (

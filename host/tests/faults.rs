@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{checked_events, component_path, run_host, text};
+use common::{checked_events, run_on, text};
 
 /// A tmpfs of a given size, mounted on a temp dir for one test and unmounted after it.
 struct Tmpfs {
@@ -69,21 +69,19 @@ impl Drop for Tmpfs {
 
 /// A run that would write far more than the disk holds.
 fn run_filling(data: &Path) -> Output {
-    run_host(&[
-        "run",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-        "--partitions",
-        "2",
-        "--events",
-        "1000000",
-        "--payload-bytes",
-        "4000",
-        "--fail-rate",
-        "0",
-    ])
+    run_on(
+        data,
+        &[
+            "--partitions",
+            "2",
+            "--events",
+            "1000000",
+            "--payload-bytes",
+            "4000",
+            "--fail-rate",
+            "0",
+        ],
+    )
 }
 
 /// Asserts a run that stopped on a storage error: exit 1, a bounded number of log lines, the

@@ -10,23 +10,22 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{component_path, run_host, small_run, snapshot, text};
+use common::{run_host, run_on, small_run, snapshot, text};
 
 /// `run` on `data` with `partitions` over 50 workspaces, `events` per partition.
 fn run_partitions(data: &Path, partitions: u32, events: u64) -> Output {
-    run_host(&[
-        "run",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-        "--partitions",
-        &partitions.to_string(),
-        "--workspaces",
-        "50",
-        "--events",
-        &events.to_string(),
-    ])
+    let (partitions, events) = (partitions.to_string(), events.to_string());
+    run_on(
+        data,
+        &[
+            "--partitions",
+            &partitions,
+            "--workspaces",
+            "50",
+            "--events",
+            &events,
+        ],
+    )
 }
 
 /// How many PLog events a passing `check` of `data` proved.

@@ -65,23 +65,35 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// A small workload run that completes: `events` per partition over 4 partitions.
-pub fn small_run(data: &Path, events: u64) -> Output {
-    run_host(&[
+/// `run` on the data directory `data` with the built component, then `options`.
+pub fn run_on(data: &Path, options: &[&str]) -> Output {
+    let component = component_path();
+    let mut args = vec![
         "run",
         "--data",
         data.to_str().expect("utf-8 path"),
         "--component",
-        component_path().to_str().expect("utf-8 path"),
-        "--partitions",
-        "4",
-        "--workspaces",
-        "50",
-        "--events",
-        &events.to_string(),
-        "--fail-rate",
-        "0.05",
-    ])
+        component.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(options);
+    run_host(&args)
+}
+
+/// A small workload run that completes: `events` per partition over 4 partitions.
+pub fn small_run(data: &Path, events: u64) -> Output {
+    run_on(
+        data,
+        &[
+            "--partitions",
+            "4",
+            "--workspaces",
+            "50",
+            "--events",
+            &events.to_string(),
+            "--fail-rate",
+            "0.05",
+        ],
+    )
 }
 
 /// Runs `sequencer-host` with `args` (a `check`), asserts it passed, and returns how many PLog
