@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::layout::Layout;
-use crate::redb_storage::RedbStorage;
+use crate::redb_storage::{OpenError, OpenFailure, RedbStorage};
 
 /// The name of the format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
@@ -89,6 +89,30 @@ pub enum DataDirError {
         /// The version it names.
         found: u32,
     },
+    /// Another process has the directory's database open.
+    #[error(
+        "data directory {} is in use by another process (a run, inspect or check): wait for it to end, or use another --data",
+        .0.display()
+    )]
+    InUse(PathBuf),
+    /// Another process created the directory while this one was creating it.
+    #[error(
+        "data directory {} was created by another process at the same moment: start one run per data directory",
+        .0.display()
+    )]
+    CreatedMeanwhile(PathBuf),
+    /// The directory is on a read-only file system.
+    #[error(
+        "data directory {} is on a read-only file system: the store is opened for writing (run needs to write; so do check and inspect for now)",
+        .0.display()
+    )]
+    ReadOnly(PathBuf),
+    /// This user may not open the directory's database.
+    #[error(
+        "permission denied on data directory {}: this user cannot open its database for reading and writing",
+        .0.display()
+    )]
+    PermissionDenied(PathBuf),
     /// The directory or its database is damaged.
     #[error("corrupt data directory {}: {detail}", path.display())]
     Corrupt {
@@ -187,11 +211,7 @@ impl DataDir {
     pub fn open_validated(path: &Path, state: DirState) -> Result<Self, DataDirError> {
         match state {
             DirState::Existing => {
-                let store =
-                    RedbStorage::open(&path.join(DB_FILE)).map_err(|e| DataDirError::Corrupt {
-                        path: path.to_path_buf(),
-                        detail: e.0,
-                    })?;
+                let store = RedbStorage::open(&path.join(DB_FILE)).map_err(open_error(path))?;
                 Ok(Self {
                     path: path.to_path_buf(),
                     store,
@@ -297,7 +317,19 @@ fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
         detail: e.0,
     };
     if path.is_dir() {
-        let store = RedbStorage::create(&path.join(DB_FILE)).map_err(corrupt)?;
+        // Found missing or empty a moment ago: a database or marker there now is another
+        // process's, which created the directory first (its own run is under way).
+        let meanwhile = || path.join(DB_FILE).exists() || path.join(FORMAT_FILE).exists();
+        if meanwhile() {
+            return Err(DataDirError::CreatedMeanwhile(path.to_path_buf()));
+        }
+        let store = RedbStorage::create(&path.join(DB_FILE)).map_err(|e| {
+            if meanwhile() {
+                DataDirError::CreatedMeanwhile(path.to_path_buf())
+            } else {
+                corrupt(e)
+            }
+        })?;
         let tmp = path.join(format!("{FORMAT_FILE}.tmp"));
         write_synced(&tmp, marker_line().as_bytes())?;
         fs::rename(&tmp, path.join(FORMAT_FILE)).map_err(io(path, "create the marker in"))?;
@@ -318,12 +350,32 @@ fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
         drop(RedbStorage::create(&tmp.join(DB_FILE)).map_err(corrupt)?);
         write_synced(&tmp.join(FORMAT_FILE), marker_line().as_bytes())?;
         sync_dir(&tmp)?;
-        fs::rename(&tmp, path).map_err(io(path, "create data directory"))?;
+        fs::rename(&tmp, path).map_err(|e| match e.kind() {
+            // Another process renamed its own new directory into place first.
+            std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::AlreadyExists => {
+                DataDirError::CreatedMeanwhile(path.to_path_buf())
+            }
+            _ => io(path, "create data directory")(e),
+        })?;
         sync_dir(&parent)
     })();
     if let Err(e) = built {
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    RedbStorage::open(&path.join(DB_FILE)).map_err(corrupt)
+    RedbStorage::open(&path.join(DB_FILE)).map_err(open_error(path))
+}
+
+/// Names why the database of the data directory `path` could not be opened.
+fn open_error(path: &Path) -> impl FnOnce(OpenError) -> DataDirError {
+    let path = path.to_path_buf();
+    move |e| match e.failure {
+        OpenFailure::InUse => DataDirError::InUse(path),
+        OpenFailure::ReadOnly => DataDirError::ReadOnly(path),
+        OpenFailure::PermissionDenied => DataDirError::PermissionDenied(path),
+        OpenFailure::Io | OpenFailure::Corrupt => DataDirError::Corrupt {
+            path,
+            detail: e.error.0,
+        },
+    }
 }

@@ -72,7 +72,9 @@ pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};
 #[cfg(feature = "redb")]
-pub use redb_storage::{DB_FORMAT_VERSION, RedbStorage, StoreCounts, StoreStats};
+pub use redb_storage::{
+    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats,
+};
 pub use runtime::Runtime;
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,

@@ -150,6 +150,38 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Why [`RedbStorage::open`] refused a database file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenFailure {
+    /// Another process has it open (redb holds a lock on the file while it is open).
+    InUse,
+    /// It is on a read-only file system (redb opens its file for writing).
+    ReadOnly,
+    /// This user may not open it for reading and writing.
+    PermissionDenied,
+    /// Another I/O error while opening it.
+    Io,
+    /// It is missing, damaged, or not a database of this format.
+    Corrupt,
+}
+
+/// [`RedbStorage::open`]'s refusal: why, and the message naming the file.
+#[derive(Clone, Debug)]
+pub struct OpenError {
+    /// Why.
+    pub failure: OpenFailure,
+    /// What, naming the file.
+    pub error: StorageError,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
 fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> StorageError {
     StorageError(format!("{}: {what}: {e}", path.display()))
 }
@@ -182,13 +214,18 @@ impl RedbStorage {
 
     /// Opens the existing database at `path`, verifying every page's checksum (which also
     /// repairs it after a crash) and its format version. A file that is not a database of this
-    /// format is refused without being written to.
-    pub fn open(path: &Path) -> Result<Self, StorageError> {
+    /// format is refused without being written to; [`OpenError::failure`] says why.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        Self::open_unclassified(path).map_err(|(failure, error)| OpenError { failure, error })
+    }
+
+    fn open_unclassified(path: &Path) -> Result<Self, (OpenFailure, StorageError)> {
+        let corrupt = |e: StorageError| (OpenFailure::Corrupt, e);
         if !path.is_file() {
-            return Err(StorageError(format!(
+            return Err(corrupt(StorageError(format!(
                 "{}: the database file is missing",
                 path.display()
-            )));
+            ))));
         }
         // redb may panic on a file corrupted outside it unless the integrity check runs; the
         // check reports such a file as corrupt instead. The catch is a last line of defence.
@@ -200,17 +237,34 @@ impl RedbStorage {
         let db = match opened {
             Ok(Ok(db)) => db,
             Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => {
-                return Err(StorageError(format!(
-                    "{}: the database is in use by another process",
-                    path.display()
-                )));
+                return Err((
+                    OpenFailure::InUse,
+                    StorageError(format!(
+                        "{}: the database is in use by another process",
+                        path.display()
+                    )),
+                ));
             }
-            Ok(Err(e)) => return Err(err(path, "not a readable sequencer database", e)),
+            Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Io(e)))) => {
+                let failure = match e.kind() {
+                    std::io::ErrorKind::ReadOnlyFilesystem => OpenFailure::ReadOnly,
+                    std::io::ErrorKind::PermissionDenied => OpenFailure::PermissionDenied,
+                    std::io::ErrorKind::WouldBlock => OpenFailure::InUse,
+                    // redb reports a file that is not one of its databases (a wrong magic
+                    // number) as invalid data.
+                    std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
+                        return Err(corrupt(err(path, "not a readable sequencer database", e)));
+                    }
+                    _ => OpenFailure::Io,
+                };
+                return Err((failure, err(path, "cannot open the database", e)));
+            }
+            Ok(Err(e)) => return Err(corrupt(err(path, "not a readable sequencer database", e))),
             Err(_) => {
-                return Err(StorageError(format!(
+                return Err(corrupt(StorageError(format!(
                     "{}: not a readable sequencer database: the engine failed on its contents",
                     path.display()
-                )));
+                ))));
             }
         };
         let version = (|| -> Result<Option<u64>, redb::Error> {
@@ -225,17 +279,17 @@ impl RedbStorage {
             rx.open_table(NEXT_OFFSET)?;
             Ok(meta.get(FORMAT_KEY)?.map(|v| v.value()))
         })()
-        .map_err(|e| err(path, "not a sequencer database", e))?;
+        .map_err(|e| corrupt(err(path, "not a sequencer database", e)))?;
         match version {
             Some(DB_FORMAT_VERSION) => Ok(Self::start(db, path)),
-            Some(v) => Err(StorageError(format!(
+            Some(v) => Err(corrupt(StorageError(format!(
                 "{}: database format {v} is not supported (this build reads format {DB_FORMAT_VERSION})",
                 path.display()
-            ))),
-            None => Err(StorageError(format!(
+            )))),
+            None => Err(corrupt(StorageError(format!(
                 "{}: not a sequencer database: it has no format record",
                 path.display()
-            ))),
+            )))),
         }
     }
 

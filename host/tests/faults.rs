@@ -3,6 +3,9 @@
 //! disk that is still full does the same, and once there is room again `check` proves that
 //! nothing acknowledged was lost and no number was issued twice.
 //!
+//! A data directory in use by another process, on a read-only file system, or created by two
+//! runs at once is refused with a label that says so (not "corrupt").
+//!
 //! The full disk is a small tmpfs mounted for the test (this needs root, as CI and the
 //! project's machines have; elsewhere the test says why it did not run, and fails under CI).
 
@@ -13,7 +16,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{checked_events, run_on, text};
+use common::{checked_events, host, run_host, run_on, small_run, text};
 
 /// A tmpfs of a given size, mounted on a temp dir for one test and unmounted after it.
 struct Tmpfs {
@@ -52,12 +55,21 @@ impl Tmpfs {
 
     /// Gives the file system `size` (more room, as an operator who freed space would).
     fn resize(&self, size: &str) {
+        self.remount(&format!("remount,size={size}"));
+    }
+
+    /// Makes the file system read-only.
+    fn read_only(&self) {
+        self.remount("remount,ro");
+    }
+
+    fn remount(&self, options: &str) {
         let o = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
+            .args(["-o", options])
             .arg(self.path())
             .output()
             .expect("run mount");
-        assert!(o.status.success(), "remount: {:?}", text(&o));
+        assert!(o.status.success(), "mount -o {options}: {:?}", text(&o));
     }
 }
 
@@ -137,5 +149,100 @@ fn a_full_disk_stops_the_run_in_one_line_and_check_passes_once_there_is_room_aga
     assert!(
         events > 0,
         "the runs appended events before the disk filled"
+    );
+}
+
+/// Asserts a refusal: exit 1 and one line on stderr holding `says`, and not calling it
+/// corrupt.
+fn assert_refused_as(out: &Output, says: &str) {
+    let (stdout, stderr) = text(out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+    assert!(stderr.contains(says), "{says:?} not in {stderr:?}");
+    assert!(!stderr.contains("corrupt"), "not corrupt: {stderr}");
+}
+
+#[test]
+fn a_data_directory_in_use_by_another_process_is_named_so_not_corrupt() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    assert!(small_run(&data, 20).status.success());
+    // This process holds the database open, as a live run would.
+    let held = sequencer_host::RedbStorage::open(&data.join("store.redb")).expect("open");
+    let data_arg = data.to_str().expect("utf-8");
+    assert_refused_as(
+        &run_on(&data, &["--partitions", "4", "--events", "10"]),
+        "in use by another process",
+    );
+    assert_refused_as(
+        &run_host(&["check", "--data", data_arg]),
+        "in use by another process",
+    );
+    drop(held);
+    let out = run_host(&["check", "--data", data_arg]);
+    assert!(out.status.success(), "free again: {:?}", text(&out));
+}
+
+#[test]
+fn a_data_directory_on_a_read_only_file_system_is_named_so_not_corrupt() {
+    let Some(fs) = Tmpfs::mount("16m") else {
+        return;
+    };
+    let data = fs.path().join("data");
+    assert!(small_run(&data, 20).status.success());
+    fs.read_only();
+    assert_refused_as(
+        &run_on(&data, &["--partitions", "4", "--events", "10"]),
+        "read-only file system",
+    );
+}
+
+#[test]
+fn two_runs_started_at_once_on_a_new_directory_leave_one_run_and_one_clear_refusal() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let component = common::component_path();
+    let start = || {
+        host()
+            .args([
+                "run",
+                "--data",
+                data.to_str().expect("utf-8"),
+                "--component",
+            ])
+            .arg(&component)
+            .args(["--partitions", "4", "--events", "200"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start sequencer-host")
+    };
+    let (a, b) = (start(), start());
+    let outs = [a, b].map(|c| c.wait_with_output().expect("wait"));
+    assert!(
+        outs.iter().any(|o| o.status.success()),
+        "one of them ran: {:?}",
+        outs.iter().map(text).collect::<Vec<_>>()
+    );
+    for out in outs.iter().filter(|o| !o.status.success()) {
+        let (_, stderr) = text(out);
+        assert!(
+            stderr.contains("in use by another process")
+                || stderr.contains("created by another process at the same moment"),
+            "a clear refusal: {stderr}"
+        );
+        assert_refused_as(out, "data directory");
+    }
+    let events = checked_events(
+        &["check", "--data", data.to_str().expect("utf-8")],
+        "after both",
+    );
+    assert!(
+        events >= 800,
+        "the run that ran appended its 4 x 200 events: {events}"
     );
 }
