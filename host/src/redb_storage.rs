@@ -614,15 +614,12 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
                         "commit failed",
                         format!("the store takes no writes since an earlier error: {cause}"),
                     ),
-                    (redb::Error::Io(_) | redb::Error::PreviousIo, _) => {
-                        let cause = cause.get_or_insert_with(|| e.to_string()).clone();
-                        *lock(&stats.failure) = Some(cause);
-                        tracing::error!("{}", err(path, "commit failed", &e));
-                        err(path, "commit failed", e)
-                    }
                     _ => {
-                        cause.get_or_insert_with(|| e.to_string());
-                        // Logged once per cause; the callers report what follows.
+                        // Only an I/O error stops redb taking writes; others leave no cause.
+                        if matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo) {
+                            let first = cause.get_or_insert_with(|| e.to_string());
+                            *lock(&stats.failure) = Some(first.clone());
+                        }
                         tracing::error!("{}", err(path, "commit failed", &e));
                         err(path, "commit failed", e)
                     }
