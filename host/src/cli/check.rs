@@ -106,14 +106,6 @@ impl<'a> Owners<'a> {
         }
     }
 
-    /// The first number a sequence hands out: the layout's, or this build's workload's.
-    fn initial(&self, seq: SeqId) -> Option<Number> {
-        match self.layout {
-            Some(l) => l.initial(seq),
-            None => initial(seq),
-        }
-    }
-
     /// Partition `p` holds numbers of `key`.
     fn claim(&mut self, p: u32, (ws, seq): (WsId, SeqId)) -> CliResult<()> {
         if let Some(l) = self.layout
@@ -166,7 +158,12 @@ fn check_pages(
     view: impl FnOnce() -> Result<Vec<(WsId, SeqId, Number)>, StorageError>,
     owners: &mut Owners<'_>,
 ) -> CliResult<sequencer_host::CheckReport> {
-    let mut checker = PlogChecker::new(p, stored_next, |seq| owners.initial(seq));
+    // The first number a sequence hands out: the layout's, or this build's workload's.
+    let layout = owners.layout;
+    let mut checker = PlogChecker::new(p, stored_next, move |seq| match layout {
+        Some(l) => l.initial(seq),
+        None => initial(seq),
+    });
     let mut from = 1;
     loop {
         let events = events(from)?;
@@ -178,12 +175,10 @@ fn check_pages(
         }
         from = last + 1;
     }
-    let keys: Vec<(WsId, SeqId)> = checker.keys().collect();
-    let report = checker.finish(&view()?)?;
-    for key in keys {
+    for key in checker.keys() {
         owners.claim(p, key)?;
     }
-    Ok(report)
+    Ok(checker.finish(&view()?)?)
 }
 
 /// Checks every partition of an etcd store; returns the number of events checked.
