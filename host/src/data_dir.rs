@@ -17,6 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::layout::Layout;
+use crate::redb_reader::RedbReader;
 use crate::redb_storage::{OpenError, OpenFailure, RedbStorage};
 
 /// The name of the format marker file.
@@ -229,6 +230,15 @@ impl DataDir {
         }
     }
 
+    /// Opens the directory at `path` for reading only: nothing in it is written, so it may be
+    /// on a read-only file system or in use by a live run (see [`RedbReader`] for how).
+    pub fn open_read_only(path: &Path) -> Result<RedbReader, DataDirError> {
+        Self::validate(path, OpenMode::Existing)?;
+        let layout = Self::read_layout(path)?;
+        RedbReader::open(&path.join(DB_FILE), layout)
+            .map_err(|e| refusal(path.to_path_buf(), e.failure, e.error.0))
+    }
+
     /// The numbering layout recorded in the directory at `path`, read without writing
     /// anything; `None` if none is recorded (a new directory, or one made before layouts were
     /// recorded). A record that cannot be read is [`DataDirError::Corrupt`].
@@ -369,13 +379,15 @@ fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
 /// Names why the database of the data directory `path` could not be opened.
 fn open_error(path: &Path) -> impl FnOnce(OpenError) -> DataDirError {
     let path = path.to_path_buf();
-    move |e| match e.failure {
+    move |e| refusal(path, e.failure, e.error.0)
+}
+
+/// The data directory error for a database file refused for `failure`.
+fn refusal(path: PathBuf, failure: OpenFailure, detail: String) -> DataDirError {
+    match failure {
         OpenFailure::InUse => DataDirError::InUse(path),
         OpenFailure::ReadOnly => DataDirError::ReadOnly(path),
         OpenFailure::PermissionDenied => DataDirError::PermissionDenied(path),
-        OpenFailure::Io | OpenFailure::Corrupt => DataDirError::Corrupt {
-            path,
-            detail: e.error.0,
-        },
+        OpenFailure::Io | OpenFailure::Corrupt => DataDirError::Corrupt { path, detail },
     }
 }

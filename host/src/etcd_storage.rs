@@ -1044,14 +1044,20 @@ impl EtcdStorage {
             .map(|_| ())
         })
     }
+}
+
+impl crate::store_reader::StoreReader for EtcdStorage {
+    fn describe(&self) -> String {
+        format!("etcd {}", self.label())
+    }
 
     /// Partitions that have a PLog or a stored next offset, ascending.
-    pub fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
         self.block(self.clone().partitions_async())
     }
 
     /// The first and last offsets of a partition's PLog, `None` if it is empty.
-    pub fn plog_bounds(
+    fn plog_bounds(
         &self,
         partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
@@ -1063,7 +1069,7 @@ impl EtcdStorage {
 
     /// Up to `max` events of a partition's PLog from `from` on (at most [`PAGE_EVENTS`] per
     /// call), in offset order.
-    pub fn events(
+    fn events(
         &self,
         partition: PartitionId,
         from: PLogOffset,
@@ -1073,7 +1079,7 @@ impl EtcdStorage {
     }
 
     /// The stored next PLog offset of a partition, 0 if none.
-    pub fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
         self.block(self.clone().get_u64(
             next_key(partition),
             format!("read the next offset of partition {partition}"),
@@ -1082,7 +1088,7 @@ impl EtcdStorage {
     }
 
     /// The sequences view of a partition: (workspace, sequence, last), in key order.
-    pub fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
         self.block(self.clone().view_async(partition))
     }
 }

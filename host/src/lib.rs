@@ -43,10 +43,14 @@ mod partition;
 mod plog_check;
 mod read_ahead;
 #[cfg(feature = "redb")]
+mod redb_reader;
+#[cfg(feature = "redb")]
 mod redb_storage;
+mod retry;
 mod runtime;
 mod state;
 mod storage;
+mod store_reader;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 #[cfg(feature = "redb")]
@@ -72,10 +76,14 @@ pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};
 #[cfg(feature = "redb")]
+pub use redb_reader::{ReadMode, RedbReader};
+#[cfg(feature = "redb")]
 pub use redb_storage::{
     DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats,
 };
+pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::Runtime;
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
+pub use store_reader::StoreReader;

@@ -7,7 +7,7 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::event_codec::decode_event;
+use crate::event_codec::{StoredEvent, decode_event};
 use crate::gate::Gate;
 use crate::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
@@ -179,6 +179,67 @@ impl MemoryStorage {
 
 fn plog_next(p: &Partition) -> PLogOffset {
     p.plog.last_key_value().map_or(1, |(o, _)| o + 1)
+}
+
+impl crate::store_reader::StoreReader for MemoryStorage {
+    fn describe(&self) -> String {
+        "memory (nothing kept after the process ends)".into()
+    }
+
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        let mut out: Vec<PartitionId> = self.lock().partitions.keys().copied().collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        let g = self.lock();
+        let Some(p) = g.partitions.get(&partition) else {
+            return Ok(None);
+        };
+        Ok(p.plog
+            .keys()
+            .next()
+            .zip(p.plog.keys().next_back())
+            .map(|(f, l)| (*f, *l)))
+    }
+
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        let g = self.lock();
+        let Some(p) = g.partitions.get(&partition) else {
+            return Ok(Vec::new());
+        };
+        Ok(p.plog
+            .range(from..)
+            .take(max)
+            .map(|(&offset, values)| StoredEvent {
+                offset,
+                values: values.clone(),
+                payload: p.payloads.get(&offset).cloned().unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        Ok(MemoryStorage::stored_next_offset(self, partition))
+    }
+
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        let mut out: Vec<(WsId, SeqId, Number)> = (self.lock().view.iter())
+            .filter(|((p, _), _)| *p == partition)
+            .map(|((_, k), &last)| (k.ws, k.seq, last))
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
 }
 
 impl Storage for MemoryStorage {

@@ -182,7 +182,7 @@ impl std::fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> StorageError {
+pub(crate) fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> StorageError {
     StorageError(format!("{}: {what}: {e}", path.display()))
 }
 
@@ -267,30 +267,8 @@ impl RedbStorage {
                 ))));
             }
         };
-        let version = (|| -> Result<Option<u64>, redb::Error> {
-            let rx = db.begin_read()?;
-            let meta = match rx.open_table(META) {
-                Ok(t) => t,
-                Err(TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            rx.open_table(PLOG)?;
-            rx.open_table(SEQUENCES)?;
-            rx.open_table(NEXT_OFFSET)?;
-            Ok(meta.get(FORMAT_KEY)?.map(|v| v.value()))
-        })()
-        .map_err(|e| corrupt(err(path, "not a sequencer database", e)))?;
-        match version {
-            Some(DB_FORMAT_VERSION) => Ok(Self::start(db, path)),
-            Some(v) => Err(corrupt(StorageError(format!(
-                "{}: database format {v} is not supported (this build reads format {DB_FORMAT_VERSION})",
-                path.display()
-            )))),
-            None => Err(corrupt(StorageError(format!(
-                "{}: not a sequencer database: it has no format record",
-                path.display()
-            )))),
-        }
+        check_format(&db, path).map_err(corrupt)?;
+        Ok(Self::start(db, path))
     }
 
     fn start(db: Database, path: &Path) -> Self {
@@ -374,94 +352,114 @@ impl RedbStorage {
         }
         .boxed()
     }
+}
 
-    fn storage_error(&self, e: impl Into<redb::Error>) -> StorageError {
-        err(&self.inner.path, "storage failed", e.into())
-    }
-
-    /// Partitions that have a PLog or a stored next offset, ascending.
-    pub fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
-        let path = self.inner.path.clone();
-        (|| -> Result<Vec<PartitionId>, redb::Error> {
-            let rx = self.inner.db.begin_read()?;
-            let mut out: Vec<PartitionId> = Vec::new();
-            let next = rx.open_table(NEXT_OFFSET)?;
-            for row in next.iter()? {
-                out.push(row?.0.value());
-            }
-            // Skip-scan the PLog: one seek per partition.
-            let plog = rx.open_table(PLOG)?;
-            let mut from: u32 = 0;
-            while let Some(row) = plog.range((from, 0)..)?.next() {
-                let (p, _) = row?.0.value();
-                out.push(p);
-                match p.checked_add(1) {
-                    Some(n) => from = n,
-                    None => break,
-                }
-            }
-            out.sort_unstable();
-            out.dedup();
-            Ok(out)
-        })()
-        .map_err(|e| err(&path, "cannot list partitions", e))
-    }
-
-    /// The first and last offsets of a partition's PLog, `None` if it is empty.
-    pub fn plog_bounds(
-        &self,
-        partition: PartitionId,
-    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
-        (|| -> Result<_, redb::Error> {
-            let rx = self.inner.db.begin_read()?;
-            let plog = rx.open_table(PLOG)?;
-            let mut range = plog.range((partition, 0)..=(partition, u64::MAX))?;
-            let first = match range.next() {
-                Some(r) => r?.0.value().1,
-                None => return Ok(None),
-            };
-            let last = match range.next_back() {
-                Some(r) => r?.0.value().1,
-                None => first,
-            };
-            Ok(Some((first, last)))
-        })()
-        .map_err(|e| self.storage_error(e))
-    }
-
-    /// Up to `max` events of a partition's PLog from `from` on, in offset order.
-    pub fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
-    ) -> Result<Vec<StoredEvent>, StorageError> {
-        read_events(&self.inner.db, &self.inner.path, partition, from, max)
-    }
-
-    /// The stored next PLog offset of a partition, 0 if none.
-    pub fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
-        read_next(&self.inner.db, &self.inner.path, partition)
-    }
-
-    /// The sequences view of a partition: (workspace, sequence, last), in key order.
-    pub fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
-        (|| -> Result<_, redb::Error> {
-            let rx = self.inner.db.begin_read()?;
-            let t = rx.open_table(SEQUENCES)?;
-            let mut out = Vec::new();
-            for row in t.range((partition, 0, 0)..=(partition, u64::MAX, u16::MAX))? {
-                let (k, v) = row?;
-                let (_, ws, seq) = k.value();
-                out.push((ws, seq, v.value()));
-            }
-            Ok(out)
-        })()
-        .map_err(|e| self.storage_error(e))
+/// Refuses a database that is not a sequencer database of this build's format.
+pub(crate) fn check_format(db: &impl ReadableDatabase, path: &Path) -> Result<(), StorageError> {
+    let version = (|| -> Result<Option<u64>, redb::Error> {
+        let rx = db.begin_read()?;
+        let meta = match rx.open_table(META) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        rx.open_table(PLOG)?;
+        rx.open_table(SEQUENCES)?;
+        rx.open_table(NEXT_OFFSET)?;
+        Ok(meta.get(FORMAT_KEY)?.map(|v| v.value()))
+    })()
+    .map_err(|e| err(path, "not a sequencer database", e))?;
+    match version {
+        Some(DB_FORMAT_VERSION) => Ok(()),
+        Some(v) => Err(StorageError(format!(
+            "{}: database format {v} is not supported (this build reads format {DB_FORMAT_VERSION})",
+            path.display()
+        ))),
+        None => Err(StorageError(format!(
+            "{}: not a sequencer database: it has no format record",
+            path.display()
+        ))),
     }
 }
 
-fn read_next(db: &Database, path: &Path, partition: PartitionId) -> Result<u64, StorageError> {
+/// Partitions that have a PLog or a stored next offset in `db`, ascending.
+pub(crate) fn read_partitions(
+    db: &impl ReadableDatabase,
+    path: &Path,
+) -> Result<Vec<PartitionId>, StorageError> {
+    (|| -> Result<Vec<PartitionId>, redb::Error> {
+        let rx = db.begin_read()?;
+        let mut out: Vec<PartitionId> = Vec::new();
+        let next = rx.open_table(NEXT_OFFSET)?;
+        for row in next.iter()? {
+            out.push(row?.0.value());
+        }
+        // Skip-scan the PLog: one seek per partition.
+        let plog = rx.open_table(PLOG)?;
+        let mut from: u32 = 0;
+        while let Some(row) = plog.range((from, 0)..)?.next() {
+            let (p, _) = row?.0.value();
+            out.push(p);
+            match p.checked_add(1) {
+                Some(n) => from = n,
+                None => break,
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    })()
+    .map_err(|e| err(path, "cannot list partitions", e))
+}
+
+/// The first and last offsets of a partition's PLog in `db`, `None` if it is empty.
+pub(crate) fn read_plog_bounds(
+    db: &impl ReadableDatabase,
+    path: &Path,
+    partition: PartitionId,
+) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+    (|| -> Result<_, redb::Error> {
+        let rx = db.begin_read()?;
+        let plog = rx.open_table(PLOG)?;
+        let mut range = plog.range((partition, 0)..=(partition, u64::MAX))?;
+        let first = match range.next() {
+            Some(r) => r?.0.value().1,
+            None => return Ok(None),
+        };
+        let last = match range.next_back() {
+            Some(r) => r?.0.value().1,
+            None => first,
+        };
+        Ok(Some((first, last)))
+    })()
+    .map_err(|e| err(path, "cannot read the PLog's bounds", e))
+}
+
+/// The sequences view of a partition in `db`: (workspace, sequence, last), in key order.
+pub(crate) fn read_view(
+    db: &impl ReadableDatabase,
+    path: &Path,
+    partition: PartitionId,
+) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+    (|| -> Result<_, redb::Error> {
+        let rx = db.begin_read()?;
+        let t = rx.open_table(SEQUENCES)?;
+        let mut out = Vec::new();
+        for row in t.range((partition, 0, 0)..=(partition, u64::MAX, u16::MAX))? {
+            let (k, v) = row?;
+            let (_, ws, seq) = k.value();
+            out.push((ws, seq, v.value()));
+        }
+        Ok(out)
+    })()
+    .map_err(|e| err(path, "cannot read the sequences view", e))
+}
+
+pub(crate) fn read_next(
+    db: &impl ReadableDatabase,
+    path: &Path,
+    partition: PartitionId,
+) -> Result<u64, StorageError> {
     (|| -> Result<u64, redb::Error> {
         let rx = db.begin_read()?;
         let t = rx.open_table(NEXT_OFFSET)?;
@@ -470,8 +468,8 @@ fn read_next(db: &Database, path: &Path, partition: PartitionId) -> Result<u64, 
     .map_err(|e| err(path, "cannot read the next PLog offset", e))
 }
 
-fn read_events(
-    db: &Database,
+pub(crate) fn read_events(
+    db: &impl ReadableDatabase,
     path: &Path,
     partition: PartitionId,
     from: PLogOffset,
@@ -760,5 +758,45 @@ impl RedbStorage {
             return Err(AppendError::Storage(self.closed()));
         }
         futures::executor::block_on(rx).unwrap_or_else(|_| Err(AppendError::Storage(self.closed())))
+    }
+}
+
+impl crate::store_reader::StoreReader for RedbStorage {
+    fn describe(&self) -> String {
+        format!("embedded redb {}", self.path().display())
+    }
+
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        read_partitions(self.inner.db.as_ref(), &self.inner.path)
+    }
+
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        read_plog_bounds(self.inner.db.as_ref(), &self.inner.path, partition)
+    }
+
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        read_events(
+            self.inner.db.as_ref(),
+            &self.inner.path,
+            partition,
+            from,
+            max,
+        )
+    }
+
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        read_next(self.inner.db.as_ref(), &self.inner.path, partition)
+    }
+
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        read_view(self.inner.db.as_ref(), &self.inner.path, partition)
     }
 }

@@ -11,6 +11,7 @@ use common::ready;
 use std::sync::Arc;
 
 use sequencer::{Params, SeqValue};
+use sequencer_host::StoreReader as _;
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
     AppendError, AppendLimits, Driver, DriverConfig, EventBatch, Faults, Limits, MemoryStorage,

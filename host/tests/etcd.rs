@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{checked_events, component_path, host, run_host, text};
 use sequencer::{Params, SeqValue};
+use sequencer_host::StoreReader as _;
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
     AppendError, Driver, DriverConfig, EtcdConfig, EtcdStorage, EventBatch, Limits, MonotonicClock,

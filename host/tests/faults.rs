@@ -178,10 +178,9 @@ fn a_data_directory_in_use_by_another_process_is_named_so_not_corrupt() {
         &run_on(&data, &["--partitions", "4", "--events", "10"]),
         "in use by another process",
     );
-    assert_refused_as(
-        &run_host(&["check", "--data", data_arg]),
-        "in use by another process",
-    );
+    // check reads a store in use through a private copy (tests/read_only.rs has more).
+    let out = run_host(&["check", "--data", data_arg]);
+    assert!(out.status.success(), "in use: {:?}", text(&out));
     drop(held);
     let out = run_host(&["check", "--data", data_arg]);
     assert!(out.status.success(), "free again: {:?}", text(&out));
@@ -199,6 +198,12 @@ fn a_data_directory_on_a_read_only_file_system_is_named_so_not_corrupt() {
         &run_on(&data, &["--partitions", "4", "--events", "10"]),
         "read-only file system",
     );
+    // check and inspect write nothing, so they read it where it is.
+    let data_arg = data.to_str().expect("utf-8");
+    let events = checked_events(&["check", "--data", data_arg], "on a read-only file system");
+    assert_eq!(events, 4 * 20, "every event of the run");
+    let out = run_host(&["inspect", "--data", data_arg]);
+    assert!(out.status.success(), "inspect: {:?}", text(&out));
 }
 
 #[test]
@@ -245,4 +250,79 @@ fn two_runs_started_at_once_on_a_new_directory_leave_one_run_and_one_clear_refus
         events >= 800,
         "the run that ran appended its 4 x 200 events: {events}"
     );
+}
+
+/// Runs `sequencer-host` as the unprivileged user `nobody` (with `setpriv`, as root), from a
+/// copy of the binary in `dir` that `nobody` may execute; `None` where this process cannot
+/// switch users (not root), which under CI is a failure.
+fn run_as_nobody(dir: &Path, args: &[&str]) -> Option<Output> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("sequencer-host");
+    if !bin.exists() {
+        std::fs::copy(common::BIN, &bin).expect("copy the binary");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .args(["--quiet", "--no-progress"])
+        .args(args)
+        .env_remove("SEQUENCER_DATA")
+        .env_remove("SEQUENCER_COMPONENT")
+        .output();
+    match out {
+        Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("setpriv:") => Some(o),
+        other => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "cannot run as another user: {other:?}"
+            );
+            eprintln!("skipped: cannot switch to user nobody (run as root to test permissions)");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_data_directory_this_user_may_not_write_is_named_so_and_check_still_reads_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let data = dir.join("data");
+    assert!(small_run(&data, 20).status.success());
+    // The directory and its files stay root's: readable by everyone, writable by root only.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for f in std::fs::read_dir(&data).expect("list").flatten() {
+        std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    let component = dir.join("sequencer.wasm");
+    std::fs::copy(common::component_path(), &component).expect("copy the component");
+    std::fs::set_permissions(&component, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let data_arg = data.to_str().expect("utf-8");
+    let before = common::snapshot(&data);
+    let Some(out) = run_as_nobody(
+        dir,
+        &[
+            "run",
+            "--data",
+            data_arg,
+            "--component",
+            component.to_str().expect("utf-8"),
+            "--partitions",
+            "4",
+            "--events",
+            "10",
+        ],
+    ) else {
+        return;
+    };
+    assert_refused_as(&out, "permission denied");
+    let checked = run_as_nobody(dir, &["check", "--data", data_arg]).expect("ran before");
+    assert!(
+        checked.status.success(),
+        "check reads what it may not write: {:?}",
+        text(&checked)
+    );
+    assert!(common::snapshot(&data) == before, "nothing was written");
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::executor::block_on;
 use sequencer::{Params, SeqValue};
+use sequencer_host::StoreReader as _;
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
     AppendError, DataDir, Driver, DriverConfig, Limits, MonotonicClock, OpenMode, PlogChecker,

@@ -4,12 +4,8 @@
 use std::collections::HashMap;
 use std::process::ExitCode;
 
-use sequencer::{Number, PLogOffset, SeqId, WsId};
-#[cfg(feature = "etcd")]
-use sequencer_host::EtcdStorage;
-use sequencer_host::{
-    DataDir, Layout, OpenMode, PlogChecker, RedbStorage, StorageError, StoredEvent,
-};
+use sequencer::{SeqId, WsId};
+use sequencer_host::{CheckReport, Layout, PartitionId, PlogChecker, StoreReader};
 
 use clap::Args;
 
@@ -28,63 +24,25 @@ pub struct CheckArgs {
     pub store: StoreKind,
 }
 
-/// The store `check` reads.
-enum Checked {
-    Embedded(DataDir),
-    #[cfg(feature = "etcd")]
-    Etcd(EtcdStorage),
-}
-
 /// How many events one read takes while checking.
 const PAGE: usize = 16_384;
 
 /// `check`: prints one line per partition; the first violation is the error.
 pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
-    let store = match &args.store {
-        StoreKind::Embedded => {
-            Checked::Embedded(DataDir::open(&args.data.data, OpenMode::Existing)?)
-        }
-        #[cfg(feature = "etcd")]
-        StoreKind::Etcd(url) => Checked::Etcd(EtcdStorage::connect_url(url)?),
-        #[cfg(not(feature = "etcd"))]
-        StoreKind::Etcd(url) => return Err(super::no_etcd(url)),
-        StoreKind::Memory => {
-            return Err(super::CliError(
-                "the memory store keeps nothing to check (use --store embedded or etcd://...)"
-                    .into(),
-            ));
-        }
-    };
-    let layout = match &store {
-        Checked::Embedded(_) => DataDir::read_layout(&args.data.data)?,
-        #[cfg(feature = "etcd")]
-        Checked::Etcd(_) => None,
-    };
+    let store = super::open_reader(&args.store, &args.data.data)?;
+    println!("checking {}", store.describe());
+    let layout = store.layout()?;
     if layout.is_none() {
         println!("no numbering layout recorded: checking against this build's workload sequences");
     }
-    let mut owners = Owners::new(layout.as_ref());
-    let mut total = 0;
-    let partitions = match &store {
-        Checked::Embedded(d) => d.store().partitions()?,
-        #[cfg(feature = "etcd")]
-        Checked::Etcd(e) => e.partitions()?,
-    };
-    for &p in &partitions {
-        let report = match &store {
-            Checked::Embedded(d) => check_partition(d.store(), p, &mut owners)?,
-            #[cfg(feature = "etcd")]
-            Checked::Etcd(e) => check_etcd_partition(e, p, &mut owners)?,
-        };
+    let (partitions, total) = check_store(store.as_ref(), layout.as_ref(), |p, report| {
         println!(
             "partition {p}: ok: {} events, {} numbers over {} keys, {} view rows",
             report.events, report.numbers, report.keys, report.view_rows
         );
-        total += report.events;
-    }
+    })?;
     println!(
-        "check passed: {} partitions, {total} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
-        partitions.len()
+        "check passed: {partitions} partitions, {total} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog"
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -125,48 +83,40 @@ impl<'a> Owners<'a> {
     }
 }
 
-/// Checks every partition of `store` against `layout`; returns the number of events checked.
-pub fn check_store(store: &RedbStorage, layout: Option<&Layout>) -> CliResult<u64> {
+/// Checks every partition of `store` against `layout` (this build's workload sequences if
+/// `None`), and across partitions; calls `each` with every partition's report. Returns how
+/// many partitions and PLog events it checked.
+pub fn check_store(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    mut each: impl FnMut(PartitionId, &CheckReport),
+) -> CliResult<(usize, u64)> {
     let mut owners = Owners::new(layout);
     let mut total = 0;
-    for p in store.partitions()? {
-        total += check_partition(store, p, &mut owners)?.events;
+    let partitions = store.partitions()?;
+    for &p in &partitions {
+        let report = check_partition(store, p, &mut owners)?;
+        each(p, &report);
+        total += report.events;
     }
-    Ok(total)
+    Ok((partitions.len(), total))
 }
 
+/// Checks partition `p`: its PLog read in pages, then its view.
 fn check_partition(
-    store: &RedbStorage,
-    p: u32,
+    store: &dyn StoreReader,
+    p: PartitionId,
     owners: &mut Owners<'_>,
-) -> CliResult<sequencer_host::CheckReport> {
-    check_pages(
-        p,
-        store.stored_next_offset(p)?,
-        |from| store.events(p, from, PAGE),
-        || store.view(p),
-        owners,
-    )
-}
-
-/// Checks partition `p` whose stored next offset is `stored_next`, reading its PLog in pages
-/// (`events(from)`) and then its view.
-fn check_pages(
-    p: u32,
-    stored_next: PLogOffset,
-    events: impl Fn(PLogOffset) -> Result<Vec<StoredEvent>, StorageError>,
-    view: impl FnOnce() -> Result<Vec<(WsId, SeqId, Number)>, StorageError>,
-    owners: &mut Owners<'_>,
-) -> CliResult<sequencer_host::CheckReport> {
+) -> CliResult<CheckReport> {
     // The first number a sequence hands out: the layout's, or this build's workload's.
     let layout = owners.layout;
-    let mut checker = PlogChecker::new(p, stored_next, move |seq| match layout {
+    let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, move |seq| match layout {
         Some(l) => l.initial(seq),
         None => initial(seq),
     });
     let mut from = 1;
     loop {
-        let events = events(from)?;
+        let events = store.events(p, from, PAGE)?;
         let Some(last) = events.last().map(|e| e.offset) else {
             break;
         };
@@ -178,32 +128,5 @@ fn check_pages(
     for key in checker.keys() {
         owners.claim(p, key)?;
     }
-    Ok(checker.finish(&view()?)?)
-}
-
-/// Checks every partition of an etcd store; returns the number of events checked.
-#[cfg(feature = "etcd")]
-pub fn check_etcd(store: &EtcdStorage) -> CliResult<u64> {
-    let mut owners = Owners::new(None);
-    let mut total = 0;
-    for p in store.partitions()? {
-        total += check_etcd_partition(store, p, &mut owners)?.events;
-    }
-    Ok(total)
-}
-
-/// Checks one partition of an etcd store, reading its PLog in pages.
-#[cfg(feature = "etcd")]
-pub fn check_etcd_partition(
-    store: &EtcdStorage,
-    p: u32,
-    owners: &mut Owners<'_>,
-) -> CliResult<sequencer_host::CheckReport> {
-    check_pages(
-        p,
-        store.stored_next_offset(p)?,
-        |from| store.events(p, from, PAGE),
-        || store.view(p),
-        owners,
-    )
+    Ok(checker.finish(&store.view(p)?)?)
 }

@@ -1,13 +1,14 @@
-//! `inspect`: the partitions of a data directory, then one partition's PLog tail and view.
+//! `inspect`: the partitions of a store, then one partition's PLog tail and view. The store is
+//! opened for reading only (any backend), so `inspect` changes nothing and works beside a live
+//! run.
 
 use std::process::ExitCode;
 
 use clap::Args;
 use sequencer::SeqValue;
-use sequencer_host::{DataDir, OpenMode};
 
 use super::run::seq_name;
-use super::{CliError, CliResult, DataArgs};
+use super::{CliError, CliResult, DataArgs, StoreKind};
 
 /// Options of `inspect`.
 #[derive(Args, Debug, Clone)]
@@ -15,6 +16,9 @@ pub struct InspectArgs {
     /// The data directory.
     #[command(flatten)]
     pub data: DataArgs,
+    /// The store to read: embedded (redb in --data) or etcd://HOST:PORT,...
+    #[arg(long, default_value = "embedded")]
+    pub store: StoreKind,
     /// The partition to show.
     #[arg(long, default_value_t = 0)]
     pub partition: u32,
@@ -31,12 +35,11 @@ pub struct InspectArgs {
 
 /// `inspect`.
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
-    let dir = DataDir::open(&args.data.data, OpenMode::Existing)?;
-    let store = dir.store();
+    let store = super::open_reader(&args.store, &args.data.data)?;
     let partitions = store.partitions()?;
-    // A partition exists if the recorded layout has it, or (a directory made before layouts
-    // were recorded) if the store holds its PLog.
-    let layout = DataDir::read_layout(dir.path())?;
+    // A partition exists if the recorded layout has it, or (a store made before layouts were
+    // recorded) if the store holds its PLog.
+    let layout = store.layout()?;
     let known = match &layout {
         Some(l) => args.partition < l.partitions,
         None => partitions.contains(&args.partition) || partitions.is_empty(),
@@ -49,17 +52,20 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         return Err(CliError(format!(
             "partition {} does not exist in {}: it has {has}",
             args.partition,
-            dir.path().display()
+            store.describe()
         )));
     }
-    let size = std::fs::metadata(store.path()).map_or(0, |m| m.len());
-    println!(
-        "data directory {} (format {}, {} {:.1} MiB)",
-        dir.path().display(),
-        sequencer_host::FORMAT_VERSION,
-        sequencer_host::DB_FILE,
-        size as f64 / (1024.0 * 1024.0)
-    );
+    println!("{}", store.describe());
+    for (name, value) in store.statistics() {
+        println!("{name}: {value}");
+    }
+    if let Some(l) = &layout {
+        println!(
+            "numbering layout: {} partitions, workspace-to-partition {}",
+            l.partitions,
+            sequencer_host::layout::WORKSPACE_TO_PARTITION
+        );
+    }
     println!();
     println!(
         "{:>9}  {:>20}  {:>18}  {:>9}",

@@ -7,11 +7,12 @@ pub mod logging;
 pub mod run;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand};
+use sequencer_host::{DataDir, StoreReader};
 
 use logging::Progress;
 
@@ -127,6 +128,21 @@ pub fn no_etcd(url: &str) -> CliError {
         "store {url}: this sequencer-host was built without etcd support; rebuild it with \
          `--features etcd` (its gRPC client needs protoc: `export PROTOC=\"$(bash scripts/protoc.sh)\"`)"
     ))
+}
+
+/// Opens the store `kind` for reading only (the embedded one in the data directory `data`):
+/// what `check` and `inspect` read, leaving the store's bytes unchanged.
+pub fn open_reader(kind: &StoreKind, data: &Path) -> CliResult<Box<dyn StoreReader>> {
+    match kind {
+        StoreKind::Embedded => Ok(Box::new(DataDir::open_read_only(data)?)),
+        #[cfg(feature = "etcd")]
+        StoreKind::Etcd(url) => Ok(Box::new(sequencer_host::EtcdStorage::connect_url(url)?)),
+        #[cfg(not(feature = "etcd"))]
+        StoreKind::Etcd(url) => Err(no_etcd(url)),
+        StoreKind::Memory => Err(CliError(
+            "the memory store keeps nothing to read (use --store embedded or etcd://...)".into(),
+        )),
+    }
 }
 
 /// Runs the chosen subcommand.

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use backon::ExponentialBackoff;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::testkit::Rng;
@@ -29,7 +30,8 @@ use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
     Layout, LayoutSeq, Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId,
-    PartitionSequencer, PlogChecker, ReadAhead, Runtime, Storage, encoded_len,
+    PartitionSequencer, ReadAhead, RetryPolicy, Runtime, Storage, StoreReader, WarnLimiter,
+    encoded_len,
 };
 
 use super::logging::Progress;
@@ -198,6 +200,16 @@ enum Backend {
 }
 
 impl Backend {
+    /// The store's read side, to prove what the run stored.
+    fn reader(&self) -> &dyn StoreReader {
+        match self {
+            Self::Embedded(d) => d.store(),
+            Self::Memory(m) => m,
+            #[cfg(feature = "etcd")]
+            Self::Etcd(e) => e,
+        }
+    }
+
     /// Another host may hold the same partition (etcd), so an append refused by the fence
     /// means "actualize and go on", not a bug.
     fn shared(&self) -> bool {
@@ -345,6 +357,8 @@ struct Workload<'a> {
     /// A shared store (etcd): another host may hold the same partition, so an append refused
     /// by the fence means "actualize and go on", not a bug.
     shared: bool,
+    /// Repeated warnings of every partition, limited to one line per kind per interval.
+    warnings: &'a WarnLimiter,
 }
 
 /// One partition's command processor at work.
@@ -377,22 +391,9 @@ struct Processor<'a> {
     failures_in_a_row: u32,
     /// The first of those failures: the cause (later ones may only say the store gave up).
     first_failure: Option<String>,
-}
-
-/// How many appends of a partition may fail in storage in a row before the run stops: an
-/// error that does not clear within a few seconds of retries (a full disk, a store that
-/// refuses every write) stops the run with one line instead of a loop without end.
-const MAX_APPEND_FAILURES_IN_A_ROW: u32 = 6;
-
-/// The wait before the retry after the `n`th failure in a row (from 1): 100 ms doubling up to
-/// 2 s, each wait drawn from its upper half so that partitions failing together do not retry
-/// together. Six failures in a row take at most 100 + 200 + 400 + 800 + 1,600 ms (the sixth
-/// stops): about 3 s.
-fn append_retry_wait(n: u32, draw: u64) -> Duration {
-    let full =
-        Duration::from_millis(100u64 << n.saturating_sub(1).min(5)).min(Duration::from_secs(2));
-    let half = full / 2;
-    half + Duration::from_nanos(draw % (half.as_nanos() as u64).max(1))
+    /// The waits left before the next retries of a failing append ([`RetryPolicy::APPEND`]);
+    /// `None` while appends succeed.
+    retry_waits: Option<ExponentialBackoff>,
 }
 
 impl Workload<'_> {
@@ -416,6 +417,7 @@ impl Workload<'_> {
             unresolved: None,
             failures_in_a_row: 0,
             first_failure: None,
+            retry_waits: None,
         };
         while p.t.events < a.events {
             let end = p.fill_batch()?;
@@ -602,6 +604,7 @@ impl Processor<'_> {
             Ok(()) => {
                 self.failures_in_a_row = 0;
                 self.first_failure = None;
+                self.retry_waits = None;
                 let acked = Instant::now();
                 let n = self.batch.len() as u64;
                 if n > 0 {
@@ -618,16 +621,26 @@ impl Processor<'_> {
             }
             Err(AppendError::Storage(e)) => {
                 self.failures_in_a_row += 1;
-                let first = self.first_failure.get_or_insert_with(|| e.to_string());
+                let first = self
+                    .first_failure
+                    .get_or_insert_with(|| e.to_string())
+                    .clone();
                 if let Some(failure) = self.w.storage.failure() {
                     // Retrying a store that takes no more writes would only loop.
                     return Err(CliError(format!(
                         "partition {p}: a PLog append failed and the store takes no more writes: {failure}; stopping ({STOPPED})"
                     )));
                 }
-                if self.failures_in_a_row >= MAX_APPEND_FAILURES_IN_A_ROW {
+                // The seed differs per partition and per failure, and leaves the workload's
+                // own random choices alone.
+                let seed = u64::from(p) << 32 | self.t.append_failures;
+                let wait = self
+                    .retry_waits
+                    .get_or_insert_with(|| RetryPolicy::APPEND.waits(seed))
+                    .next();
+                let Some(wait) = wait else {
                     let last = e.to_string();
-                    let also = if last == *first {
+                    let also = if last == first {
                         String::new()
                     } else {
                         format!(" (the last: {last})")
@@ -636,18 +649,16 @@ impl Processor<'_> {
                         "partition {p}: {} PLog appends in a row failed, the first: {first}{also}; stopping ({STOPPED})",
                         self.failures_in_a_row
                     )));
-                }
+                };
                 // Which parts of the batch are in the PLog is unknown: actualization finds out.
-                tracing::warn!(
-                    "partition {p}: {e}; actualizing and trying again ({} of {MAX_APPEND_FAILURES_IN_A_ROW} failures in a row)",
-                    self.failures_in_a_row
-                );
-                // The draw differs per partition and per failure (a fixed mix of both), and
-                // leaves the workload's own random choices alone.
-                let draw = (u64::from(p) << 32 | self.t.append_failures)
-                    .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                    .rotate_left(29);
-                std::thread::sleep(append_retry_wait(self.failures_in_a_row, draw));
+                self.w.warnings.warn("append failed", || {
+                    format!(
+                        "partition {p}: {e}; actualizing and trying again in {} ms ({} failures in a row)",
+                        wait.as_millis(),
+                        self.failures_in_a_row
+                    )
+                });
+                std::thread::sleep(wait);
                 self.t.append_failures += 1;
                 self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
                 actualize = true;
@@ -655,7 +666,9 @@ impl Processor<'_> {
             Err(e @ AppendError::WrongOffset { offered, .. }) if self.w.shared => {
                 // Another host committed at `offered`: the parts before it are ours. Catch up
                 // from the PLog and go on.
-                tracing::warn!("partition {p}: {e}; actualizing");
+                self.w
+                    .warnings
+                    .warn("fenced", || format!("partition {p}: {e}; actualizing"));
                 self.t.fenced += 1;
                 self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
                 actualize = true;
@@ -702,6 +715,9 @@ fn fill_payload(out: &mut Vec<u8>, size: usize, ws: WsId, offset: PLogOffset, va
     }
     out.push(b'}');
 }
+
+/// The shortest time between two warnings of one kind (the ones between are counted).
+const WARN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What a run that stops on a storage error tells the operator.
 const STOPPED: &str = "every event acknowledged before is durable: `sequencer-host check` proves it, and a run resumes once the store takes writes again";
@@ -775,8 +791,33 @@ fn record_layout(dir: &DataDir, wanted: &Layout) -> CliResult<()> {
     Ok(())
 }
 
-/// `run`.
+/// `run`, in its named steps: open the store, recover every partition from the PLog, run the
+/// workload, check what was stored, report.
 pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
+    let opened = open(args)?;
+    let recovered = recover(args, &opened, progress)?;
+    let ran = run_workload(args, &opened, &recovered, progress)?;
+    let checked = check_stored(&opened, recovered.stop())?;
+    report(args, &opened, &recovered, ran, checked);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run's store and component, opened after every option and the recorded layout were
+/// validated (nothing is written before).
+struct Opened {
+    backend: Backend,
+    runtime: Runtime,
+    /// The numbering layout of this run (recorded, or found equal to the record).
+    wanted: Layout,
+    /// The storage as the driver and the command processors see it: the backend behind the
+    /// read-ahead of numbers.
+    read_ahead: Arc<ReadAhead>,
+    storage: Arc<dyn Storage>,
+}
+
+/// The step that opens: validates the options and the recorded layout, loads the component,
+/// opens (or creates) the store.
+fn open(args: &RunArgs) -> CliResult<Opened> {
     // Validate everything before writing anything.
     let batch_bytes = (args.payload_bytes as u64).saturating_mul(args.batch_size);
     if batch_bytes > MAX_BATCH_BYTES {
@@ -855,18 +896,54 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let read_ahead = Arc::new(ReadAhead::new(base));
     let storage: Arc<dyn Storage> = read_ahead.clone();
 
+    Ok(Opened {
+        backend,
+        runtime,
+        wanted,
+        read_ahead,
+        storage,
+    })
+}
+
+/// Every partition's sequencer, actualized from the PLog.
+struct Recovered {
+    driver: Driver,
+    seqs: Vec<PartitionSequencer>,
+    /// Events the store held before this run.
+    resumed_events: u64,
+    /// Events replayed to actualize.
+    replayed_events: u64,
+    actualize_time: Duration,
+}
+
+impl Recovered {
+    /// Lets the flusher catch up, then closes every sequencer and stops the driver.
+    fn stop(&self) -> &Self {
+        self.driver.idle();
+        for s in &self.seqs {
+            s.cleanup();
+        }
+        self
+    }
+}
+
+/// The step that recovers: opens every partition's sequencer and waits (with a progress bar,
+/// bounded) until each has replayed its PLog from the stored next offset.
+fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Recovered> {
+    let Opened {
+        backend,
+        runtime,
+        read_ahead,
+        storage,
+        ..
+    } = opened;
     // What a restart has to replay: from the stored next offset to the PLog's end.
     let mut to_replay = 0u64;
     let mut resumed_events = 0u64;
+    let reader = backend.reader();
     for p in 0..args.partitions {
-        let (bounds, stored) = match &backend {
-            Backend::Embedded(d) => (d.store().plog_bounds(p)?, d.store().stored_next_offset(p)?),
-            #[cfg(feature = "etcd")]
-            Backend::Etcd(e) => (e.plog_bounds(p)?, e.stored_next_offset(p)?),
-            Backend::Memory(_) => (None, 0),
-        };
-        if let Some((_, last)) = bounds {
-            to_replay += (last + 1).saturating_sub(stored.max(1));
+        if let Some((_, last)) = reader.plog_bounds(p)? {
+            to_replay += (last + 1).saturating_sub(reader.stored_next_offset(p)?.max(1));
             resumed_events += last;
         }
     }
@@ -879,7 +956,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0));
     let params = params();
     let actualize_started = Instant::now();
-    let seqs = open_partitions(&driver, &runtime, &params, args.partitions)?;
+    let seqs = open_partitions(&driver, runtime, &params, args.partitions)?;
     let bar = progress.multi.add(ProgressBar::new(to_replay));
     bar.set_style(style(
         "{prefix:>12} [{bar:40}] {pos}/{len} events replayed ({elapsed})",
@@ -920,6 +997,38 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         );
     }
 
+    Ok(Recovered {
+        driver,
+        seqs,
+        resumed_events,
+        replayed_events,
+        actualize_time,
+    })
+}
+
+/// What the workload did.
+struct Ran {
+    tally: Tally,
+    elapsed: Duration,
+    /// The store's counters during the workload.
+    during: StoreSnapshot,
+    reads: sequencer_host::ReadCounts,
+}
+
+/// The step that runs the workload: one command-processor thread per partition.
+fn run_workload(
+    args: &RunArgs,
+    opened: &Opened,
+    recovered: &Recovered,
+    progress: &Progress,
+) -> CliResult<Ran> {
+    let Opened {
+        backend,
+        read_ahead,
+        storage,
+        ..
+    } = opened;
+    let seqs = &recovered.seqs;
     // The workload.
     let total = u64::from(args.partitions) * args.events;
     let events_bar = progress.multi.add(ProgressBar::new(total));
@@ -928,15 +1037,17 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     ));
     events_bar.set_prefix("running");
     let actualizations = AtomicU64::new(0);
+    let warnings = WarnLimiter::new(WARN_INTERVAL);
     let workload = Workload {
         args,
-        storage: &storage,
-        read_ahead: &read_ahead,
+        storage,
+        read_ahead,
         events_bar: &events_bar,
         actualizations: &actualizations,
         shared: backend.shared(),
+        warnings: &warnings,
     };
-    let counts_before = StoreSnapshot::take(&backend);
+    let counts_before = StoreSnapshot::take(backend);
     let reads_before = read_ahead.counts();
     let started = Instant::now();
     let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
@@ -953,8 +1064,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
                 "{rate:.0}/s, actualizations {}",
                 actualizations.load(Ordering::Relaxed)
             );
-            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(&backend).since(&counts_before)
-            {
+            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(backend).since(&counts_before) {
                 msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
             }
             events_bar.set_message(msg);
@@ -969,7 +1079,7 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
             .collect()
     });
     let elapsed = started.elapsed();
-    let during = StoreSnapshot::take(&backend).since(&counts_before);
+    let during = StoreSnapshot::take(backend).since(&counts_before);
     let reads = read_ahead.counts().since(&reads_before);
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
@@ -977,22 +1087,38 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         tally.add(r?);
     }
 
-    // Let the flusher catch up, then stop.
-    driver.idle();
-    for s in &seqs {
-        s.cleanup();
-    }
-    drop(driver);
+    Ok(Ran {
+        tally,
+        elapsed,
+        during,
+        reads,
+    })
+}
 
-    // Prove what is stored.
-    let checked = match &backend {
-        Backend::Embedded(d) => check::check_store(d.store(), Some(&wanted))?,
-        Backend::Memory(m) => check_memory(m, args.partitions)?,
-        #[cfg(feature = "etcd")]
-        Backend::Etcd(e) => check::check_etcd(e)?,
-    };
+/// The step that checks: proves the whole store (every partition, and across partitions)
+/// against the run's layout once every sequencer has stopped; returns the events checked.
+fn check_stored(opened: &Opened, _stopped: &Recovered) -> CliResult<u64> {
+    let (_, checked) =
+        check::check_store(opened.backend.reader(), Some(&opened.wanted), |_, _| {})?;
+    Ok(checked)
+}
 
-    let store_line = match &backend {
+/// The step that reports: the summary table.
+fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, checked: u64) {
+    let backend = &opened.backend;
+    let Recovered {
+        resumed_events,
+        replayed_events,
+        actualize_time,
+        ..
+    } = *recovered;
+    let Ran {
+        mut tally,
+        elapsed,
+        during,
+        reads,
+    } = ran;
+    let store_line = match backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
         Backend::Memory(_) => "memory (nothing kept)".to_string(),
         #[cfg(feature = "etcd")]
@@ -1132,7 +1258,6 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
         format!("ok: {checked} PLog events, dense offsets, no number issued twice"),
     ));
     print_table(&rows);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// What the store did, as counters (those of the backend in use).
@@ -1245,25 +1370,6 @@ fn open_partitions(
     (0..partitions)
         .map(|p| driver.open(runtime, p, params).map_err(host))
         .collect()
-}
-
-fn check_memory(m: &MemoryStorage, partitions: u32) -> CliResult<u64> {
-    let mut events = 0;
-    for p in 0..partitions {
-        let mut c = PlogChecker::new(p, m.stored_next_offset(p), initial);
-        let mut keys = std::collections::BTreeSet::new();
-        for (offset, values) in m.plog(p) {
-            c.event(offset, &values)?;
-            keys.extend(values.iter().map(|v| (v.key.ws, v.key.seq)));
-        }
-        let view: Vec<(WsId, SeqId, Number)> = keys
-            .into_iter()
-            .map(|(ws, seq)| (ws, seq, m.view_value(p, ws, seq)))
-            .filter(|&(_, _, last)| last > 0)
-            .collect();
-        events += c.finish(&view)?.events;
-    }
-    Ok(events)
 }
 
 fn style(template: &str) -> ProgressStyle {

@@ -1,0 +1,265 @@
+//! A redb store opened for reading only: what `check` and `inspect` use, so they leave the
+//! store's bytes unchanged and work on a read-only copy or beside a live run.
+//!
+//! redb opens a database read-only in place only when it was closed cleanly and no process has
+//! it open for writing. Otherwise (a run is live and holds the file's lock, or the last one was
+//! killed and the file needs crash recovery, which is a write) the reader copies the file into a
+//! private temporary folder and opens the copy, which redb repairs and checks there; the original
+//! is never written. A copy of a file a live run is committing to can be torn: the copy is then
+//! refused by redb's integrity check (every page's checksum) and taken again, a few times.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use redb::{Builder, DatabaseError, ReadOnlyDatabase};
+use sequencer::{Number, PLogOffset, SeqId, WsId};
+
+use crate::event_codec::StoredEvent;
+use crate::layout::Layout;
+use crate::redb_storage::{
+    OpenError, OpenFailure, RedbStorage, check_format, err, read_events, read_next,
+    read_partitions, read_plog_bounds, read_view,
+};
+use crate::storage::{PartitionId, StorageError};
+use crate::store_reader::StoreReader;
+
+/// How many copies of a live store are taken before giving up on a consistent one.
+const COPY_TRIES: u32 = 5;
+
+/// How a [`RedbReader`] reads its store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// The file itself, opened read-only (it was closed cleanly and nobody writes to it).
+    InPlace,
+    /// A private copy, because the file is open for writing by another process (a live run).
+    CopyOfLive,
+    /// A private copy, repaired there, because the file needs crash recovery (its last writer
+    /// was killed or lost power).
+    CopyForRecovery,
+}
+
+/// A redb database file read without being written; see the module's documentation.
+pub struct RedbReader {
+    path: PathBuf,
+    mode: ReadMode,
+    layout: Option<Layout>,
+    db: Opened,
+}
+
+enum Opened {
+    InPlace(ReadOnlyDatabase),
+    Copy {
+        store: RedbStorage,
+        _folder: PrivateFolder,
+    },
+}
+
+impl RedbReader {
+    /// Opens the database file at `path` for reading only; `layout` is the numbering layout
+    /// recorded beside it, if any. The file's bytes are never changed.
+    pub fn open(path: &Path, layout: Option<Layout>) -> Result<Self, OpenError> {
+        let fail = |failure, error| OpenError { failure, error };
+        if !path.is_file() {
+            return Err(fail(
+                OpenFailure::Corrupt,
+                StorageError(format!("{}: the database file is missing", path.display())),
+            ));
+        }
+        let opened = std::panic::catch_unwind(|| Builder::new().open_read_only(path));
+        let (db, mode) = match opened {
+            Ok(Ok(db)) => {
+                check_format(&db, path).map_err(|e| fail(OpenFailure::Corrupt, e))?;
+                (Opened::InPlace(db), ReadMode::InPlace)
+            }
+            Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => {
+                (Self::copy(path, true)?, ReadMode::CopyOfLive)
+            }
+            Ok(Err(DatabaseError::RepairAborted)) => {
+                (Self::copy(path, false)?, ReadMode::CopyForRecovery)
+            }
+            Ok(Err(DatabaseError::Storage(redb::StorageError::Io(e)))) => {
+                let failure = match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => OpenFailure::PermissionDenied,
+                    std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
+                        OpenFailure::Corrupt
+                    }
+                    _ => OpenFailure::Io,
+                };
+                return Err(fail(failure, err(path, "cannot open the database", e)));
+            }
+            Ok(Err(e)) => {
+                return Err(fail(
+                    OpenFailure::Corrupt,
+                    err(path, "not a readable sequencer database", e),
+                ));
+            }
+            Err(_) => {
+                return Err(fail(
+                    OpenFailure::Corrupt,
+                    StorageError(format!(
+                        "{}: not a readable sequencer database: the engine failed on its contents",
+                        path.display()
+                    )),
+                ));
+            }
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            mode,
+            layout,
+            db,
+        })
+    }
+
+    /// Copies the file into a private folder and opens the copy (repairing and checking it
+    /// there). A live file's copy may be torn by a commit under way: it is taken again.
+    fn copy(path: &Path, live: bool) -> Result<Opened, OpenError> {
+        let fail = |failure, error| OpenError { failure, error };
+        let tries = if live { COPY_TRIES } else { 1 };
+        let mut last = None;
+        for attempt in 1..=tries {
+            let folder = PrivateFolder::new().map_err(|e| {
+                fail(
+                    OpenFailure::Io,
+                    err(path, "cannot make a folder for a private copy", e),
+                )
+            })?;
+            let copy = folder.path.join("store.redb");
+            std::fs::copy(path, &copy)
+                .map_err(|e| fail(OpenFailure::Io, err(path, "cannot copy the database", e)))?;
+            match RedbStorage::open(&copy) {
+                Ok(store) => {
+                    return Ok(Opened::Copy {
+                        store,
+                        _folder: folder,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+            if attempt < tries {
+                std::thread::sleep(Duration::from_millis(20 * u64::from(attempt)));
+            }
+        }
+        let detail = last.map_or_else(String::new, |e| e.error.0);
+        let what = if live {
+            format!(
+                "{}: in use by a live run, and {tries} copies of it were not consistent (the last: {detail}); try again, or stop the run first",
+                path.display()
+            )
+        } else {
+            format!(
+                "{}: needs crash recovery, and a private copy of it could not be recovered: {detail}",
+                path.display()
+            )
+        };
+        Err(fail(OpenFailure::Corrupt, StorageError(what)))
+    }
+
+    /// How the store is read.
+    pub fn mode(&self) -> &ReadMode {
+        &self.mode
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl StoreReader for RedbReader {
+    fn describe(&self) -> String {
+        let how = match self.mode {
+            ReadMode::InPlace => "read-only in place",
+            ReadMode::CopyOfLive => "a private copy: a run has it open",
+            ReadMode::CopyForRecovery => {
+                "a private copy, recovered there: its last run did not close it"
+            }
+        };
+        format!("embedded redb {} ({how})", self.path.display())
+    }
+
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        match &self.db {
+            Opened::InPlace(db) => read_partitions(db, &self.path),
+            Opened::Copy { store, .. } => store.partitions(),
+        }
+    }
+
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        match &self.db {
+            Opened::InPlace(db) => read_plog_bounds(db, &self.path, partition),
+            Opened::Copy { store, .. } => store.plog_bounds(partition),
+        }
+    }
+
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        match &self.db {
+            Opened::InPlace(db) => read_events(db, &self.path, partition, from, max),
+            Opened::Copy { store, .. } => store.events(partition, from, max),
+        }
+    }
+
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        match &self.db {
+            Opened::InPlace(db) => read_next(db, &self.path, partition),
+            Opened::Copy { store, .. } => store.stored_next_offset(partition),
+        }
+    }
+
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        match &self.db {
+            Opened::InPlace(db) => read_view(db, &self.path, partition),
+            Opened::Copy { store, .. } => store.view(partition),
+        }
+    }
+
+    fn layout(&self) -> Result<Option<Layout>, StorageError> {
+        Ok(self.layout.clone())
+    }
+
+    fn statistics(&self) -> Vec<(String, String)> {
+        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        vec![(
+            "file size".into(),
+            format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
+        )]
+    }
+}
+
+/// A folder of this process's own in the system's temporary folder, removed with its
+/// contents when dropped.
+struct PrivateFolder {
+    path: PathBuf,
+}
+
+impl PrivateFolder {
+    fn new() -> std::io::Result<Self> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for n in 0..100u32 {
+            let path = base.join(format!("sequencer-read-{}-{nanos}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other("no free name for a temporary folder"))
+    }
+}
+
+impl Drop for PrivateFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

@@ -1,0 +1,55 @@
+//! The read side of a store: what `check` and `inspect` read, with nothing written.
+//!
+//! Every backend implements it: the live handles ([`MemoryStorage`](crate::MemoryStorage),
+//! [`RedbStorage`](crate::RedbStorage), `EtcdStorage`) so that a run can prove what it
+//! stored, and [`RedbReader`](crate::RedbReader), which opens a data directory read-only (in
+//! place, or on a private copy when the store is live or needs crash recovery) so that `check`
+//! and `inspect` leave its bytes unchanged.
+
+use sequencer::{Number, PLogOffset, SeqId, WsId};
+
+use crate::event_codec::StoredEvent;
+use crate::layout::Layout;
+use crate::storage::{PartitionId, StorageError};
+
+/// Reads a store's partitions, PLogs, stored next offsets and sequences views. Implementations
+/// never write: reading a store through this trait leaves it as it was.
+pub trait StoreReader {
+    /// One line naming the store and how it is read (for example "embedded redb
+    /// sequencer-data/store.redb, read-only in place").
+    fn describe(&self) -> String;
+
+    /// Partitions that have a PLog or a stored next offset, ascending.
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError>;
+
+    /// The first and last offsets of a partition's PLog, `None` if it is empty.
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError>;
+
+    /// Up to `max` events of a partition's PLog from `from` on, in offset order (a backend may
+    /// return fewer than `max` while more exist; an empty answer means none is left).
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError>;
+
+    /// The stored next PLog offset of a partition (replay starts there), 0 if none.
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError>;
+
+    /// The sequences view of a partition: (workspace, sequence, last), in key order.
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError>;
+
+    /// The numbering layout recorded with the store, `None` if it has none.
+    fn layout(&self) -> Result<Option<Layout>, StorageError> {
+        Ok(None)
+    }
+
+    /// Figures about the store as (name, value) pairs, for `inspect` (file size, revision…).
+    fn statistics(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
