@@ -326,3 +326,45 @@ fn a_data_directory_this_user_may_not_write_is_named_so_and_check_still_reads_it
     );
     assert!(common::snapshot(&data) == before, "nothing was written");
 }
+
+#[test]
+fn a_redb_handle_poisoned_by_a_full_disk_keeps_refusing_and_a_new_handle_finds_every_acknowledged_event()
+ {
+    use sequencer::SeqValue;
+    use sequencer_host::{EventBatch, RedbStorage, Storage, StoreReader};
+    let Some(fs) = Tmpfs::mount("2m") else {
+        return;
+    };
+    let path = fs.path().join("store.redb");
+    let store = RedbStorage::create(&path).expect("create");
+    let payload = vec![b'.'; 64 << 10];
+    let event = |offset: u64| EventBatch::single(offset, &[SeqValue::new(1, 1, offset)], &payload);
+    let mut next = 1;
+    let first_error = loop {
+        match store.append_events(0, &event(next)) {
+            Ok(()) => next += 1,
+            Err(e) => break e.to_string(),
+        }
+        assert!(next < 1000, "a 2 MiB file system filled up");
+    };
+    assert!(next > 1, "some appends were acknowledged first");
+    let failure = store.failure().expect("the handle names what poisoned it");
+    assert!(
+        failure.contains("No space left"),
+        "{failure} ({first_error})"
+    );
+    // Room again: the poisoned handle still refuses, naming the first error, so a caller that
+    // retried on it would loop; the run stops instead (see the tests above).
+    fs.resize("64m");
+    let again = store
+        .append_events(0, &event(next))
+        .expect_err("a poisoned handle takes no more writes");
+    assert!(again.to_string().contains("No space left"), "{again}");
+    drop(store);
+    // A new handle: every acknowledged event is there, and it writes again.
+    let store = RedbStorage::open(&path).expect("reopen");
+    assert_eq!(store.plog_bounds(0).expect("bounds"), Some((1, next - 1)));
+    store
+        .append_events(0, &event(next))
+        .expect("a new handle writes");
+}
