@@ -8,6 +8,7 @@
 //! | `plog/<partition>/<offset:020>`      | the events of one append, up to `offset`: one event as [`encode_event`] encodes it, or a pack of several ([`encode_pack`]) |
 //! | `seq/<partition>/<ws:020>`           | the workspace's last numbers: (sequence u16, number u64) big-endian pairs by sequence |
 //! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE            |
+//! | `layout`                             | the numbering layout the first run recorded (text, as in a data directory's `LAYOUT`) |
 //!
 //! Stores written before packs and per-workspace view keys read on: a PLog key of one event is
 //! a pack of one, and view rows `seq/<p>/<ws:020>/<seq:05>` (one number each) are merged with
@@ -56,7 +57,9 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
+use crate::etcd_quorum::{Next, Quorum};
 use crate::event_codec::{StoredEvent, decode_event, encode_pack, split_pack};
+use crate::layout::Layout;
 use crate::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -106,6 +109,12 @@ pub struct EtcdConfig {
     /// The cluster's `--max-request-bytes`: an append request is kept below it (events and
     /// framing), splitting a batch as needed.
     pub max_request_bytes: usize,
+    /// How long a lost majority is waited for. `None`: not at all (a request gives up after
+    /// `retry_for`). `Some(d)`: a request that fails while fewer than half the members answer
+    /// goes on retrying (saying so, once per few seconds) until the majority is back or has
+    /// been lost for `d`; then the store fails ([`Storage::failure`]) and every request after
+    /// it is refused at once.
+    pub quorum_wait: Option<Duration>,
 }
 
 impl EtcdConfig {
@@ -118,6 +127,7 @@ impl EtcdConfig {
             retry_for: Duration::from_secs(10),
             serializable_reads: false,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            quorum_wait: None,
         }
     }
 
@@ -180,6 +190,7 @@ struct Inner {
     label: String,
     stats: EtcdStats,
     pack_shape: PackShape,
+    quorum: Quorum,
 }
 
 /// What PLog reads have met, to size the next read: events per key (last read) and the
@@ -204,6 +215,9 @@ fn one_line(s: &str) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// The key of the numbering layout the first run recorded ([`Layout::to_text`]).
+const LAYOUT_KEY: &str = "layout";
 
 fn plog_prefix(p: PartitionId) -> String {
     format!("plog/{p}/")
@@ -333,6 +347,11 @@ enum Failure {
     Fatal(String),
 }
 
+/// Whether an etcd or gRPC error message says a request was larger than the cluster takes.
+fn too_large(message: &str) -> bool {
+    message.contains("request is too large") || message.contains("larger than max")
+}
+
 fn classify(e: etcd_client::Error) -> Failure {
     use etcd_client::Error as E;
     match &e {
@@ -343,6 +362,11 @@ fn classify(e: etcd_client::Error) -> Failure {
             | tonic_code::PermissionDenied
             | tonic_code::Unauthenticated
             | tonic_code::Unimplemented => Failure::Fatal(one_line(s.message())),
+            // A request over the member's gRPC message limit ("received message larger than
+            // max"): sending it again cannot help.
+            tonic_code::ResourceExhausted if too_large(s.message()) => {
+                Failure::Fatal(one_line(s.message()))
+            }
             _ => Failure::Transient(one_line(&format!("{:?}: {}", s.code(), s.message()))),
         },
         _ => Failure::Transient(one_line(&e.to_string())),
@@ -373,6 +397,11 @@ impl EtcdStorage {
                     one_line(&e.to_string())
                 ))
             })?;
+        let quorum = runtime.block_on(Quorum::connect(
+            label.clone(),
+            &config.endpoints,
+            config.quorum_wait,
+        ));
         Ok(Self {
             inner: Arc::new(Inner {
                 runtime: Some(runtime),
@@ -384,6 +413,7 @@ impl EtcdStorage {
                     events_per_key: AtomicU64::new(1),
                     largest_value: AtomicU64::new(0),
                 },
+                quorum,
             }),
         })
     }
@@ -474,21 +504,53 @@ impl EtcdStorage {
         F: FnMut(KvClient) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        let deadline = Instant::now() + retry_for;
+        let mut deadline = Instant::now() + retry_for;
         let mut delay = Duration::from_millis(20);
+        let mut failing_since: Option<Instant> = None;
+        let mut waited_for_majority = false;
+        let quorum = &self.inner.quorum;
         loop {
+            if let Some(failure) = quorum.failure() {
+                return Err(self.err(&what, &failure));
+            }
             match attempt(self.kv()).await.map_err(classify) {
-                Ok(v) => return Ok(v),
+                Ok(v) => {
+                    quorum.succeeded();
+                    return Ok(v);
+                }
+                Err(Failure::Fatal(e)) if too_large(&e) => {
+                    // The cluster's limit is below this store's: nothing sent again can pass.
+                    let failure = format!(
+                        "the cluster refused a request as too large ({e}); its --max-request-bytes is below this store's limit ({} bytes): give the store the cluster's limit, or raise the cluster's",
+                        self.inner.config.max_request_bytes
+                    );
+                    quorum.fail(format!("{}: {failure}", self.inner.label));
+                    return Err(self.err(&what, &failure));
+                }
                 Err(Failure::Fatal(e)) => return Err(self.err(&what, &e)),
                 Err(Failure::Transient(e)) => {
-                    if Instant::now() + delay > deadline {
-                        return Err(self.err(
-                            &what,
-                            &format!(
-                                "{e} (gave up after {:.1} s: is a majority of the cluster up?)",
-                                retry_for.as_secs_f64()
-                            ),
-                        ));
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    match quorum.after_failing(&what, since).await {
+                        Next::GiveUp(failure) => return Err(self.err(&what, &failure)),
+                        Next::WaitForMajority => waited_for_majority = true,
+                        Next::Retry => {
+                            if waited_for_majority {
+                                // The majority is back: the request gets its own time again.
+                                waited_for_majority = false;
+                                deadline = Instant::now() + retry_for;
+                            }
+                            if Instant::now() + delay > deadline {
+                                let total = quorum.members();
+                                let reachable = quorum.reachable().await;
+                                return Err(self.err(
+                                    &what,
+                                    &format!(
+                                        "{e} (gave up after {:.1} s: is a majority of the cluster up? {reachable} of {total} members reachable)",
+                                        retry_for.as_secs_f64()
+                                    ),
+                                ));
+                            }
+                        }
                     }
                     self.inner.stats.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!("{}: {what}: {e}; retrying", self.inner.label);
@@ -1032,6 +1094,62 @@ impl EtcdStorage {
         Ok(out)
     }
 
+    /// The numbering layout recorded in the cluster (key `layout`), `None` if none is.
+    pub fn read_layout(&self) -> Result<Option<Layout>, StorageError> {
+        let this = self.clone();
+        let resp = self.block(async move {
+            let opts = this.get_options();
+            this.retrying("read the numbering layout".into(), |mut kv| {
+                let opts = opts.clone();
+                async move { kv.get(LAYOUT_KEY, Some(opts)).await }
+            })
+            .await
+        })?;
+        match resp.kvs().first() {
+            None => Ok(None),
+            Some(kv) => {
+                let text = String::from_utf8_lossy(kv.value());
+                Layout::parse(&text).map(Some).map_err(|e| {
+                    self.err(
+                        "read the numbering layout",
+                        &format!("the record is damaged: {e}"),
+                    )
+                })
+            }
+        }
+    }
+
+    /// Records `layout` in the cluster unless one is recorded already (one conditional
+    /// transaction, so two first runs cannot both record theirs); returns the layout recorded
+    /// now (`layout`, or the one another run recorded first).
+    pub fn record_layout(&self, layout: &Layout) -> Result<Layout, StorageError> {
+        let text = layout.to_text();
+        let this = self.clone();
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(
+                LAYOUT_KEY,
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![TxnOp::put(LAYOUT_KEY, text, None)]);
+        let recorded = self.block(async move {
+            this.retrying("record the numbering layout".into(), |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+        })?;
+        if recorded.succeeded() {
+            return Ok(layout.clone());
+        }
+        self.read_layout()?.ok_or_else(|| {
+            self.err(
+                "record the numbering layout",
+                "another run recorded one and it is gone again",
+            )
+        })
+    }
+
     /// Checks that the cluster answers a linearizable read (so has a leader and a majority),
     /// retrying for at most `within`.
     pub fn probe(&self, within: Duration) -> Result<(), StorageError> {
@@ -1048,7 +1166,11 @@ impl EtcdStorage {
 
 impl crate::store_reader::StoreReader for EtcdStorage {
     fn describe(&self) -> String {
-        format!("etcd {}", self.label())
+        self.label().to_string()
+    }
+
+    fn layout(&self) -> Result<Option<Layout>, StorageError> {
+        self.read_layout()
     }
 
     /// Partitions that have a PLog or a stored next offset, ascending.
@@ -1165,7 +1287,23 @@ impl Storage for EtcdStorage {
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        batch.append_in_parts(self.append_limits(), |part| {
+        let limits = self.append_limits();
+        batch.append_in_parts(limits, |part| {
+            if part.encoded_len() > limits.max_bytes {
+                // One event alone over this store's own limit: refused here, before etcd would
+                // refuse the request (which would mean the limits disagree, see `too_large`).
+                return Err(AppendError::Storage(self.err(
+                    &format!(
+                        "append at partition {partition} offset {}",
+                        part.first()
+                    ),
+                    &format!(
+                        "the event is {} bytes, more than one request of this store takes ({} bytes)",
+                        part.encoded_len(),
+                        limits.max_bytes
+                    ),
+                )));
+            }
             let pack = encode_pack(part.iter().map(|(_, e)| e));
             self.block(self.clone().append_part_async(
                 partition,
@@ -1174,6 +1312,10 @@ impl Storage for EtcdStorage {
                 pack,
             ))
         })
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.quorum.failure()
     }
 
     fn append_limits(&self) -> AppendLimits {

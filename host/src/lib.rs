@@ -33,6 +33,8 @@ mod data_dir;
 mod driver;
 mod error;
 #[cfg(feature = "etcd")]
+mod etcd_quorum;
+#[cfg(feature = "etcd")]
 mod etcd_storage;
 mod event_codec;
 mod gate;

@@ -653,7 +653,13 @@ fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothi
         stderr.contains("--payload-bytes 2000000") && stderr.contains("does not fit in one write"),
         "{stderr}"
     );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert_eq!(store.partitions().expect("partitions"), Vec::<u32>::new());
+    assert_eq!(
+        store.read_layout().expect("layout"),
+        None,
+        "no layout either"
+    );
 }
 
 #[test]
@@ -840,4 +846,202 @@ fn writers_raising_the_same_workspaces_at_once_leave_the_largest_numbers() {
         .map(|s| s.stats().view_conflicts.load(Ordering::Relaxed))
         .sum();
     eprintln!("view writes tried again after a conflict: {conflicts}");
+}
+
+/// Starts `sequencer-host run` on `url` with `options` after the workload's own, its stderr
+/// going to `log`.
+fn spawn_run_with(url: &str, options: &[&str], log: &Path) -> Child {
+    let component: PathBuf = component_path();
+    host()
+        .args(run_args(url, &component, "2", "100000"))
+        .args(options)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("start sequencer-host run")
+}
+
+/// Waits (bounded) until `log` holds `text`; returns the log.
+fn wait_for_log(log: &Path, text: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = std::fs::read_to_string(log).unwrap_or_default();
+        if now.contains(text) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{text:?} not logged within {within:?}:\n{now}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits (bounded) for `child` to exit.
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll the run") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not end within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_run_that_loses_its_majority_says_so_waits_and_finishes_by_itself_once_it_is_back() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let log = tmp.path().join("run.log");
+    // An offered rate keeps the run going for a few seconds: 600 events per partition.
+    let mut run = host()
+        .args(run_args(&url, &component_path(), "2", "600"))
+        .args(["--rate", "300"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start sequencer-host run");
+    wait_for_events(
+        &cluster.store(Duration::from_secs(10)),
+        30,
+        Duration::from_secs(60),
+    );
+    cluster.kill(1);
+    cluster.kill(2);
+    let logged = wait_for_log(
+        &log,
+        "no majority (1 of 3 members reachable); waiting",
+        Duration::from_secs(20),
+    );
+    assert!(
+        run.try_wait().expect("poll").is_none(),
+        "still waiting:\n{logged}"
+    );
+    cluster.restart(1);
+    cluster.restart(2);
+    let status = wait_exit(&mut run, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut stdout = String::new();
+    use std::io::Read;
+    run.stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read stdout");
+    assert!(
+        status.success(),
+        "the run went on by itself:\n{stdout}{stderr}"
+    );
+    assert!(stdout.contains("ok: 1200 PLog events"), "{stdout}");
+    assert!(stderr.lines().count() <= 20, "a bounded log:\n{stderr}");
+    check_passes(&url);
+}
+
+#[test]
+fn a_majority_lost_for_longer_than_the_store_waits_stops_the_run_in_one_line() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let log = tmp.path().join("run.log");
+    let mut run = spawn_run_with(&url, &["--rate", "300", "--store-wait-s", "3"], &log);
+    let store = cluster.store(Duration::from_secs(10));
+    wait_for_events(&store, 30, Duration::from_secs(60));
+    cluster.kill(1);
+    cluster.kill(2);
+    let status = wait_exit(&mut run, Duration::from_secs(60));
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("no majority (1 of 3 members reachable)")
+            && last.contains("longer than the store waits (3 s"),
+        "one line saying what, where and what to do: {last}"
+    );
+    assert!(stderr.lines().count() <= 20, "a bounded log:\n{stderr}");
+    cluster.restart(1);
+    cluster.restart(2);
+    cluster.wait_healthy();
+    check_passes(&url);
+}
+
+#[test]
+fn a_resume_with_another_partition_count_is_refused_on_etcd_and_inspect_reads_the_store() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let component = component_path();
+    let args = run_args(&url, &component, "2", "20");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let first = run_host(&args);
+    assert!(first.status.success(), "{:?}", text(&first));
+    let before = check_passes(&url);
+    assert!(
+        before.contains("check passed: 2 partitions, 40 PLog events"),
+        "{before}"
+    );
+
+    let other = run_args(&url, &component, "4", "20");
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let refused = run_host(&other);
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("it was numbered with 2 partitions, not 4")
+            && stderr.contains("resume it with --partitions 2, or use an empty etcd cluster"),
+        "{stderr}"
+    );
+    assert_eq!(check_passes(&url), before, "nothing was written");
+
+    let inspected = run_host(&["inspect", "--store", &url, "--partition", "1"]);
+    let (stdout, stderr) = text(&inspected);
+    assert!(inspected.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("numbering layout: 2 partitions") && stdout.contains("PLog tail"),
+        "{stdout}"
+    );
+    let missing = run_host(&["inspect", "--store", &url, "--partition", "7"]);
+    assert_eq!(missing.status.code(), Some(1), "{:?}", text(&missing));
+}
+
+#[test]
+fn a_request_the_cluster_refuses_as_too_large_is_not_retried_and_becomes_the_stores_failure() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    // The store believes the cluster takes 8 MiB requests; it takes etcd's default 1.5 MiB.
+    let mut config = EtcdConfig::new(cluster.endpoints.clone());
+    config.max_request_bytes = 8 << 20;
+    let store = EtcdStorage::connect(config).expect("connect");
+    let started = Instant::now();
+    let err = store
+        .append_events(0, &event_batch(1, 1, 3 << 20))
+        .expect_err("the cluster refuses the request");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused at once, not retried: {:?}: {err}",
+        started.elapsed()
+    );
+    assert!(err.to_string().contains("too large"), "{err}");
+    let failure = store
+        .failure()
+        .expect("a failure that cannot clear by itself");
+    assert!(failure.contains("--max-request-bytes"), "{failure}");
+    // Every later request is refused at once, naming it; nothing was written.
+    let again = store
+        .append_events(0, &event_batch(1, 1, 100))
+        .expect_err("refused after the failure");
+    assert!(again.to_string().contains("--max-request-bytes"), "{again}");
+    let fresh = cluster.store(Duration::from_secs(10));
+    assert_eq!(fresh.partitions().expect("partitions"), Vec::<u32>::new());
 }

@@ -24,8 +24,6 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use sequencer::testkit::Rng;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
-#[cfg(feature = "etcd")]
-use sequencer_host::EtcdStorage;
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
@@ -33,6 +31,8 @@ use sequencer_host::{
     PartitionSequencer, ReadAhead, RetryPolicy, Runtime, Storage, StoreReader, WarnLimiter,
     encoded_len,
 };
+#[cfg(feature = "etcd")]
+use sequencer_host::{EtcdConfig, EtcdStorage};
 
 use super::logging::Progress;
 use super::{CliError, CliResult, DEFAULT_DATA_DIR, StoreKind, check, component};
@@ -140,6 +140,11 @@ pub struct RunArgs {
     /// store acknowledges them.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub rate: f64,
+    /// How long to wait for a store that lost its majority (etcd) before stopping, in
+    /// seconds: the run says so every few seconds meanwhile, and goes on by itself when the
+    /// majority is back.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub store_wait_s: u64,
     /// The shortest time between two flusher writes of a partition, in milliseconds: the
     /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
     #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
@@ -791,6 +796,42 @@ fn record_layout(dir: &DataDir, wanted: &Layout) -> CliResult<()> {
     Ok(())
 }
 
+/// Refuses to number `what` (a store whose recorded layout is `recorded`) by `wanted` if that
+/// would move a workspace or change its numbering; `new_one` says how to start afresh.
+fn refuse_another_layout(
+    what: &str,
+    recorded: &Layout,
+    wanted: &Layout,
+    new_one: &str,
+) -> CliResult<()> {
+    match recorded.difference(wanted) {
+        None => Ok(()),
+        Some(difference) => Err(CliError(format!(
+            "{what}: {difference}; resume it with --partitions {}, or {new_one}",
+            recorded.partitions
+        ))),
+    }
+}
+
+/// Records `wanted` in an etcd store that has no layout yet, unless its PLogs show another
+/// partition count, or another run recorded a different layout at the same moment.
+#[cfg(feature = "etcd")]
+fn record_etcd_layout(store: &EtcdStorage, wanted: &Layout) -> CliResult<()> {
+    let what = store.label().to_string();
+    if store.read_layout()?.is_none()
+        && let Some(p) = (store.partitions()?)
+            .into_iter()
+            .find(|&p| p >= wanted.partitions)
+    {
+        return Err(CliError(format!(
+            "{what}: it holds partition {p}'s PLog, so it was numbered with more than {} partitions: workspaces would move to partitions that do not hold their numbers; resume it with its own --partitions, or use an empty etcd cluster",
+            wanted.partitions
+        )));
+    }
+    let recorded = store.record_layout(wanted)?;
+    refuse_another_layout(&what, &recorded, wanted, "use an empty etcd cluster")
+}
+
 /// `run`, in its named steps: open the store, recover every partition from the PLog, run the
 /// workload, check what was stored, report.
 pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
@@ -836,14 +877,13 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
         Some(DirState::Existing) => DataDir::read_layout(&args.data)?,
         _ => None,
     };
-    if let Some(recorded) = &recorded
-        && let Some(difference) = recorded.difference(&wanted)
-    {
-        return Err(CliError(format!(
-            "data directory {}: {difference}; resume it with --partitions {}, or start a new one with --data NEW_DIR",
-            args.data.display(),
-            recorded.partitions
-        )));
+    if let Some(recorded) = &recorded {
+        refuse_another_layout(
+            &format!("data directory {}", args.data.display()),
+            recorded,
+            &wanted,
+            "start a new one with --data NEW_DIR",
+        )?;
     }
     let loading = Instant::now();
     let runtime = component::load(&args.component, Limits::default())?;
@@ -877,8 +917,18 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
                         "store {url}: the etcd cluster is not available: {e}"
                     ))
                 };
-                let store = EtcdStorage::connect_url(url).map_err(unavailable)?;
+                let mut config = EtcdConfig::from_url(url).map_err(unavailable)?;
+                config.quorum_wait = Some(Duration::from_secs(args.store_wait_s));
+                let store = EtcdStorage::connect(config).map_err(unavailable)?;
                 store.probe(Duration::from_secs(5)).map_err(unavailable)?;
+                if let Some(recorded) = store.read_layout()? {
+                    refuse_another_layout(
+                        &format!("etcd store {url}"),
+                        &recorded,
+                        &wanted,
+                        "use an empty etcd cluster",
+                    )?;
+                }
                 Backend::Etcd(store)
             }
             #[cfg(not(feature = "etcd"))]
@@ -893,6 +943,10 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
         Backend::Etcd(e) => Arc::new(e.clone()),
     };
     check_event_fits(args, base.append_limits())?;
+    #[cfg(feature = "etcd")]
+    if let Backend::Etcd(store) = &backend {
+        record_etcd_layout(store, &wanted)?;
+    }
     let read_ahead = Arc::new(ReadAhead::new(base));
     let storage: Arc<dyn Storage> = read_ahead.clone();
 
