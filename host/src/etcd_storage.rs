@@ -60,6 +60,7 @@ use tonic::Code as tonic_code;
 use crate::etcd_quorum::{Next, Quorum};
 use crate::event_codec::{StoredEvent, decode_event, encode_pack, split_pack};
 use crate::layout::Layout;
+use crate::retry::RetryPolicy;
 use crate::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -505,7 +506,8 @@ impl EtcdStorage {
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let mut deadline = Instant::now() + retry_for;
-        let mut delay = Duration::from_millis(20);
+        let policy = RetryPolicy::ETCD_REQUEST;
+        let mut waits = policy.waits(self.inner.stats.retries.load(Ordering::Relaxed));
         let mut failing_since: Option<Instant> = None;
         let mut waited_for_majority = false;
         let quorum = &self.inner.quorum;
@@ -529,6 +531,7 @@ impl EtcdStorage {
                 }
                 Err(Failure::Fatal(e)) => return Err(self.err(&what, &e)),
                 Err(Failure::Transient(e)) => {
+                    let delay = waits.next().unwrap_or(policy.max_wait);
                     let since = *failing_since.get_or_insert_with(Instant::now);
                     match quorum.after_failing(&what, since).await {
                         Next::GiveUp(failure) => return Err(self.err(&what, &failure)),
@@ -555,7 +558,6 @@ impl EtcdStorage {
                     self.inner.stats.retries.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!("{}: {what}: {e}; retrying", self.inner.label);
                     tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_millis(500));
                 }
             }
         }

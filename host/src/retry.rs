@@ -34,6 +34,16 @@ impl RetryPolicy {
         deadline: Duration::from_secs(5),
     };
 
+    /// One etcd request failing on the transport (a member down, no leader, a timeout): 20 ms
+    /// doubling to 500 ms, jittered; how long it goes on is the store's to say (its own retry
+    /// time, or a lost majority's wait), so the waits themselves never run out.
+    pub const ETCD_REQUEST: Self = Self {
+        first_wait: Duration::from_millis(20),
+        max_wait: Duration::from_millis(500),
+        max_retries: usize::MAX,
+        deadline: Duration::MAX,
+    };
+
     /// The waits between tries, in order: `None` once the retries or the deadline are spent.
     /// `seed` seeds the jitter (a different one per caller keeps callers apart).
     pub fn waits(&self, seed: u64) -> ExponentialBackoff {
@@ -132,6 +142,18 @@ mod tests {
         assert!(waits.iter().sum::<Duration>() <= RetryPolicy::APPEND.deadline);
         let other: Vec<Duration> = RetryPolicy::APPEND.waits(8).collect();
         assert_ne!(waits, other, "another seed, other jitter");
+    }
+
+    #[test]
+    fn etcd_request_waits_never_run_out_and_stay_between_the_first_wait_and_twice_the_cap() {
+        let policy = RetryPolicy::ETCD_REQUEST;
+        let waits: Vec<Duration> = policy.waits(1).take(1000).collect();
+        assert_eq!(waits.len(), 1000, "the store decides when to stop");
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= policy.first_wait && *w < policy.max_wait * 2)
+        );
     }
 
     #[test]

@@ -98,13 +98,27 @@ pub fn small_run(data: &Path, events: u64) -> Output {
 
 /// Runs `sequencer-host` with `args` (a `check`), asserts it passed, and returns how many PLog
 /// events it proved (from its last line); `after` says when, for the failure message.
+/// When `args` name a data directory (`--data D`), also asserts that `check` left every byte
+/// of it unchanged.
 pub fn checked_events(args: &[&str], after: &str) -> u64 {
+    let data = (args.iter())
+        .position(|a| *a == "--data")
+        .and_then(|i| args.get(i + 1))
+        .map(Path::new);
+    let before = data.map(snapshot);
     let out = run_host(args);
     let (stdout, stderr) = text(&out);
     assert!(
         out.status.success(),
         "check failed {after}:\n{stdout}{stderr}"
     );
+    if let (Some(data), Some(before)) = (data, before) {
+        assert!(
+            snapshot(data) == before,
+            "check changed the bytes of {} {after}",
+            data.display()
+        );
+    }
     let last = stdout.lines().last().unwrap_or_default();
     last.split(", ")
         .nth(1)
