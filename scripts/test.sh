@@ -61,6 +61,9 @@ step "build and lint (clippy -D warnings) the workspace with the etcd store: eve
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
 with_clippy cargo test --workspace --features sequencer-host/etcd --all-targets --no-run
 
+step "every feature at once (they are additive): cargo check --workspace --all-features"
+cargo check --quiet --workspace --all-features
+
 step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT

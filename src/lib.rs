@@ -5,8 +5,10 @@
 //! clock. A command processor calls [`Sequencer::start`], [`Sequencer::next`] and
 //! [`Sequencer::flush`] (or [`Sequencer::actualize`] when its event failed); a driver runs the
 //! flusher and the actualizer by taking [`Work`] from [`Sequencer::poll_work`], performing it
-//! against storage and reporting the outcome. Glue for a WASI component (feature `component`)
-//! and for wasm-bindgen (feature `js`) adapts this one core; native builds pull in neither.
+//! against storage and reporting the outcome. Glue for a WASI component (feature `component`,
+//! compiled for a WASI target) and for wasm-bindgen (feature `js`, compiled for
+//! `wasm32-unknown-unknown`) adapts this one core; the features are additive, and a native build
+//! with neither pulls in neither.
 //!
 //! ```
 //! use sequencer::{Instant, Params, PlogPage, Sequencer, Start, Work};
@@ -33,17 +35,19 @@
 #![cfg_attr(not(any(feature = "component", feature = "js")), forbid(unsafe_code))]
 #![warn(missing_docs)]
 
-#[cfg(all(feature = "component", feature = "js"))]
-compile_error!(
-    "features `component` (wit-bindgen) and `js` (wasm-bindgen) are mutually exclusive: build one at a time"
-);
 
 mod cache;
-#[cfg(feature = "component")]
+// The glues are additive: each is compiled where it can run (the component for a WASI target,
+// the wasm-bindgen build for a browser or Node target), both natively (to type-check them with
+// every feature on), never both into one wasm module.
+#[cfg(all(
+    feature = "component",
+    not(all(target_arch = "wasm32", target_os = "unknown"))
+))]
 mod component;
 mod error;
 pub mod facade;
-#[cfg(feature = "js")]
+#[cfg(all(feature = "js", not(target_os = "wasi")))]
 mod js;
 mod params;
 mod sequencer;
