@@ -31,7 +31,7 @@ PROTOC="$(bash scripts/protoc.sh)"
 export PROTOC
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo build --release -p sequencer-host --features etcd
+cargo build --release -p plog-sequencer-host --features etcd
 host="$TARGET_DIR/release/sequencer-host"
 [[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
 

@@ -16,14 +16,14 @@ step "build: the component, the JS package, the bench"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
 bash scripts/js-build.sh >/dev/null
-cargo bench --quiet -p sequencer-host --bench workloads --no-run 2>/dev/null ||
-  cargo bench -p sequencer-host --bench workloads --no-run
+cargo bench --quiet -p plog-sequencer-host --bench workloads --no-run 2>/dev/null ||
+  cargo bench -p plog-sequencer-host --bench workloads --no-run
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
-step "native core and component (cargo bench -p sequencer-host --bench workloads)"
-BENCH_OUT="$out/rust.tsv" cargo bench --quiet -p sequencer-host --bench workloads >"$out/rust.txt"
+step "native core and component (cargo bench -p plog-sequencer-host --bench workloads)"
+BENCH_OUT="$out/rust.tsv" cargo bench --quiet -p plog-sequencer-host --bench workloads >"$out/rust.txt"
 step "wasm-bindgen build in Node (node js/bench/workloads.mjs)"
 BENCH_OUT="$out/node.tsv" node --expose-gc js/bench/workloads.mjs
 

@@ -2,7 +2,9 @@
 # Proves the default build needs nothing but the Rust toolchain (CI runs this after the tests):
 #   1. `cargo tree` of sequencer-host's default features holds no etcd-client, prost-build,
 #      tonic-build or protoc crate;
-#   2. the main job (scripts/run.sh) builds and runs with no protoc anywhere on PATH and no
+#   2. the library alone (--no-default-features: runtime, driver, memory store) holds no clap,
+#      indicatif, redb, tokio or gRPC crate;
+#   3. the main job (scripts/run.sh) builds and runs with no protoc anywhere on PATH and no
 #      $PROTOC, on a small workload in a temp data directory, and its check passes.
 # The build is the dev profile (SEQUENCER_PROFILE), linted by clippy as it compiles (the code
 # only this feature set compiles is linted here).
@@ -11,13 +13,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
 step "the default build's dependency tree has no etcd, gRPC build or protoc crate"
-tree="$(cargo tree -p sequencer-host -e normal,build --prefix none)"
+tree="$(cargo tree -p plog-sequencer-host -e normal,build --prefix none)"
 if banned="$(grep -E '^(etcd-client|prost-build|tonic-build|protoc[a-z-]*) ' <<<"$tree")"; then
   echo "error: the default build of sequencer-host depends on:" >&2
   sort -u <<<"$banned" >&2
   exit 1
 fi
 echo "ok: $(sed 's/ (\*)//' <<<"$tree" | sort -u | wc -l) crates, none of them etcd-client, prost-build, tonic-build or protoc" >&2
+
+step "the library alone (default-features = false) has no CLI, redb, tokio or gRPC crate"
+tree="$(cargo tree -p plog-sequencer-host --no-default-features -e normal,build --prefix none)"
+if banned="$(grep -E '^(clap|indicatif|tracing-subscriber|redb|tokio|tonic|etcd-client|prost[a-z-]*) ' <<<"$tree")"; then
+  echo "error: the library-only build of sequencer-host depends on:" >&2
+  sort -u <<<"$banned" >&2
+  exit 1
+fi
+echo "ok: $(sed 's/ (\*)//' <<<"$tree" | sort -u | wc -l) crates, none of them clap, indicatif, redb, tokio or gRPC" >&2
 
 step "the main job, built and run with no protoc on PATH"
 tmp="$(mktemp -d)"

@@ -12,7 +12,7 @@ profile=wasm
 
 rust_target "$TARGET"
 bash "$ROOT/scripts/js-ensure-wasm-bindgen.sh"
-cargo build --quiet -p sequencer --features js --target "$TARGET" --profile "$profile" --target-dir "$JS_TARGET_DIR"
+cargo build --quiet -p plog-sequencer --features js --target "$TARGET" --profile "$profile" --target-dir "$JS_TARGET_DIR"
 rm -rf "$ROOT/js/pkg"
 wasm-bindgen --target web --out-dir "$ROOT/js/pkg" "$JS_TARGET_DIR/$TARGET/$profile/sequencer.wasm"
 echo "$ROOT/js/pkg"

@@ -6,7 +6,7 @@
 #   bash scripts/run.sh                       # 8 partitions x 2500 events, 1% failing
 #   bash scripts/run.sh --store memory        # nothing kept
 #   bash scripts/run.sh --data /tmp/d --events 10000 --fail-rate 0.05
-# Then: cargo run --release -q -p sequencer-host -- inspect | check   (--data DIR)
+# Then: cargo run --release -q -p plog-sequencer-host -- inspect | check   (--data DIR)
 # SEQUENCER_PROFILE picks the host's cargo profile (default release; CI uses dev, whose
 # dependencies its tests have already built).
 set -euo pipefail
@@ -18,10 +18,10 @@ bin_dir="$TARGET_DIR/$([[ "$profile" == dev ]] && echo debug || echo "$profile")
 if [[ ! -x "$bin_dir/sequencer-host" ]]; then
   echo "run.sh: first build of the component and the host (profile $profile); on a 2-core machine this takes about 3 to 4 minutes, later runs start at once" >&2
 fi
-echo "run.sh: building the component (cargo build -p sequencer --target wasm32-wasip2)" >&2
+echo "run.sh: building the component (cargo build -p plog-sequencer --target wasm32-wasip2)" >&2
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-echo "run.sh: building the host (cargo build --profile $profile -p sequencer-host)" >&2
-cargo build --profile "$profile" -p sequencer-host
+echo "run.sh: building the host (cargo build --profile $profile -p plog-sequencer-host)" >&2
+cargo build --profile "$profile" -p plog-sequencer-host
 echo "run.sh: running sequencer-host run $*" >&2
 exec "$bin_dir/sequencer-host" run "$@"

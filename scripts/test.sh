@@ -59,7 +59,7 @@ cargo fmt --all -- --check
 
 step "build and lint (clippy -D warnings) the workspace with the etcd store: every target"
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
-with_clippy cargo test --workspace --features sequencer-host/etcd --all-targets --no-run
+with_clippy cargo test --workspace --features plog-sequencer-host/etcd --all-targets --no-run
 
 step "every feature at once (they are additive): cargo check --workspace --all-features"
 cargo check --quiet --workspace --all-features
@@ -73,14 +73,19 @@ export SEQUENCER_COMPONENT
 # and JavaScript glue (wasm targets), and the JavaScript package.
 bg_wait wasm-bindgen
 rust_target wasm32-unknown-unknown
-bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p sequencer --target wasm32-wasip2 \
-  --features component --target-dir "$0" -- -D warnings && cargo clippy --quiet -p sequencer \
+bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p plog-sequencer --target wasm32-wasip2 \
+  --features component --target-dir "$0" -- -D warnings && cargo clippy --quiet -p plog-sequencer \
   --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings' "$TARGET_DIR/lint-wasm"
 bg js-pkg nice -n 5 bash scripts/js-build.sh
 
+step "the crates as they would be published (cargo publish --dry-run --workspace)"
+# Packages every publishable crate in dependency order (an unpublished sibling comes from a
+# local overlay registry), builds each from its package alone, and uploads nothing.
+cargo publish --quiet --dry-run --workspace --allow-dirty
+
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
-with_clippy cargo test --workspace --features sequencer-host/etcd
+with_clippy cargo test --workspace --features plog-sequencer-host/etcd
 
 step "clippy on the component and JavaScript glue (wasm targets)"
 bg_wait lint-wasm

@@ -35,7 +35,6 @@
 #![cfg_attr(not(any(feature = "component", feature = "js")), forbid(unsafe_code))]
 #![warn(missing_docs)]
 
-
 mod cache;
 // The glues are additive: each is compiled where it can run (the component for a WASI target,
 // the wasm-bindgen build for a browser or Node target), both natively (to type-check them with

@@ -1,7 +1,7 @@
 //! Host bindings generated from `wit/sequencer.wit`.
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "wit",
     world: "sequencer-plugin",
 });
 
