@@ -81,7 +81,8 @@ pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 #[cfg(feature = "objstore")]
 pub use object_plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, ObjectPlog, ObjectStats, bundle_object, event_hash, event_object,
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, bundle_object,
+    event_hash, event_object,
 };
 #[cfg(feature = "objstore")]
 pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};

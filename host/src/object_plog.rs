@@ -247,6 +247,9 @@ struct Shared {
     merge_tx: Mutex<Option<mpsc::Sender<PartitionId>>>,
     /// Held while merging: one merge at a time per handle.
     merging: Mutex<()>,
+    /// A pause after writing a bundle and again half-way through its deletes, for the kill
+    /// test (`SEQUENCER_OBJECTS_MERGE_PAUSE_MS`; none by default).
+    merge_pause: Duration,
 }
 
 /// A PLog of many partitions on object storage. Clones share the handle and its merger
@@ -275,6 +278,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn os_err(what: impl std::fmt::Display, e: impl std::fmt::Display) -> StorageError {
     StorageError(format!("object store: {what}: {e}"))
 }
+
+/// Names a pause (milliseconds) the merger makes after writing a bundle and half-way
+/// through deleting what it holds: lets the kill test land SIGKILLs inside merges.
+pub const MERGE_PAUSE_ENV: &str = "SEQUENCER_OBJECTS_MERGE_PAUSE_MS";
 
 /// How often the merger looks at every partition even when no append woke it.
 const MERGE_POLL: Duration = Duration::from_millis(500);
@@ -325,6 +332,12 @@ impl ObjectPlog {
             stats: ObjectStats::default(),
             merge_tx: Mutex::new(None),
             merging: Mutex::new(()),
+            merge_pause: Duration::from_millis(
+                std::env::var(MERGE_PAUSE_ENV)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            ),
         });
         for p in shared.list_partitions()? {
             let part = shared.scan(p)?;
@@ -574,6 +587,41 @@ impl Shared {
                 "object store: {name} is corrupt: not a sound event object for offset {o} (partition {p})"
             ))),
         }
+    }
+
+    /// The one-event objects `from..from + n`, read from a few threads at once, in order
+    /// (`None` for one not found).
+    fn get_many(
+        &self,
+        p: PartitionId,
+        from: PLogOffset,
+        n: usize,
+    ) -> Result<Vec<Option<OneEvent>>, StorageError> {
+        if n <= 1 {
+            return (from..from + n as u64)
+                .map(|o| self.get_one(p, o))
+                .collect();
+        }
+        let offsets: Vec<PLogOffset> = (from..from + n as u64).collect();
+        let chunk = n.div_ceil(READ_THREADS);
+        let parts: Vec<Result<Vec<Option<OneEvent>>, StorageError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = offsets
+                .chunks(chunk)
+                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_one(p, o)).collect()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(StorageError("a read thread panicked".into())))
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(n);
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
     }
 
     /// The bundle that would hold `o` (bundles are aligned on `bundle_events`).
@@ -848,16 +896,22 @@ impl Shared {
             let bundle = if o <= merged_to {
                 self.get_bundle(p, o)?
             } else {
-                match self.get_one(p, o)? {
-                    Some(e) => {
-                        check_link(o, e.prev, e.hash, &|| event_object(p, o))?;
-                        out.push((o, e.event));
-                        o += 1;
-                        continue;
-                    }
-                    // Merged meanwhile, or the end.
-                    None => self.get_bundle(p, o)?,
+                // One-event objects, read ahead in parallel, used in order up to the first
+                // one not found.
+                let fetched = self.get_many(p, o, (max - out.len()).min(READ_CHUNK))?;
+                let wanted = fetched.len();
+                let mut found = 0;
+                for e in fetched.into_iter().map_while(|e| e) {
+                    check_link(o, e.prev, e.hash, &|| event_object(p, o))?;
+                    out.push((o, e.event));
+                    o += 1;
+                    found += 1;
                 }
+                if found == wanted {
+                    continue;
+                }
+                // Merged meanwhile, or the end.
+                self.get_bundle(p, o)?
             };
             let Some(b) = bundle else {
                 break;
@@ -959,6 +1013,9 @@ impl Shared {
         self.sync_objects(&format!("bundles/{p:05}"), &[name])?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
         for o in first..=last {
+            if !self.merge_pause.is_zero() && (o == first || o == first + self.bundle_events / 2) {
+                std::thread::sleep(self.merge_pause);
+            }
             let n = event_object(p, o);
             match block_on(self.objects.delete(&ObjPath::from(n.as_str()))) {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
@@ -974,6 +1031,12 @@ impl Shared {
 
 /// Threads that sync one append's files together.
 const SYNC_THREADS: usize = 4;
+
+/// One-event objects a read asks for at once (from [`READ_THREADS`] threads).
+const READ_CHUNK: usize = 256;
+
+/// Threads reading one-event objects ahead.
+const READ_THREADS: usize = 4;
 
 fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
     loop {

@@ -10,8 +10,10 @@
 //!   bundles/    the merged bundles
 //! ```
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
@@ -89,6 +91,50 @@ fn read_marker(root: &Path) -> Result<Option<u64>, StorageError> {
     }
 }
 
+/// A page read ahead: (first offset, events wanted, the events once read).
+type AheadPage = Arc<(PLogOffset, usize, Mutex<Option<Vec<(PLogOffset, Vec<u8>)>>>)>;
+
+/// The next page of each partition's actualization, read while the guest replays the last.
+/// Only full pages are kept: events are never rewritten, so a full page cannot be stale (a
+/// short one, at the PLog's end, could miss events appended since).
+#[derive(Clone, Default)]
+struct ReadAheadPages(Arc<Mutex<HashMap<PartitionId, AheadPage>>>);
+
+impl ReadAheadPages {
+    /// Reads `want` events from `from` and keeps them if the page is full.
+    fn read(&self, plog: &ObjectPlog, p: PartitionId, from: PLogOffset, want: usize) {
+        let page: AheadPage = Arc::new((from, want, Mutex::new(None)));
+        // Held while reading, so a reader of this page waits for it instead of reading twice.
+        let mut slot = lock(&page.2);
+        lock(&self.0).insert(p, page.clone());
+        match plog.read(p, from, want) {
+            Ok(events) if events.len() == want => *slot = Some(events),
+            _ => {
+                drop(slot);
+                lock(&self.0).remove(&p);
+            }
+        }
+    }
+
+    /// The page from `from` of `want` events, if it was read ahead.
+    fn take(
+        &self,
+        p: PartitionId,
+        from: PLogOffset,
+        want: usize,
+    ) -> Option<Vec<(PLogOffset, Vec<u8>)>> {
+        let page = lock(&self.0).remove(&p)?;
+        if page.0 != from || page.1 != want {
+            return None;
+        }
+        lock(&page.2).take()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// An object store root: its PLog's objects and its view `V`. See [`ObjectStorage`] (the
 /// live store) and [`ObjectReader`] (read without writing).
 #[derive(Clone)]
@@ -97,6 +143,7 @@ pub struct Objects<V> {
     plog: ObjectPlog,
     view: V,
     created: bool,
+    ahead: ReadAheadPages,
 }
 
 /// The PLog on object storage with the view in redb: a durable store for `run`.
@@ -152,6 +199,14 @@ impl ObjectStorage {
             }
         };
         let bundle = read_marker(root)?.unwrap_or(DEFAULT_BUNDLE_EVENTS);
+        if let Some(asked) = bundle_events
+            && asked != bundle
+        {
+            tracing::warn!(
+                "object store {}: keeps the bundle size it was created with ({bundle} events), not {asked}",
+                root.display()
+            );
+        }
         // The PLog first: a hole or a broken link refuses the store before the view is opened.
         let plog = ObjectPlog::open_local(root, bundle, Access::Write)?;
         let view = RedbStorage::open(&root.join(VIEW_DB_FILE)).map_err(|e| e.error)?;
@@ -160,6 +215,7 @@ impl ObjectStorage {
             plog,
             view,
             created,
+            ahead: ReadAheadPages::default(),
         })
     }
 
@@ -250,13 +306,22 @@ impl Storage for ObjectStorage {
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let plog = self.plog.clone();
+        let ahead = self.ahead.clone();
         let (tx, rx) = futures::channel::oneshot::channel();
-        // The read runs on its own thread: the driver's loop never waits on the objects.
+        // The read runs on its own thread, so the driver's loop never waits on the objects;
+        // after answering, the thread reads the next page ahead while the guest replays this one.
         let spawned = std::thread::Builder::new()
             .name("plog-read".into())
             .spawn(move || {
-                let page = plog
-                    .read(partition, from, max_events.saturating_add(1))
+                let want = max_events.saturating_add(1);
+                let read = ahead
+                    .take(partition, from, want)
+                    .map_or_else(|| plog.read(partition, from, want), Ok);
+                let next = match &read {
+                    Ok(events) if events.len() == want => events.last().map(|e| e.0),
+                    _ => None,
+                };
+                let page = read
                     .and_then(|events| decode_all(partition, events))
                     .map(|events| {
                         PlogPage::collect(
@@ -266,6 +331,9 @@ impl Storage for ObjectStorage {
                         )
                     });
                 let _ = tx.send(page);
+                if let Some(next) = next {
+                    ahead.read(&plog, partition, next, want);
+                }
             });
         async move {
             spawned.map_err(|e| StorageError(format!("object store: cannot start a read: {e}")))?;
@@ -317,6 +385,7 @@ impl ObjectReader {
             plog,
             view,
             created: false,
+            ahead: ReadAheadPages::default(),
         })
     }
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
 use sequencer_host::{
-    Access, AppendError, EventBatch, ObjectPlog, bundle_object, encode_event, event_object,
+    Access, AppendError, EventBatch, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, encode_event,
+    event_object,
 };
 
 use common::{checked_events, component_path, host, run_host, text};
@@ -354,9 +355,12 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
     let root = tmp.path().join("objects");
     let component = component_path();
     let mut events = 0;
+    // Rounds whose kill left one-event objects that a bundle also holds: killed mid-merge.
+    let mut mid_merge = 0;
     for round in 1..=rounds {
         let log = tmp.path().join(format!("round-{round}.log"));
         let mut child = host()
+            .env(MERGE_PAUSE_ENV, "40")
             .args(["run", "--store"])
             .arg(format!("objects:{}", root.display()))
             .arg("--component")
@@ -381,6 +385,9 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
         if !root.join("FORMAT").exists() {
             continue;
         }
+        if (0..4).any(|p| leftovers(&root, p)) {
+            mid_merge += 1;
+        }
         let now = check_objects(&root, &format!("after kill {round} at {delay:?}"));
         assert!(
             now >= events,
@@ -396,4 +403,29 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
     );
     assert_eq!(check_objects(&root, "after the final run"), events + 400);
     assert!(events > 0, "no kill hit a running workload");
+    assert!(mid_merge > 0, "no kill landed inside a merge");
+    eprintln!("{rounds} kills, {mid_merge} inside a merge, {events} events before the last run");
+}
+
+/// Whether partition `p` holds a one-event object that a bundle also holds (what a merge
+/// killed between its bundle and its deletes leaves).
+fn leftovers(root: &Path, p: u32) -> bool {
+    let names = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(root.join(dir).join(format!("{p:05}")))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let bundled = names("bundles")
+        .iter()
+        .filter_map(|n| n.split_once('-').and_then(|(_, l)| l.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0);
+    names("events")
+        .iter()
+        .filter_map(|n| n.parse::<u64>().ok())
+        .any(|o| o <= bundled)
 }
