@@ -46,19 +46,25 @@ const EVENT_MAGIC: &[u8; 4] = b"SQE1";
 const BUNDLE_MAGIC: &[u8; 4] = b"SQB1";
 
 /// The link hash of the event at `offset` whose predecessor's hash is `prev` (0 before the
-/// first event): FNV-1a over the offset, `prev` and the encoded event.
+/// first event): the offset, `prev` and the event's bytes mixed 8 bytes at a time (each step
+/// a bijection of the state, so a change in any one word always changes the hash), then
+/// finalized as MurmurHash3's `fmix64`.
 pub fn event_hash(offset: PLogOffset, prev: u64, event: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in offset
-        .to_le_bytes()
-        .iter()
-        .chain(prev.to_le_bytes().iter())
-        .chain(event)
-    {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let step = |h: u64, w: u64| (h ^ w).wrapping_mul(K).rotate_left(31);
+    let mut h = step(step(0x2545_F491_4F6C_DD1D, offset), prev);
+    let mut words = event.chunks_exact(8);
+    for w in &mut words {
+        h = step(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
     }
-    h
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = step(step(h, u64::from_le_bytes(tail)), event.len() as u64);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// The name of the one-event object of `offset` in `partition`.
@@ -122,69 +128,84 @@ fn decode_one(b: &[u8]) -> Option<OneEvent> {
     })
 }
 
-/// A bundle, decoded and verified: its events from `first` on, each with its hash.
+/// A bundle, decoded and verified: its events from `first` on, each with its hash, kept as
+/// the object's bytes and each event's span in them.
 #[derive(Clone, Debug)]
 struct Bundle {
     first: PLogOffset,
     prev: u64,
     hashes: Vec<u64>,
-    events: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize)>,
 }
 
 impl Bundle {
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
     fn last(&self) -> PLogOffset {
-        self.first + self.events.len() as u64 - 1
+        self.first + self.len() as u64 - 1
     }
 
     fn last_hash(&self) -> u64 {
         self.hashes.last().copied().unwrap_or(self.prev)
     }
 
-    fn encode(&self) -> Vec<u8> {
-        let body: usize = self.events.iter().map(Vec::len).sum();
-        let mut out = Vec::with_capacity(24 + 12 * self.events.len() + body);
+    /// Event `i` (from `first`).
+    fn event(&self, i: usize) -> &[u8] {
+        let (a, b) = self.spans[i];
+        &self.bytes[a..b]
+    }
+
+    /// The object of the bundle from `first` whose predecessor's hash is `prev`, holding
+    /// `events` (each with its hash) in order.
+    fn encode(first: PLogOffset, prev: u64, events: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let body: usize = events.iter().map(|e| e.1.len()).sum();
+        let mut out = Vec::with_capacity(24 + 12 * events.len() + body);
         out.extend_from_slice(BUNDLE_MAGIC);
-        out.extend_from_slice(&self.first.to_le_bytes());
-        out.extend_from_slice(&(self.events.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.prev.to_le_bytes());
-        for (h, e) in self.hashes.iter().zip(&self.events) {
+        out.extend_from_slice(&first.to_le_bytes());
+        out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+        out.extend_from_slice(&prev.to_le_bytes());
+        for (h, e) in events {
             out.extend_from_slice(&h.to_le_bytes());
             out.extend_from_slice(&(e.len() as u32).to_le_bytes());
         }
-        for e in &self.events {
+        for (_, e) in events {
             out.extend_from_slice(e);
         }
         out
     }
 
     /// Decodes a bundle and verifies every link inside it; `None` if it is not a sound one.
-    fn decode(b: &[u8]) -> Option<Self> {
+    fn decode(b: Vec<u8>) -> Option<Self> {
         if b.get(..4)? != BUNDLE_MAGIC {
             return None;
         }
-        let first = u64_at(b, 4)?;
-        let n = u32_at(b, 12)? as usize;
-        let prev = u64_at(b, 16)?;
+        let first = u64_at(&b, 4)?;
+        let n = u32_at(&b, 12)? as usize;
+        let prev = u64_at(&b, 16)?;
         let mut at = 24 + n.checked_mul(12)?;
-        let (mut hashes, mut events) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut link = prev;
         for i in 0..n {
-            let h = u64_at(b, 24 + 12 * i)?;
-            let len = u32_at(b, 32 + 12 * i)? as usize;
-            let e = b.get(at..at.checked_add(len)?)?;
-            if event_hash(first + i as u64, link, e) != h {
+            let h = u64_at(&b, 24 + 12 * i)?;
+            let len = u32_at(&b, 32 + 12 * i)? as usize;
+            let end = at.checked_add(len)?;
+            if event_hash(first + i as u64, link, b.get(at..end)?) != h {
                 return None;
             }
             link = h;
-            at += len;
             hashes.push(h);
-            events.push(e.to_vec());
+            spans.push((at, end));
+            at = end;
         }
         (at == b.len() && n > 0).then_some(Self {
             first,
             prev,
             hashes,
-            events,
+            bytes: b,
+            spans,
         })
     }
 }
@@ -247,6 +268,8 @@ struct Shared {
     merge_tx: Mutex<Option<mpsc::Sender<PartitionId>>>,
     /// Held while merging: one merge at a time per handle.
     merging: Mutex<()>,
+    /// The bundle each partition read last (pages of a replay straddle bundles).
+    last_bundle: Mutex<HashMap<PartitionId, Arc<Bundle>>>,
     /// A pause after writing a bundle and again half-way through its deletes, for the kill
     /// test (`SEQUENCER_OBJECTS_MERGE_PAUSE_MS`; none by default).
     merge_pause: Duration,
@@ -332,6 +355,7 @@ impl ObjectPlog {
             stats: ObjectStats::default(),
             merge_tx: Mutex::new(None),
             merging: Mutex::new(()),
+            last_bundle: Mutex::new(HashMap::new()),
             merge_pause: Duration::from_millis(
                 std::env::var(MERGE_PAUSE_ENV)
                     .ok()
@@ -517,7 +541,23 @@ impl ObjectPlog {
         from: PLogOffset,
         max: usize,
     ) -> Result<Vec<(PLogOffset, Vec<u8>)>, StorageError> {
-        self.shared.read(partition, from.max(1), max)
+        let mut out = Vec::new();
+        self.shared.visit(partition, from.max(1), max, |o, e| {
+            out.push((o, e.to_vec()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`read`](Self::read), handing each event's bytes to `f` without copying them.
+    pub fn visit(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+        f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        self.shared.visit(partition, from.max(1), max, f)
     }
 }
 
@@ -630,14 +670,27 @@ impl Shared {
         (first, first + self.bundle_events - 1)
     }
 
-    fn get_bundle(&self, p: PartitionId, o: PLogOffset) -> Result<Option<Bundle>, StorageError> {
+    fn get_bundle(
+        &self,
+        p: PartitionId,
+        o: PLogOffset,
+    ) -> Result<Option<Arc<Bundle>>, StorageError> {
         let (first, last) = self.bundle_range(o);
+        if let Some(b) = lock(&self.last_bundle).get(&p)
+            && b.first == first
+        {
+            return Ok(Some(b.clone()));
+        }
         let name = bundle_object(p, first, last);
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
-        match Bundle::decode(&bytes) {
-            Some(b) if b.first == first && b.last() == last => Ok(Some(b)),
+        match Bundle::decode(bytes) {
+            Some(b) if b.first == first && b.last() == last => {
+                let b = Arc::new(b);
+                lock(&self.last_bundle).insert(p, b.clone());
+                Ok(Some(b))
+            }
             _ => Err(StorageError(format!(
                 "object store: {name} is corrupt: not a sound bundle of offsets {first}..={last} (partition {p})"
             ))),
@@ -802,7 +855,7 @@ impl Shared {
                 match one {
                     Some(e)
                         if e.hash == b.hashes[i]
-                            && e.event == b.events[i]
+                            && e.event == b.event(i)
                             && self.access == Access::Write =>
                     {
                         block_on(self.objects.delete(&ObjPath::from(event_object(p, o))))
@@ -810,7 +863,7 @@ impl Shared {
                         self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
                     }
                     // Read-only: the leftover stays where it is.
-                    Some(e) if e.hash == b.hashes[i] && e.event == b.events[i] => {}
+                    Some(e) if e.hash == b.hashes[i] && e.event == b.event(i) => {}
                     Some(_) => {
                         return Err(StorageError(format!(
                             "object store: partition {p}: two different objects for offset {o}: {} and bundles/{p:05}/{name}",
@@ -869,15 +922,18 @@ impl Shared {
         Ok(part)
     }
 
-    fn read(
+    /// Calls `f` with each of up to `max` events from `from` on, in order, verifying links;
+    /// stops early only at the PLog's end.
+    fn visit(
         &self,
         p: PartitionId,
         from: PLogOffset,
         max: usize,
-    ) -> Result<Vec<(PLogOffset, Vec<u8>)>, StorageError> {
+        mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
         let merged_to = lock(&self.part(p)).merged_to;
-        let mut out: Vec<(PLogOffset, Vec<u8>)> = Vec::new();
         let mut o = from;
+        let mut seen = 0;
         let mut link: Option<u64> = None;
         let mut check_link = |o: PLogOffset, prev: u64, hash: u64, name: &dyn Fn() -> String| {
             if let Some(l) = link
@@ -892,21 +948,22 @@ impl Shared {
             link = Some(hash);
             Ok(())
         };
-        while out.len() < max {
+        while seen < max {
             let bundle = if o <= merged_to {
                 self.get_bundle(p, o)?
             } else {
                 // One-event objects, read ahead in parallel, used in order up to the first
                 // one not found.
-                let fetched = self.get_many(p, o, (max - out.len()).min(READ_CHUNK))?;
+                let fetched = self.get_many(p, o, (max - seen).min(READ_CHUNK))?;
                 let wanted = fetched.len();
                 let mut found = 0;
                 for e in fetched.into_iter().map_while(|e| e) {
                     check_link(o, e.prev, e.hash, &|| event_object(p, o))?;
-                    out.push((o, e.event));
+                    f(o, &e.event)?;
                     o += 1;
                     found += 1;
                 }
+                seen += found;
                 if found == wanted {
                     continue;
                 }
@@ -918,19 +975,20 @@ impl Shared {
             };
             let name = || bundle_object(p, b.first, b.last());
             let skip = (o - b.first) as usize;
-            let take = (max - out.len()).min(b.events.len() - skip);
+            let take = (max - seen).min(b.len() - skip);
             let prev = if skip == 0 {
                 b.prev
             } else {
                 b.hashes[skip - 1]
             };
             check_link(o, prev, b.hashes[skip + take - 1], &name)?;
-            for (i, e) in b.events.into_iter().enumerate().skip(skip).take(take) {
-                out.push((b.first + i as u64, e));
+            for i in skip..skip + take {
+                f(b.first + i as u64, b.event(i))?;
             }
             o += take as u64;
+            seen += take;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Merges every complete, linked bundle-sized range of a partition; returns how many
@@ -968,12 +1026,7 @@ impl Shared {
     /// hash of its last event.
     fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
         let last = first + self.bundle_events - 1;
-        let mut b = Bundle {
-            first,
-            prev,
-            hashes: Vec::with_capacity(self.bundle_events as usize),
-            events: Vec::with_capacity(self.bundle_events as usize),
-        };
+        let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
         for o in first..=last {
             let Some(e) = self.get_one(p, o)? else {
@@ -997,11 +1050,10 @@ impl Shared {
                 )));
             }
             link = e.hash;
-            b.hashes.push(e.hash);
-            b.events.push(e.event);
+            events.push((e.hash, e.event));
         }
         let name = bundle_object(p, first, last);
-        match self.create(&name, b.encode()) {
+        match self.create(&name, Bundle::encode(first, prev, &events)) {
             Ok(()) => {}
             Err(CreateError::Taken) => {
                 return Err(StorageError(format!(
@@ -1073,20 +1125,18 @@ mod tests {
             prev = event_hash(10 + i as u64, prev, e);
             hashes.push(prev);
         }
-        let b = Bundle {
-            first: 10,
-            prev: 7,
-            hashes,
-            events,
-        };
-        let bytes = b.encode();
-        let back = Bundle::decode(&bytes).expect("sound");
-        assert_eq!(back.events, b.events);
+        let pairs: Vec<(u64, Vec<u8>)> = hashes.into_iter().zip(events.clone()).collect();
+        let bytes = Bundle::encode(10, 7, &pairs);
+        let back = Bundle::decode(bytes.clone()).expect("sound");
+        assert_eq!(
+            (0..3).map(|i| back.event(i).to_vec()).collect::<Vec<_>>(),
+            events
+        );
         assert_eq!(back.last(), 12);
-        let mut bad = bytes.clone();
+        let mut bad = bytes;
         let n = bad.len();
         bad[n - 1] ^= 1;
-        assert!(Bundle::decode(&bad).is_none());
+        assert!(Bundle::decode(bad).is_none());
     }
 
     #[test]

@@ -91,8 +91,61 @@ fn read_marker(root: &Path) -> Result<Option<u64>, StorageError> {
     }
 }
 
-/// A page read ahead: (first offset, events wanted, the events once read).
-type AheadPage = Arc<(PLogOffset, usize, Mutex<Option<Vec<(PLogOffset, Vec<u8>)>>>)>;
+/// Events read for a PLog page, their values decoded.
+struct RawPage {
+    values: Vec<(PLogOffset, SeqValue)>,
+    /// Events read.
+    events: usize,
+    /// The offset of the last one.
+    last: PLogOffset,
+}
+
+impl RawPage {
+    /// Up to `want` events from `from` on.
+    fn read(
+        plog: &ObjectPlog,
+        p: PartitionId,
+        from: PLogOffset,
+        want: usize,
+    ) -> Result<Self, StorageError> {
+        let mut page = Self {
+            values: Vec::new(),
+            events: 0,
+            last: 0,
+        };
+        plog.visit(p, from, want, |o, bytes| {
+            page.values
+                .extend(decode_values(p, o, bytes)?.into_iter().map(|v| (o, v)));
+            page.events += 1;
+            page.last = o;
+            Ok(())
+        })?;
+        Ok(page)
+    }
+
+    /// The page of `want - 1` events from `from` (one more was read to tell whether the PLog
+    /// ends with the page).
+    fn into_page(mut self, from: PLogOffset, want: usize) -> PlogPage {
+        if self.events == want {
+            let last = self.last;
+            self.values.retain(|v| v.0 != last);
+            PlogPage {
+                values: self.values,
+                next: last,
+                end: false,
+            }
+        } else {
+            PlogPage {
+                values: self.values,
+                next: if self.events > 0 { self.last + 1 } else { from },
+                end: true,
+            }
+        }
+    }
+}
+
+/// A page read ahead: (first offset, events wanted, the page once read).
+type AheadPage = Arc<(PLogOffset, usize, Mutex<Option<RawPage>>)>;
 
 /// The next page of each partition's actualization, read while the guest replays the last.
 /// Only full pages are kept: events are never rewritten, so a full page cannot be stale (a
@@ -101,14 +154,23 @@ type AheadPage = Arc<(PLogOffset, usize, Mutex<Option<Vec<(PLogOffset, Vec<u8>)>
 struct ReadAheadPages(Arc<Mutex<HashMap<PartitionId, AheadPage>>>);
 
 impl ReadAheadPages {
-    /// Reads `want` events from `from` and keeps them if the page is full.
-    fn read(&self, plog: &ObjectPlog, p: PartitionId, from: PLogOffset, want: usize) {
+    /// Announces the page of `want` events from `from`, calls `answer` (which answers the
+    /// read before it), then reads the page and keeps it if it is full. A read of this page
+    /// that comes meanwhile waits for it instead of reading it twice.
+    fn read_after(
+        &self,
+        answer: impl FnOnce(),
+        plog: &ObjectPlog,
+        p: PartitionId,
+        from: PLogOffset,
+        want: usize,
+    ) {
         let page: AheadPage = Arc::new((from, want, Mutex::new(None)));
-        // Held while reading, so a reader of this page waits for it instead of reading twice.
         let mut slot = lock(&page.2);
         lock(&self.0).insert(p, page.clone());
-        match plog.read(p, from, want) {
-            Ok(events) if events.len() == want => *slot = Some(events),
+        answer();
+        match RawPage::read(plog, p, from, want) {
+            Ok(page) if page.events == want => *slot = Some(page),
             _ => {
                 drop(slot);
                 lock(&self.0).remove(&p);
@@ -117,12 +179,7 @@ impl ReadAheadPages {
     }
 
     /// The page from `from` of `want` events, if it was read ahead.
-    fn take(
-        &self,
-        p: PartitionId,
-        from: PLogOffset,
-        want: usize,
-    ) -> Option<Vec<(PLogOffset, Vec<u8>)>> {
+    fn take(&self, p: PartitionId, from: PLogOffset, want: usize) -> Option<RawPage> {
         let page = lock(&self.0).remove(&p)?;
         if page.0 != from || page.1 != want {
             return None;
@@ -243,6 +300,20 @@ impl ObjectStorage {
     }
 }
 
+fn decode_values(
+    p: PartitionId,
+    offset: PLogOffset,
+    bytes: &[u8],
+) -> Result<Vec<SeqValue>, StorageError> {
+    decode_event(bytes)
+        .map(|(values, _)| values)
+        .ok_or_else(|| {
+            StorageError(format!(
+                "object store: event {offset} of partition {p} is not a sound event"
+            ))
+        })
+}
+
 fn decode_all(
     p: PartitionId,
     events: Vec<(PLogOffset, Vec<u8>)>,
@@ -250,15 +321,12 @@ fn decode_all(
     events
         .into_iter()
         .map(|(offset, bytes)| {
-            let (values, payload) = decode_event(&bytes).ok_or_else(|| {
-                StorageError(format!(
-                    "object store: event {offset} of partition {p} is not a sound event"
-                ))
-            })?;
+            let values = decode_values(p, offset, &bytes)?;
+            let payload = decode_event(&bytes).map_or_else(Vec::new, |(_, p)| p.to_vec());
             Ok(StoredEvent {
                 offset,
                 values,
-                payload: payload.to_vec(),
+                payload,
             })
         })
         .collect()
@@ -316,23 +384,17 @@ impl Storage for ObjectStorage {
                 let want = max_events.saturating_add(1);
                 let read = ahead
                     .take(partition, from, want)
-                    .map_or_else(|| plog.read(partition, from, want), Ok);
+                    .map_or_else(|| RawPage::read(&plog, partition, from, want), Ok);
                 let next = match &read {
-                    Ok(events) if events.len() == want => events.last().map(|e| e.0),
+                    Ok(raw) if raw.events == want => Some(raw.last),
                     _ => None,
                 };
-                let page = read
-                    .and_then(|events| decode_all(partition, events))
-                    .map(|events| {
-                        PlogPage::collect(
-                            from,
-                            max_events,
-                            events.into_iter().map(|e| (e.offset, e.values)),
-                        )
-                    });
-                let _ = tx.send(page);
-                if let Some(next) = next {
-                    ahead.read(&plog, partition, next, want);
+                let answer = move || {
+                    let _ = tx.send(read.map(|raw| raw.into_page(from, want)));
+                };
+                match next {
+                    Some(next) => ahead.read_after(answer, &plog, partition, next, want),
+                    None => answer(),
                 }
             });
         async move {
