@@ -697,6 +697,32 @@ impl Shared {
         }
     }
 
+    /// A bundle's link without reading its events: the hash before its first event and the
+    /// hash of its last (from its header and its hash table).
+    fn bundle_link(
+        &self,
+        p: PartitionId,
+        first: PLogOffset,
+        last: PLogOffset,
+        name: &str,
+    ) -> Result<(u64, u64), StorageError> {
+        let n = last - first + 1;
+        let at = 24 + 12 * (n - 1);
+        let path = ObjPath::from(bundle_object(p, first, last));
+        let ranges = block_on(self.objects.get_ranges(&path, &[0..24, at..at + 8]))
+            .map_err(|e| os_err(format!("read bundles/{p:05}/{name}"), e))?;
+        let head = &ranges[0];
+        let sound = head.get(..4) == Some(BUNDLE_MAGIC.as_slice())
+            && u64_at(head, 4) == Some(first)
+            && u32_at(head, 12).map(u64::from) == Some(n);
+        match (sound, u64_at(head, 16), u64_at(&ranges[1], 0)) {
+            (true, Some(prev), Some(last_hash)) => Ok((prev, last_hash)),
+            _ => Err(StorageError(format!(
+                "object store: bundles/{p:05}/{name} is corrupt: not a sound bundle of offsets {first}..={last} (partition {p})"
+            ))),
+        }
+    }
+
     /// The first offset of `first..first + n` that a bundle holds, if any.
     fn bundled_among(
         &self,
@@ -837,19 +863,23 @@ impl Shared {
             if *first != part.next {
                 break;
             }
-            let b = self.get_bundle(p, *first)?.ok_or_else(|| {
-                StorageError(format!("object store: bundles/{p:05}/{name} vanished"))
-            })?;
-            if b.prev != part.last_hash {
+            // Only the bundle's link (its header and its last hash) is read here: the events
+            // are verified when they are read. The whole bundle is read only to compare
+            // leftovers of an interrupted merge with it.
+            let (prev, last_hash) = self.bundle_link(p, *first, *last, name)?;
+            if prev != part.last_hash {
                 return Err(StorageError(format!(
                     "object store: partition {p}: broken link at offset {first}: bundles/{p:05}/{name} does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
                     first - 1,
-                    b.prev,
+                    prev,
                     part.last_hash
                 )));
             }
             // Events the bundle also holds: leftovers of an interrupted merge.
             for &o in events.range(first..=last) {
+                let b = self.get_bundle(p, o)?.ok_or_else(|| {
+                    StorageError(format!("object store: bundles/{p:05}/{name} vanished"))
+                })?;
                 let one = self.get_one(p, o)?;
                 let i = (o - first) as usize;
                 match one {
@@ -874,7 +904,7 @@ impl Shared {
                 }
             }
             part.next = last + 1;
-            part.last_hash = b.last_hash();
+            part.last_hash = last_hash;
             part.merged_to = *last;
             part.merged_hash = part.last_hash;
             used += 1;

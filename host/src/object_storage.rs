@@ -264,9 +264,12 @@ impl ObjectStorage {
                 root.display()
             );
         }
-        // The PLog first: a hole or a broken link refuses the store before the view is opened.
-        let plog = ObjectPlog::open_local(root, bundle, Access::Write)?;
+        // The PLog is scanned read-only first: a hole or a broken link refuses the store
+        // before anything is written. Then the view (whose lock keeps a second process off
+        // the store), then the PLog for writing (which repairs an interrupted merge).
+        drop(ObjectPlog::open_local(root, bundle, Access::ReadOnly)?);
         let view = RedbStorage::open(&root.join(VIEW_DB_FILE)).map_err(|e| e.error)?;
+        let plog = ObjectPlog::open_local(root, bundle, Access::Write)?;
         Ok(Self {
             root: root.to_path_buf(),
             plog,

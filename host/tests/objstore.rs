@@ -429,3 +429,65 @@ fn leftovers(root: &Path, p: u32) -> bool {
         .filter_map(|n| n.parse::<u64>().ok())
         .any(|o| o <= bundled)
 }
+
+#[test]
+fn a_second_run_on_a_live_object_store_is_refused_and_the_first_goes_on() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("objects");
+    let component = component_path();
+    let mut first = host()
+        .args(["run", "--store"])
+        .arg(format!("objects:{}", root.display()))
+        .arg("--component")
+        .arg(&component)
+        .args(["--partitions", "4", "--events", "10000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the first run");
+    // Wait (bounded) until the first run is appending.
+    let mut appending = false;
+    for _ in 0..200 {
+        if std::fs::read_dir(root.join("events/00000")).is_ok_and(|mut d| d.next().is_some()) {
+            appending = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(appending, "the first run never appended");
+    let out = run_objects(&root, 10, 64);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("in use by another process"), "{stderr}");
+    assert!(
+        first.try_wait().expect("poll").is_none(),
+        "the first run goes on"
+    );
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    assert!(check_objects(&root, "after the refused second run") > 0);
+}
+
+#[test]
+fn a_corrupted_bundle_is_reported_by_name_when_read() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path();
+    let a = open(root, 4);
+    a.append(0, &batch(1, 8, 4)).expect("append");
+    a.merge_now().expect("merge");
+    assert_eq!(a.bounds(0), (9, 8));
+    drop(a);
+    let bundle = file(root, &bundle_object(0, 5, 8));
+    let mut bytes = std::fs::read(&bundle).expect("bundle");
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x10; // inside the last event's payload
+    std::fs::write(&bundle, bytes).expect("corrupt");
+    // Opening reads only each bundle's link; reading its events finds the damage.
+    let b = ObjectPlog::open_local(root, 4, Access::ReadOnly).expect("open");
+    assert_eq!(b.read(0, 1, 4).expect("the first bundle is sound").len(), 4);
+    let e = b.read(0, 1, 100).expect_err("corrupt");
+    assert!(
+        e.0.contains(&bundle_object(0, 5, 8)) && e.0.contains("corrupt"),
+        "{e}"
+    );
+}
