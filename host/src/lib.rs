@@ -7,7 +7,9 @@
 //!   times they ask for (retries with backoff, replay hold-back).
 //! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory,
 //!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
-//!   on an etcd cluster shared by many hosts (fenced appends). A command processor appends an
+//!   on an etcd cluster shared by many hosts (fenced appends), [`ObjectStorage`] with the PLog
+//!   on object storage (one object per event, merged into bundles by a merger thread). A
+//!   command processor appends an
 //!   [`EventBatch`] with one durable write ([`Storage::append_events`]); [`ReadAhead`] reads a
 //!   batch's numbers in one go.
 //! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.

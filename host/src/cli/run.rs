@@ -1142,8 +1142,15 @@ fn run_workload(
                 "{rate:.0}/s, actualizations {}",
                 actualizations.load(Ordering::Relaxed)
             );
-            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(backend).since(&counts_before) {
-                msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
+            match StoreSnapshot::take(backend).since(&counts_before) {
+                StoreSnapshot::Embedded(c) => {
+                    msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
+                }
+                StoreSnapshot::Objects(c) => msg.push_str(&format!(
+                    ", flushes {}, bundles merged {}",
+                    c.view.writes, c.bundles_written
+                )),
+                _ => {}
             }
             events_bar.set_message(msg);
             std::thread::sleep(Duration::from_millis(100));
