@@ -265,9 +265,10 @@ fn run_objects(root: &Path, events: u64, bundle: u64) -> std::process::Output {
         .expect("start sequencer-host")
 }
 
+/// `check --store objects --data ROOT` (which also proves the store's bytes unchanged).
 fn check_objects(root: &Path, after: &str) -> u64 {
-    let store = format!("objects:{}", root.display());
-    checked_events(&["check", "--store", &store], after)
+    let root = root.to_str().expect("utf-8 path");
+    checked_events(&["check", "--store", "objects", "--data", root], after)
 }
 
 #[test]
