@@ -294,6 +294,24 @@ fn run_resume_check_and_inspect_on_an_object_store() {
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("started from"), "{stdout}");
     assert_eq!(check_objects(&root, "after the resume"), 2_000);
+    // Another partition count would move workspaces away from their numbers: refused
+    // before anything is written, as on a data directory.
+    let before = common::snapshot(&root);
+    let out = host()
+        .args(["run", "--store", "objects", "--data"])
+        .arg(&root)
+        .arg("--component")
+        .arg(component_path())
+        .args(["--partitions", "2", "--events", "10"])
+        .output()
+        .expect("start sequencer-host");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("numbered with 4 partitions, not 2"),
+        "{stderr}"
+    );
+    assert_eq!(before, common::snapshot(&root));
     let store = format!("objects:{}", root.display());
     let out = run_host(&[
         "inspect",
