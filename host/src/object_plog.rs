@@ -46,20 +46,37 @@ const EVENT_MAGIC: &[u8; 4] = b"SQE1";
 const BUNDLE_MAGIC: &[u8; 4] = b"SQB1";
 
 /// The link hash of the event at `offset` whose predecessor's hash is `prev` (0 before the
-/// first event): the offset, `prev` and the event's bytes mixed 8 bytes at a time (each step
-/// a bijection of the state, so a change in any one word always changes the hash), then
-/// finalized as MurmurHash3's `fmix64`.
+/// first event): the event's bytes mixed 8 bytes at a time into four lanes (each step a
+/// bijection of its lane's state, so a change in any one word always changes the hash; four
+/// lanes let the processor work on them at once), folded together with the offset, `prev` and
+/// the length, then finalized as MurmurHash3's `fmix64`.
 pub fn event_hash(offset: PLogOffset, prev: u64, event: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let step = |h: u64, w: u64| (h ^ w).wrapping_mul(K).rotate_left(31);
-    let mut h = step(step(0x2545_F491_4F6C_DD1D, offset), prev);
-    let mut words = event.chunks_exact(8);
-    for w in &mut words {
-        h = step(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+    let mut lanes = [
+        0x2545_F491_4F6C_DD1D,
+        0x9FB2_1C65_1E98_DF25,
+        0xD6E8_FEB8_6659_FD93,
+        0xA076_1D64_78BD_642F,
+    ];
+    let mut blocks = event.chunks_exact(32);
+    for b in &mut blocks {
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane = step(*lane, word(&b[8 * i..8 * i + 8]));
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
+    for (i, w) in (&mut words).enumerate() {
+        lanes[i] = step(lanes[i], word(w));
     }
     let mut tail = [0u8; 8];
     tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = step(step(h, u64::from_le_bytes(tail)), event.len() as u64);
+    let mut h = step(step(step(lanes[0], offset), prev), event.len() as u64);
+    h = step(h, u64::from_le_bytes(tail));
+    for lane in &lanes[1..] {
+        h = step(h, *lane);
+    }
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -610,7 +627,8 @@ impl Shared {
     fn get(&self, name: &str) -> Result<Option<Vec<u8>>, StorageError> {
         let path = ObjPath::from(name);
         match block_on(async { self.objects.get(&path).await?.bytes().await }) {
-            Ok(b) => Ok(Some(b.to_vec())),
+            // A `Bytes` made from a `Vec` gives it back without a copy.
+            Ok(b) => Ok(Some(Vec::from(b))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(os_err(format!("read {name}"), e)),
         }
