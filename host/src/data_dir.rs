@@ -307,13 +307,13 @@ fn check_marker(marker: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
     Ok(())
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
     let mut f = fs::File::create(path).map_err(io(path, "create"))?;
     f.write_all(bytes).map_err(io(path, "write"))?;
     f.sync_all().map_err(io(path, "sync"))
 }
 
-fn sync_dir(path: &Path) -> Result<(), DataDirError> {
+pub(crate) fn sync_dir(path: &Path) -> Result<(), DataDirError> {
     fs::File::open(path)
         .and_then(|d| d.sync_all())
         .map_err(io(path, "sync directory"))

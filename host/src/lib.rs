@@ -7,7 +7,9 @@
 //!   times they ask for (retries with backoff, replay hold-back).
 //! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory,
 //!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
-//!   on an etcd cluster shared by many hosts (fenced appends). A command processor appends an
+//!   on an etcd cluster shared by many hosts (fenced appends), [`ObjectStorage`] with the PLog
+//!   on object storage (one object per event, merged into bundles by a merger thread). A
+//!   command processor appends an
 //!   [`EventBatch`] with one durable write ([`Storage::append_events`]); [`ReadAhead`] reads a
 //!   batch's numbers in one go.
 //! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
@@ -18,6 +20,7 @@
 //! |---|---|---|
 //! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`); implies `redb` |
 //! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
+//! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
@@ -41,6 +44,10 @@ mod gate;
 pub mod layout;
 pub mod link;
 mod memory;
+#[cfg(feature = "objstore")]
+mod object_plog;
+#[cfg(feature = "objstore")]
+mod object_storage;
 mod partition;
 mod plog_check;
 mod read_ahead;
@@ -74,6 +81,13 @@ pub use gate::Gate;
 pub use layout::{Layout, LayoutSeq};
 pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
+#[cfg(feature = "objstore")]
+pub use object_plog::{
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, bundle_object,
+    event_hash, event_object,
+};
+#[cfg(feature = "objstore")]
+pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};
 pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};

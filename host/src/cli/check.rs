@@ -18,8 +18,8 @@ pub struct CheckArgs {
     /// The data directory (embedded store).
     #[command(flatten)]
     pub data: DataArgs,
-    /// The store to check: embedded (redb in --data) or etcd://HOST:PORT,... (memory keeps
-    /// nothing to check).
+    /// The store to check: embedded (redb in --data), objects (an object store in --data),
+    /// objects:DIR, or etcd://HOST:PORT,... (memory keeps nothing to check).
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
 }

@@ -16,7 +16,8 @@ pub struct InspectArgs {
     /// The data directory.
     #[command(flatten)]
     pub data: DataArgs,
-    /// The store to read: embedded (redb in --data) or etcd://HOST:PORT,...
+    /// The store to read: embedded (redb in --data), objects (an object store in --data),
+    /// objects:DIR, or etcd://HOST:PORT,...
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
     /// The partition to show.

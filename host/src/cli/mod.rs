@@ -66,6 +66,19 @@ pub enum StoreKind {
     Memory,
     /// An etcd cluster, `etcd://HOST:PORT,HOST:PORT,...`: shared by many hosts, fenced appends.
     Etcd(String),
+    /// The PLog on object storage in a local directory (`objects`: the one `--data` names;
+    /// `objects:DIR`: DIR), one object per event merged into bundles, the view in redb beside it.
+    Objects(Option<PathBuf>),
+}
+
+impl StoreKind {
+    /// The directory of an object store: its own, or `data`.
+    pub fn objects_root(&self, data: &Path) -> Option<PathBuf> {
+        match self {
+            Self::Objects(dir) => Some(dir.clone().unwrap_or_else(|| data.to_path_buf())),
+            _ => None,
+        }
+    }
 }
 
 impl FromStr for StoreKind {
@@ -75,9 +88,13 @@ impl FromStr for StoreKind {
         match s {
             "embedded" | "redb" => Ok(Self::Embedded),
             "memory" => Ok(Self::Memory),
+            "objects" => Ok(Self::Objects(None)),
             _ if s.starts_with("etcd://") => Ok(Self::Etcd(s.to_string())),
+            _ if s.starts_with("objects:") && s.len() > "objects:".len() => {
+                Ok(Self::Objects(Some(PathBuf::from(&s["objects:".len()..]))))
+            }
             _ => Err(format!(
-                "unknown store {s:?}: expected embedded, memory or etcd://HOST:PORT"
+                "unknown store {s:?}: expected embedded, memory, objects, objects:DIR or etcd://HOST:PORT"
             )),
         }
     }
@@ -89,6 +106,8 @@ impl fmt::Display for StoreKind {
             Self::Embedded => f.write_str("embedded"),
             Self::Memory => f.write_str("memory"),
             Self::Etcd(url) => f.write_str(url),
+            Self::Objects(None) => f.write_str("objects"),
+            Self::Objects(Some(dir)) => write!(f, "objects:{}", dir.display()),
         }
     }
 }
@@ -139,6 +158,12 @@ pub fn open_reader(kind: &StoreKind, data: &Path) -> CliResult<Box<dyn StoreRead
         StoreKind::Etcd(url) => Ok(Box::new(sequencer_host::EtcdStorage::connect_url(url)?)),
         #[cfg(not(feature = "etcd"))]
         StoreKind::Etcd(url) => Err(no_etcd(url)),
+        StoreKind::Objects(_) => {
+            let root = kind
+                .objects_root(data)
+                .unwrap_or_else(|| data.to_path_buf());
+            Ok(Box::new(sequencer_host::ObjectReader::open(&root)?))
+        }
         StoreKind::Memory => Err(CliError(
             "the memory store keeps nothing to read (use --store embedded or etcd://...)".into(),
         )),

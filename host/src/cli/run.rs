@@ -27,7 +27,7 @@ use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 use sequencer_host::bindings::{NotNowReason, StartOutcome, Status};
 use sequencer_host::{
     AppendError, AppendLimits, DataDir, DirState, Driver, DriverConfig, EventBatch, HostError,
-    Layout, LayoutSeq, Limits, MemoryStorage, MonotonicClock, OpenMode, PartitionId,
+    Layout, LayoutSeq, Limits, MemoryStorage, MonotonicClock, ObjectStorage, OpenMode, PartitionId,
     PartitionSequencer, ReadAhead, RetryPolicy, Runtime, Storage, StoreReader, WarnLimiter,
     encoded_len,
 };
@@ -103,10 +103,14 @@ pub struct RunArgs {
     /// The data directory (created if missing; resumed if it exists).
     #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
-    /// Storage backend: embedded (redb in --data), memory, or etcd://HOST:PORT,HOST:PORT,... (an
+    /// Storage backend: embedded (redb in --data), memory, objects (the PLog as one object per
+    /// event, merged into bundles, in --data; objects:DIR in DIR), or etcd://HOST:PORT,... (an
     /// etcd cluster shared by many hosts; --data is not used).
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
+    /// Events per bundle of a new object store (an existing one keeps its own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    pub bundle_events: Option<u64>,
     /// The sequencer component (.wasm), as scripts/build-component.sh prints it.
     #[arg(long, env = "SEQUENCER_COMPONENT")]
     pub component: PathBuf,
@@ -199,6 +203,7 @@ fn parse_payload_bytes(s: &str) -> Result<usize, String> {
 /// The store a run works on.
 enum Backend {
     Embedded(DataDir),
+    Objects(ObjectStorage),
     Memory(MemoryStorage),
     #[cfg(feature = "etcd")]
     Etcd(EtcdStorage),
@@ -209,6 +214,7 @@ impl Backend {
     fn reader(&self) -> &dyn StoreReader {
         match self {
             Self::Embedded(d) => d.store(),
+            Self::Objects(o) => o,
             Self::Memory(m) => m,
             #[cfg(feature = "etcd")]
             Self::Etcd(e) => e,
@@ -869,17 +875,21 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
     }
     let dir_state = match &args.store {
         StoreKind::Embedded => Some(DataDir::validate(&args.data, OpenMode::OpenOrCreate)?),
-        StoreKind::Memory => None,
-        StoreKind::Etcd(_) => None,
+        StoreKind::Memory | StoreKind::Etcd(_) | StoreKind::Objects(_) => None,
     };
+    let objects_root = args.store.objects_root(&args.data);
     let wanted = layout(args);
-    let recorded = match dir_state {
-        Some(DirState::Existing) => DataDir::read_layout(&args.data)?,
+    let recorded = match (dir_state, &objects_root) {
+        (Some(DirState::Existing), _) => DataDir::read_layout(&args.data)?,
+        (_, Some(root)) if root.is_dir() => ObjectStorage::read_layout(root)?,
         _ => None,
     };
     if let Some(recorded) = &recorded {
         refuse_another_layout(
-            &format!("data directory {}", args.data.display()),
+            &format!(
+                "data directory {}",
+                objects_root.as_deref().unwrap_or(&args.data).display()
+            ),
             recorded,
             &wanted,
             "start a new one with --data NEW_DIR",
@@ -910,6 +920,19 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
             Backend::Embedded(dir)
         }
         None => match &args.store {
+            StoreKind::Objects(_) => {
+                let root = objects_root.as_deref().unwrap_or(&args.data);
+                let store = ObjectStorage::open(root, args.bundle_events)?;
+                if recorded.is_none() {
+                    store.record_layout(&wanted)?;
+                }
+                tracing::info!(
+                    "{} object store {}",
+                    if store.created() { "created" } else { "opened" },
+                    root.display()
+                );
+                Backend::Objects(store)
+            }
             #[cfg(feature = "etcd")]
             StoreKind::Etcd(url) => {
                 let unavailable = |e: sequencer_host::StorageError| {
@@ -938,6 +961,7 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
     };
     let base: Arc<dyn Storage> = match &backend {
         Backend::Embedded(d) => Arc::new(d.store().clone()),
+        Backend::Objects(o) => Arc::new(o.clone()),
         Backend::Memory(m) => Arc::new(m.clone()),
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => Arc::new(e.clone()),
@@ -1118,8 +1142,15 @@ fn run_workload(
                 "{rate:.0}/s, actualizations {}",
                 actualizations.load(Ordering::Relaxed)
             );
-            if let StoreSnapshot::Embedded(c) = StoreSnapshot::take(backend).since(&counts_before) {
-                msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
+            match StoreSnapshot::take(backend).since(&counts_before) {
+                StoreSnapshot::Embedded(c) => {
+                    msg.push_str(&format!(", flushes {}, commits {}", c.writes, c.commits));
+                }
+                StoreSnapshot::Objects(c) => msg.push_str(&format!(
+                    ", flushes {}, bundles merged {}",
+                    c.view.writes, c.bundles_written
+                )),
+                _ => {}
             }
             events_bar.set_message(msg);
             std::thread::sleep(Duration::from_millis(100));
@@ -1152,6 +1183,11 @@ fn run_workload(
 /// The step that checks: proves the whole store (every partition, and across partitions)
 /// against the run's layout once every sequencer has stopped; returns the events checked.
 fn check_stored(opened: &Opened, _stopped: &Recovered) -> CliResult<u64> {
+    if let Backend::Objects(o) = &opened.backend
+        && let Some(e) = o.plog().merge_error()
+    {
+        return Err(CliError(format!("the merger stopped: {e}")));
+    }
     let (_, checked) =
         check::check_store(opened.backend.reader(), Some(&opened.wanted), |_, _| {})?;
     Ok(checked)
@@ -1174,6 +1210,11 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
     } = ran;
     let store_line = match backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
+        Backend::Objects(o) => format!(
+            "object store {} (one object per event, bundles of {}; view in redb)",
+            o.root().display(),
+            o.plog().bundle_events()
+        ),
         Backend::Memory(_) => "memory (nothing kept)".to_string(),
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => format!("{} (3-way replicated, fenced appends)", e.label()),
@@ -1259,6 +1300,33 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
                 ),
             ));
         }
+        StoreSnapshot::Objects(c) => {
+            rows.push((
+                "flushes (view writes)".into(),
+                format!(
+                    "{} ({} view rows, {} redb commits)",
+                    c.view.writes, c.view.values_written, c.view.commits
+                ),
+            ));
+            rows.push((
+                "event objects".into(),
+                format!(
+                    "{} created in {} appends ({} syncs of files and directories: {:.1} per event; {} appends refused by the fence)",
+                    c.events_written,
+                    c.appends,
+                    c.syncs,
+                    c.syncs as f64 / c.events_written.max(1) as f64,
+                    c.fenced
+                ),
+            ));
+            rows.push((
+                "merger".into(),
+                format!(
+                    "{} bundles written, {} one-event objects merged and deleted; {} leftovers of an interrupted merge removed at open",
+                    c.bundles_written, c.merged_events, c.leftovers_removed
+                ),
+            ));
+        }
         #[cfg(feature = "etcd")]
         StoreSnapshot::Etcd(e) => {
             rows.push(("flushes (view writes)".into(), e.writes.to_string()));
@@ -1317,9 +1385,23 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
 /// What the store did, as counters (those of the backend in use).
 enum StoreSnapshot {
     Embedded(sequencer_host::StoreCounts),
+    Objects(ObjectCounts),
     #[cfg(feature = "etcd")]
     Etcd(EtcdCounts),
     Memory,
+}
+
+/// A snapshot of [`sequencer_host::ObjectStats`] and the view store's counts.
+#[derive(Clone, Copy)]
+struct ObjectCounts {
+    view: sequencer_host::StoreCounts,
+    events_written: u64,
+    appends: u64,
+    syncs: u64,
+    bundles_written: u64,
+    merged_events: u64,
+    leftovers_removed: u64,
+    fenced: u64,
 }
 
 /// A snapshot of [`sequencer_host::EtcdStats`].
@@ -1339,6 +1421,20 @@ impl StoreSnapshot {
     fn take(backend: &Backend) -> Self {
         match backend {
             Backend::Embedded(d) => Self::Embedded(d.store().counts()),
+            Backend::Objects(o) => {
+                let s = o.plog().stats();
+                let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+                Self::Objects(ObjectCounts {
+                    view: o.view_store().counts(),
+                    events_written: get(&s.events_written),
+                    appends: get(&s.appends),
+                    syncs: get(&s.syncs),
+                    bundles_written: get(&s.bundles_written),
+                    merged_events: get(&s.merged_events),
+                    leftovers_removed: get(&s.leftovers_removed),
+                    fenced: get(&s.fenced),
+                })
+            }
             #[cfg(feature = "etcd")]
             Backend::Etcd(e) => {
                 let s = e.stats();
@@ -1367,6 +1463,22 @@ impl StoreSnapshot {
                 writes: a.writes - b.writes,
                 values_written: a.values_written - b.values_written,
                 commit_nanos: a.commit_nanos - b.commit_nanos,
+            }),
+            (Self::Objects(a), Self::Objects(b)) => Self::Objects(ObjectCounts {
+                view: sequencer_host::StoreCounts {
+                    commits: a.view.commits - b.view.commits,
+                    writes: a.view.writes - b.view.writes,
+                    values_written: a.view.values_written - b.view.values_written,
+                    commit_nanos: a.view.commit_nanos - b.view.commit_nanos,
+                    ..a.view
+                },
+                events_written: a.events_written - b.events_written,
+                appends: a.appends - b.appends,
+                syncs: a.syncs - b.syncs,
+                bundles_written: a.bundles_written - b.bundles_written,
+                merged_events: a.merged_events - b.merged_events,
+                leftovers_removed: a.leftovers_removed,
+                fenced: a.fenced - b.fenced,
             }),
             #[cfg(feature = "etcd")]
             (Self::Etcd(a), Self::Etcd(b)) => Self::Etcd(EtcdCounts {

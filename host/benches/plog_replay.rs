@@ -1,0 +1,87 @@
+//! Replay speed of the PLog: paging through every event with `Storage::read_plog` as the
+//! driver's actualization does (pages of 4,096 events, values decoded), from redb, from
+//! object-store bundles and from one-event objects; and the durable append rate of each
+//! (one partition, batches of 256 events of 128-byte payloads, every append synced).
+//!
+//! `cargo bench -p plog-sequencer-host --bench plog_replay` (`PLOG_REPLAY_EVENTS`, default 20,000).
+
+use std::time::Instant;
+
+use futures::executor::block_on;
+use sequencer::SeqValue;
+use sequencer_host::{EventBatch, ObjectStorage, RedbStorage, Storage};
+
+const PAGE: usize = 4096;
+const BATCH: u64 = 256;
+
+fn fill(storage: &dyn Storage, events: u64) -> f64 {
+    let started = Instant::now();
+    let mut first = 1;
+    let mut batch = EventBatch::new(1);
+    while first <= events {
+        batch.reset(first);
+        for o in first..(first + BATCH).min(events + 1) {
+            let values = [
+                SeqValue::new(o % 500 + 1, 1, o),
+                SeqValue::new(o % 500 + 1, 2, 1_000_000 + o),
+            ];
+            batch.push(&values, &[b'.'; 128]);
+        }
+        storage.append_events(0, &batch).expect("append");
+        first = batch.next();
+    }
+    events as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The best of three full replays, in events per second.
+fn replay(storage: &dyn Storage, events: u64) -> f64 {
+    (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let (mut from, mut read) = (1, 0u64);
+            loop {
+                let page = block_on(storage.read_plog(0, from, PAGE)).expect("read");
+                read += page.next - from;
+                from = page.next;
+                if page.end {
+                    break;
+                }
+            }
+            assert_eq!(read, events, "replayed every event");
+            events as f64 / started.elapsed().as_secs_f64()
+        })
+        .fold(0.0, f64::max)
+}
+
+fn main() {
+    let events: u64 = std::env::var("PLOG_REPLAY_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let redb = RedbStorage::create(&tmp.path().join("store.redb")).expect("redb");
+    let redb_append = fill(&redb, events);
+    let redb_replay = replay(&redb, events);
+
+    let bundled = ObjectStorage::open(&tmp.path().join("bundled"), Some(1024)).expect("objects");
+    let bundled_append = fill(&bundled, events);
+    bundled.plog().merge_now().expect("merge");
+    let bundled_replay = replay(&bundled, events);
+
+    let loose = ObjectStorage::open(&tmp.path().join("loose"), Some(1 << 40)).expect("objects");
+    let loose_append = fill(&loose, events);
+    let loose_replay = replay(&loose, events);
+
+    println!("{events} events, pages of {PAGE}, appends of {BATCH} events (durable)");
+    println!(
+        "{:<34} {:>14} {:>14}",
+        "store", "append ev/s", "replay ev/s"
+    );
+    for (name, a, r) in [
+        ("redb", redb_append, redb_replay),
+        ("objects, bundles of 1024", bundled_append, bundled_replay),
+        ("objects, one-event objects", loose_append, loose_replay),
+    ] {
+        println!("{name:<34} {a:>14.0} {r:>14.0}");
+    }
+}
