@@ -197,3 +197,60 @@ fn at_an_offered_rate_a_batch_goes_once_its_first_event_has_waited_the_longest_w
     );
     assert!(stdout.contains("ok: 200 PLog events"), "{stdout}");
 }
+
+#[test]
+fn rust_log_overrides_quiet_and_no_color_keeps_a_terminals_log_plain() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let component = common::component_path();
+    let run = |data: &std::path::Path| {
+        let mut c = common::host();
+        c.args(["run", "--data"])
+            .arg(data)
+            .arg("--component")
+            .arg(&component)
+            .args(["--partitions", "1", "--events", "5"]);
+        c
+    };
+    // RUST_LOG wins over --quiet (which common::host passes): the debug line shows.
+    let out = run(&data).env("RUST_LOG", "debug").output().expect("run");
+    let (_, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("compiled component"), "{stderr}");
+    // Without it, --quiet shows nothing.
+    let quiet = run(&data).env_remove("RUST_LOG").output().expect("run");
+    assert_eq!(common::text(&quiet).1, "", "--quiet: no log lines");
+
+    // On a terminal (script(1) gives the run one) log lines are coloured, unless NO_COLOR.
+    let on_terminal = |no_color: Option<&str>| {
+        let cmd = format!(
+            "{} --no-progress run --data {} --component {} --partitions 1 --events 5",
+            common::BIN,
+            data.display(),
+            component.display()
+        );
+        let mut c = std::process::Command::new("script");
+        c.args(["-qec", &cmd, "/dev/null"]).env_remove("RUST_LOG");
+        match no_color {
+            Some(v) => c.env("NO_COLOR", v),
+            None => c.env_remove("NO_COLOR"),
+        };
+        let out = c.output().expect("run script(1)");
+        assert!(out.status.success(), "{:?}", common::text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        on_terminal(None).contains("\u{1b}["),
+        "coloured on a terminal"
+    );
+    let plain = on_terminal(Some("1"));
+    assert!(plain.contains("INFO"), "{plain}");
+    assert!(
+        !plain.contains("\u{1b}["),
+        "NO_COLOR: no escape codes:\n{plain}"
+    );
+    assert!(
+        on_terminal(Some("")).contains("\u{1b}["),
+        "an empty NO_COLOR is unset"
+    );
+}

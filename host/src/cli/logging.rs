@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use tracing::level_filters::LevelFilter;
+use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
 use super::Cli;
@@ -23,7 +24,10 @@ impl Progress {
     }
 }
 
-/// Sets up logging (`-v` debug, `-q` warnings only, default info) and the progress bars.
+/// Sets up logging and the progress bars. The level is `-v` debug, `-vv` trace, `-q` warnings
+/// only, info by default, unless `RUST_LOG` gives a filter (`RUST_LOG=debug`,
+/// `RUST_LOG=sequencer_host=trace`, …), which wins. Colours only on a terminal, and never when
+/// `NO_COLOR` is set to anything but the empty string (<https://no-color.org>).
 pub fn init(cli: &Cli) -> Progress {
     let multi = if cli.no_progress {
         MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
@@ -36,13 +40,30 @@ pub fn init(cli: &Cli) -> Progress {
         (false, 1) => LevelFilter::DEBUG,
         (false, _) => LevelFilter::TRACE,
     };
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .and_then(|s| match EnvFilter::try_new(&s) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("sequencer-host: warning: RUST_LOG={s:?} is not a log filter ({e}); using the default level");
+                None
+            }
+        });
+    let filter = from_env.unwrap_or_else(|| EnvFilter::default().add_directive(level.into()));
     let _ = tracing_subscriber::fmt()
         .with_writer(BarWriters(multi.clone()))
-        .with_max_level(level)
+        .with_env_filter(filter)
         .with_target(false)
-        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
+        .with_ansi(colours_wanted())
         .try_init();
     Progress { multi }
+}
+
+/// Whether log lines may carry colours: stderr is a terminal and `NO_COLOR` is unset or empty.
+fn colours_wanted() -> bool {
+    io::IsTerminal::is_terminal(&io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 struct BarWriters(MultiProgress);
