@@ -11,8 +11,9 @@ pub struct Ticket(pub u64);
 pub enum Work {
     /// Write `values`, then `next_plog_offset`; report with `complete_write` or `fail`.
     Write(WriteRequest),
-    /// Read the stored next PLog offset (0 when none is stored); report with
-    /// `complete_next_offset` or `fail`.
+    /// Read the stored PLog offset, as the last completed [`Work::Write`] stored it (0 when none
+    /// is stored); report with `complete_next_offset` or `fail`. Replay starts at it, the event
+    /// at it included.
     ReadNextOffset {
         /// Report under this ticket.
         ticket: Ticket,
@@ -47,7 +48,10 @@ pub struct WriteRequest {
     pub ticket: Ticket,
     /// The last number of each key; keys are unique. May be empty.
     pub values: Vec<SeqValue>,
-    /// Where a replay must start after a restart.
+    /// Stored after the values: every event before it has its numbers in the view (after a
+    /// flush, the last flushed event's offset, not the one after it; after a replay, the offset
+    /// after the last event replayed). A replay after a restart starts at it, that event
+    /// included.
     pub next_plog_offset: PLogOffset,
 }
 

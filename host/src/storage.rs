@@ -303,13 +303,18 @@ pub trait Storage: Send + Sync + 'static {
         Ok(out)
     }
 
-    /// The stored next PLog offset, 0 if none.
+    /// The stored PLog offset (for historical reasons "next offset"), as the last completed
+    /// [`write`](Self::write) stored it, 0 if none: every event before it has its numbers in
+    /// the view. Actualization replays the PLog from it on, the event at it included.
     fn read_next_offset(
         &self,
         partition: PartitionId,
     ) -> BoxFuture<'static, Result<PLogOffset, StorageError>>;
 
-    /// Writes `values`, then `next_offset`.
+    /// Writes `values`, then `next_offset` as the stored PLog offset: every event before it has
+    /// its numbers in the view once `values` are written (after a flush, the last flushed
+    /// event's offset, not the one after it; after a replay, the offset after the last event
+    /// replayed). The values must be durable before the offset.
     fn write(
         &self,
         partition: PartitionId,
