@@ -17,15 +17,15 @@ dest="$TOOLS/etcd"
 echo "etcd-ensure: the etcd tests need etcd and etcdctl; unpacking Debian's etcd-server and etcd-client packages into $dest (no system install, no service)" >&2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if ! (cd "$work" && apt-get download etcd-server etcd-client >/dev/null 2>&1); then
+if ! (cd "$work" && "${APT_GET[@]}" download etcd-server etcd-client >/dev/null 2>&1); then
   sudo=()
   if [[ "$(id -u)" != 0 ]]; then
     command -v sudo >/dev/null || { echo "etcd-ensure: error: apt has no package lists and this is not root (no sudo): run apt-get update" >&2; exit 1; }
     sudo=(sudo -n)
   fi
   echo "etcd-ensure: apt has no usable package lists; running apt-get update" >&2
-  "${sudo[@]}" apt-get update -qq >&2
-  (cd "$work" && apt-get download etcd-server etcd-client >/dev/null)
+  "${sudo[@]}" "${APT_GET[@]}" update -qq >&2
+  (cd "$work" && "${APT_GET[@]}" download etcd-server etcd-client >/dev/null)
 fi
 # Unpacked beside, then moved into place, so a concurrent run never sees half a tree.
 mkdir -p "$TOOLS/bin" "$work/root"

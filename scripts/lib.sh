@@ -14,6 +14,9 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # The JavaScript package's wasm build has a target folder of its own (it shares no artifact with
 # the other builds), so it can run while the tests hold the main one.
 JS_TARGET_DIR="$TARGET_DIR/js"
+# The component's build (scripts/build-component.sh) has one too: the folder the host's build
+# script compiles the bundled component in (host/build.rs), so the two share one build.
+COMPONENT_TARGET_DIR="$TARGET_DIR/bundled-component"
 SEQUENCER_CACHE="${SEQUENCER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sequencer}"
 TOOLS="$SEQUENCER_CACHE/tools"
 export PATH="$TOOLS/bin:$PATH"
@@ -41,6 +44,11 @@ step_times() {
   printf '%s\n' "${_step_times[@]}" >&2
 }
 
+# APT_GET: apt-get, one at a time: the scripts that run side by side (test.sh prepares etcd and
+# chromium in parallel) take turns through a lock file of the project's, and an apt-get or dpkg
+# of anyone else holding apt's own locks is waited for (up to 10 minutes) instead of failing.
+APT_GET=(flock -w 900 "${TMPDIR:-/tmp}/sequencer-apt.lock" apt-get -o DPkg::Lock::Timeout=600)
+
 # ensure_debian_packages WHY PACKAGE...: installs the Debian packages of the list that are
 # missing, after one line naming them and why; does nothing when all are there.
 ensure_debian_packages() {
@@ -58,8 +66,8 @@ ensure_debian_packages() {
     sudo=(sudo -n)
   fi
   echo "$why: installing the Debian package(s) ${missing[*]} system-wide with apt-get" >&2
-  "${sudo[@]}" apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  "${sudo[@]}" "${APT_GET[@]}" update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" "${APT_GET[@]}" install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
 # rust_target TRIPLE: adds a rustup target if it is missing (to the toolchain in use only).
