@@ -11,5 +11,8 @@ rust_target wasm32-wasip2
 [[ "${RUSTC_WORKSPACE_WRAPPER:-}" == */clippy-driver ]] && unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 quiet=()
 [[ "${SEQUENCER_QUIET_BUILD:-}" == 1 ]] && quiet=(--quiet)
-cargo build "${quiet[@]}" -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm >&2
-echo "$TARGET_DIR/wasm32-wasip2/wasm/sequencer.wasm"
+# The target folder the host's build script bundles the component from (host/build.rs), so the
+# two share one build.
+cargo build "${quiet[@]}" -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm \
+  --target-dir "$COMPONENT_TARGET_DIR" >&2
+echo "$COMPONENT_TARGET_DIR/wasm32-wasip2/wasm/sequencer.wasm"

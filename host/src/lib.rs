@@ -21,6 +21,7 @@
 //! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`); implies `redb` |
 //! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
 //! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
+//! | `bundled-component` | yes (through `cli`) | [`Runtime::bundled`]: the component compiled into the crate at build time (needs the `wasm32-wasip2` rustup target then; without it the build goes on with no component and says so) |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
@@ -28,9 +29,15 @@
 
 #![warn(missing_docs)]
 
+/// The README's Rust code blocks, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 #[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
 pub mod bindings;
 mod clock;
+mod compile_cache;
 #[cfg(feature = "redb")]
 mod data_dir;
 mod driver;
@@ -62,6 +69,7 @@ mod storage;
 mod store_reader;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use compile_cache::{CacheOutcome, ComponentCache};
 #[cfg(feature = "redb")]
 pub use data_dir::{
     DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
@@ -98,7 +106,7 @@ pub use redb_storage::{
     DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats,
 };
 pub use retry::{RetryPolicy, WarnLimiter};
-pub use runtime::Runtime;
+pub use runtime::{Runtime, RuntimeBuilder, bundled_component};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

@@ -25,6 +25,7 @@ use crate::bindings::{
     GuestError, GuestParams, GuestSeqValue, SequencerPlugin, SequencerPluginPre, clock, observer,
     storage,
 };
+use crate::compile_cache::{CacheOutcome, ComponentCache};
 use crate::error::HostError;
 
 /// Limits applied to every instance.
@@ -73,8 +74,8 @@ impl Default for Limits {
 }
 
 /// Where the compiled component is by default: `$SEQUENCER_COMPONENT`, or the `wasm`-profile
-/// build under the cargo target dir (`$CARGO_TARGET_DIR`, else the workspace's `target`), which
-/// `scripts/build-component.sh` builds.
+/// build in the cargo target dir's `bundled-component` folder (`$CARGO_TARGET_DIR`, else the
+/// workspace's `target`), which `scripts/build-component.sh` and the host's build script build.
 pub fn component_path() -> PathBuf {
     if let Some(p) = std::env::var_os("SEQUENCER_COMPONENT") {
         return PathBuf::from(p);
@@ -82,7 +83,7 @@ pub fn component_path() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
-        .join("wasm32-wasip2/wasm/sequencer.wasm")
+        .join("bundled-component/wasm32-wasip2/wasm/sequencer.wasm")
 }
 
 /// A store's data: the host view the imports reach, and the memory accounting of its limits.
@@ -263,6 +264,18 @@ impl<H: Host + Send + 'static> Linked<H> {
         limits: Limits,
         tune: impl FnOnce(&mut Config),
     ) -> Result<Self, HostError> {
+        Self::build(bytes, limits, None, tune).map(|(linked, _)| linked)
+    }
+
+    /// [`with_config`](Self::with_config), taking the compiled component from `cache` when it
+    /// holds one for these bytes and this engine (and filing it there otherwise); the second
+    /// value says which it was (`None` without a cache).
+    pub fn build(
+        bytes: &[u8],
+        limits: Limits,
+        cache: Option<&ComponentCache>,
+        tune: impl FnOnce(&mut Config),
+    ) -> Result<(Self, Option<CacheOutcome>), HostError> {
         let mut config = Config::new();
         config.consume_fuel(limits.fuel_per_call.is_some());
         // No component-model-async: stores skip the concurrent-call machinery (already the
@@ -294,7 +307,18 @@ impl<H: Host + Send + 'static> Linked<H> {
         }
         tune(&mut config);
         let engine = Engine::new(&config).map_err(component_error)?;
-        let component = Component::new(&engine, bytes).map_err(component_error)?;
+        let (component, outcome) = match cache {
+            Some(cache) => {
+                let (c, outcome) = cache
+                    .load_or_compile(&engine, bytes)
+                    .map_err(component_error)?;
+                (c, Some(outcome))
+            }
+            None => (
+                Component::new(&engine, bytes).map_err(component_error)?,
+                None,
+            ),
+        };
         let mut linker = Linker::<StoreData<H>>::new(&engine);
         SequencerPlugin::add_to_linker::<_, Imports<H>>(&mut linker, |d| d)
             .map_err(component_error)?;
@@ -313,12 +337,15 @@ impl<H: Host + Send + 'static> Linked<H> {
             .map(|(name, _)| name.to_string())
             .collect();
         imports.sort();
-        Ok(Self {
-            engine,
-            pre,
-            imports,
-            limits,
-        })
+        Ok((
+            Self {
+                engine,
+                pre,
+                imports,
+                limits,
+            },
+            outcome,
+        ))
     }
 
     /// A fresh instance over `host`, without a sequencer yet (for the free functions of the

@@ -13,10 +13,8 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_args();
     let progress = cli::logging::init(&args);
     match cli::dispatch(args, &progress) {
         Ok(code) => code,

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
 use sequencer::PLogOffset;
@@ -209,6 +210,40 @@ impl PartitionSequencer {
         self.shared.call(|i| sequencer_call!(i, call_actualize()))
     }
 
+    /// Resolves once the sequencer is ready to number events (it has actualized from the
+    /// PLog), or with [`HostError::Closed`] if it is cleaned up first. It waits for the task
+    /// driver's steps (woken at each), never polls; any executor can drive it. After a trap the
+    /// new instance actualizes, and this waits for it too.
+    pub fn ready(&self) -> impl Future<Output = Result<(), HostError>> + Send + 'static {
+        let this = self.clone();
+        async move {
+            loop {
+                // Subscribe first, then look, so no change is missed.
+                let changed = this.shared.subscribe();
+                match this.sequence_status() {
+                    SequenceStatus::Ready | SequenceStatus::Eventing => return Ok(()),
+                    SequenceStatus::Finished => return Err(HostError::Closed(this.partition())),
+                    SequenceStatus::None | SequenceStatus::Recover => {}
+                }
+                let _ = changed.await;
+            }
+        }
+    }
+
+    /// Blocks the calling thread until the sequencer is ready (see [`ready`](Self::ready)), for
+    /// at most `within` on the host's clock: `Ok(true)` when ready, `Ok(false)` if `within`
+    /// passed first.
+    pub fn wait_ready(&self, within: Duration) -> Result<bool, HostError> {
+        let deadline = self
+            .shared
+            .clock
+            .sleep_until(self.shared.clock.now().saturating_add(within));
+        match futures::executor::block_on(futures::future::select(self.ready().boxed(), deadline)) {
+            futures::future::Either::Left((ready, _)) => ready.map(|()| true),
+            futures::future::Either::Right(_) => Ok(false),
+        }
+    }
+
     /// `StartEvent` of spec 002 (the sequencer must have been opened with
     /// `sequencer::facade::system_params`): the event's PLog and WLog offsets. While the
     /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
@@ -290,6 +325,9 @@ impl PartitionSequencer {
         }
         slot.closed = true;
         self.shared.set_status(Status02::Finished);
+        drop(slot);
+        // Callers waiting for a status (`ready`, `start_event`) learn of the cleanup now.
+        self.shared.after_task_step();
         let _ = self.shared.events.unbounded_send(DriverMsg::Cleanup {
             partition: self.shared.partition,
         });

@@ -1,8 +1,10 @@
-//! Loading the component, with a one-line reason when the file is not a usable one.
+//! Loading the component: the file `--component` names, or the one bundled into the binary,
+//! through the compiled-component cache unless it is turned off; with a one-line reason when the
+//! file is not a usable one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use sequencer_host::{Limits, Runtime};
+use sequencer_host::{CacheOutcome, ComponentCache, Limits, Runtime};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
@@ -11,12 +13,61 @@ use super::{CliError, one_line};
 /// The interface the host needs the component to export.
 pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.2.0";
 
-/// Compiles the component at `path`; reads it only.
-pub fn load(path: &Path, limits: Limits) -> Result<Runtime, CliError> {
-    match Runtime::from_file(path, limits) {
-        Ok(r) => Ok(r),
-        Err(e) => Err(CliError(explain(path, &e.to_string()))),
+/// Which component to run and where compiled components are kept.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ComponentArgs {
+    /// The sequencer component (.wasm), as scripts/build-component.sh prints it; without it,
+    /// the component bundled into this binary.
+    #[arg(long, env = "SEQUENCER_COMPONENT")]
+    pub component: Option<PathBuf>,
+    /// Where compiled components are kept so that later runs start without compiling
+    /// (default: $SEQUENCER_CACHE/components, else ~/.cache/sequencer/components); `off` for
+    /// no cache.
+    #[arg(long, env = "SEQUENCER_COMPONENT_CACHE", value_name = "DIR|off")]
+    pub component_cache: Option<PathBuf>,
+}
+
+impl ComponentArgs {
+    /// The cache to use, if any.
+    fn cache(&self) -> Option<ComponentCache> {
+        match &self.component_cache {
+            Some(dir) if dir.as_os_str() == "off" => None,
+            Some(dir) => Some(ComponentCache::new(dir)),
+            None => ComponentCache::default_dir().map(ComponentCache::new),
+        }
     }
+
+    /// What the run is loading, for its log lines.
+    pub fn describe(&self) -> String {
+        match &self.component {
+            Some(path) => format!("component {}", path.display()),
+            None => "the bundled component".into(),
+        }
+    }
+}
+
+/// Compiles the component (or reads it from the cache); reads its file only.
+pub fn load(args: &ComponentArgs, limits: Limits) -> Result<Runtime, CliError> {
+    let mut builder = Runtime::builder().limits(limits);
+    if let Some(cache) = args.cache() {
+        builder = builder.cache(cache);
+    }
+    let runtime = match &args.component {
+        Some(path) => builder
+            .load_file(path)
+            .map_err(|e| CliError(explain(path, &e.to_string())))?,
+        None => builder
+            .load_bundled()
+            .map_err(|e| CliError(format!("{e} (--component FILE or SEQUENCER_COMPONENT)")))?,
+    };
+    match runtime.cache_outcome() {
+        Some(outcome @ (CacheOutcome::Replaced(_) | CacheOutcome::NotStored(_))) => {
+            tracing::warn!("{}: {outcome}", args.describe());
+        }
+        Some(outcome) => tracing::debug!("{}: {outcome}", args.describe()),
+        None => {}
+    }
+    Ok(runtime)
 }
 
 /// Why the component at `path` could not be loaded, given the loader's message.

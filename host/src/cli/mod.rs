@@ -38,6 +38,18 @@ pub struct Cli {
     pub no_progress: bool,
 }
 
+impl Cli {
+    /// The command line of this process, parsed (clap prints help, the version or a usage error
+    /// and exits). Every subcommand's `--version` names the program, as the top level's does:
+    /// `sequencer-host 0.1.0`, not `sequencer-host-run 0.1.0`.
+    pub fn parse_args() -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = Self::command().mut_subcommands(|sub| sub.display_name("sequencer-host"));
+        let matches = command.get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {

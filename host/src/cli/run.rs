@@ -111,9 +111,9 @@ pub struct RunArgs {
     /// Events per bundle of a new object store (an existing one keeps its own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub bundle_events: Option<u64>,
-    /// The sequencer component (.wasm), as scripts/build-component.sh prints it.
-    #[arg(long, env = "SEQUENCER_COMPONENT")]
-    pub component: PathBuf,
+    /// The component to run and the compiled-component cache.
+    #[command(flatten)]
+    pub component: component::ComponentArgs,
     /// Partitions, each with its own sequencer and command-processor thread.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub partitions: u32,
@@ -898,8 +898,8 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
     let loading = Instant::now();
     let runtime = component::load(&args.component, Limits::default())?;
     tracing::debug!(
-        "compiled component {} in {:.2} s",
-        args.component.display(),
+        "loaded {} in {:.2} s",
+        args.component.describe(),
         loading.elapsed().as_secs_f64()
     );
     let backend = match dir_state {
