@@ -87,6 +87,14 @@ step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_C
 bg_wait etcd
 with_clippy cargo test --workspace --features plog-sequencer-host/etcd
 
+step "the examples an embedder starts from (host/examples), run"
+for example in embedded_store custom_storage facade; do
+  cargo run --quiet -p plog-sequencer-host --example "$example"
+done
+
+step "cargo install --path host (dev profile), then run with no component flag"
+INSTALL_PROFILE="${INSTALL_PROFILE:-debug}" bash scripts/check-install.sh
+
 step "clippy on the component and JavaScript glue (wasm targets)"
 bg_wait lint-wasm
 
