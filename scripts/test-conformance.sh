@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The conformance suite (guest-tests/conformance/) in three of its four runners: Python's
-# `wasmtime` (pytest), the component transpiled by jco (node --test) and the wasm-bindgen build
-# js/pkg (node --test); the Rust runner runs in `cargo test --workspace`. Then the README's two
-# examples (load the plugin from Python, and from JavaScript through jco).
+# The conformance suite (guest-tests/conformance/) in three of its four runners: Python (pytest,
+# through the `plog-sequencer` package of python/, installed from its wheel), the component
+# transpiled by jco (node --test) and the wasm-bindgen build js/pkg (node --test); the Rust
+# runner runs in `cargo test --workspace`. Then the Python package's own tests (python/tests/),
+# the README's two examples (load the plugin from Python, and from JavaScript through jco), and
+# the Python wheel installed with pip into a fresh venv running python/examples/quickstart.py.
 #
-# Installs what it needs, idempotently, into ignored folders: a venv with the pinned wasmtime and
-# pytest (runners/python/.venv), jco and the preview2 shim (runners/jco/node_modules). Builds the
-# component (scripts/build-component.sh) and, if js/pkg is missing, the wasm-bindgen package as
-# scripts/test-js.sh does. Runs every runner, prints each one's summary, and exits non-zero if
-# any failed; a failure names the runner, the scenario and the step. With --prepare it only
-# installs the packages.
+# Installs what it needs, idempotently, into ignored folders: a venv with pytest and the pinned
+# wasmtime (runners/python/.venv) into which the wheel built by scripts/build-plugin.sh is
+# installed (again whenever it changes), jco and the preview2 shim (runners/jco/node_modules).
+# Builds the component and the plugin (scripts/build-plugin.sh) and, if js/pkg is missing, the
+# wasm-bindgen package as scripts/test-js.sh does. Runs every runner, prints each one's summary,
+# and exits non-zero if any failed; a failure names the runner, the scenario and the step.
+#
+#   --prepare          only install the packages (scripts/test.sh runs it while cargo compiles)
+#   --only NAME,...    run only these of: python, python-package, python-wheel, jco,
+#                      wasm-bindgen, examples (and prepare only what they need)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CONF="$ROOT/guest-tests/conformance"
@@ -17,42 +23,90 @@ PY="$CONF/runners/python"
 JCO="$CONF/runners/jco"
 cd "$ROOT"
 
-step "Python venv (wasmtime, pytest)"
-stamp="$PY/.venv/.sequencer-requirements"
-if [[ ! -x "$PY/.venv/bin/python" ]] || ! cmp -s "$stamp" "$PY/requirements.txt"; then
-  python3 -m venv "$PY/.venv"
-  "$PY/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$PY/requirements.txt"
-  cp "$PY/requirements.txt" "$stamp"
-else
-  echo ".venv: up to date" >&2
+ALL="python,python-package,python-wheel,jco,wasm-bindgen,examples"
+only="$ALL"
+prepare=0
+while (($#)); do
+  case "$1" in
+    --prepare) prepare=1 ;;
+    --only)
+      only="${2:?--only needs a list, e.g. --only python,python-wheel}"
+      shift
+      ;;
+    *)
+      echo "error: unknown argument $1 (--prepare, --only $ALL)" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
+for name in ${only//,/ }; do
+  [[ ",$ALL," == *",$name,"* ]] || { echo "error: --only: unknown runner $name (one of $ALL)" >&2; exit 2; }
+done
+# wanted NAME...: whether any of the runners named was asked for.
+wanted() {
+  local n
+  for n in "$@"; do [[ ",$only," == *",$n,"* ]] && return 0; done
+  return 1
+}
+
+if wanted python python-package examples; then
+  step "Python venv (pytest, wasmtime)"
+  stamp="$PY/.venv/.sequencer-requirements"
+  if [[ ! -x "$PY/.venv/bin/python" ]] || ! cmp -s "$stamp" "$PY/requirements.txt"; then
+    python3 -m venv "$PY/.venv"
+    "$PY/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$PY/requirements.txt"
+    cp "$PY/requirements.txt" "$stamp"
+    rm -f "$PY/.venv/.sequencer-wheel" # a new venv gets the wheel again
+  else
+    echo ".venv: up to date" >&2
+  fi
 fi
 
-step "npm packages for jco"
-# `npm install` from the lock file, not `npm ci`: npm 11's `npm ci` refuses this lock file
-# ("Missing: @rolldown/binding-...@ from lock file", optional platform bindings it never
-# records); `npm install` installs the locked versions and leaves the lock file unchanged.
-stamp="$JCO/node_modules/.sequencer-lock-stamp"
-if [[ ! -f "$stamp" ]] || ! cmp -s "$stamp" "$JCO/package-lock.json"; then
-  (cd "$JCO" && npm install --no-audit --no-fund --loglevel=error)
-  cp "$JCO/package-lock.json" "$stamp"
-else
-  echo "node_modules: up to date" >&2
+if wanted jco examples; then
+  step "npm packages for jco"
+  # `npm install` from the lock file, not `npm ci`: npm 11's `npm ci` refuses this lock file
+  # ("Missing: @rolldown/binding-...@ from lock file", optional platform bindings it never
+  # records); `npm install` installs the locked versions and leaves the lock file unchanged.
+  stamp="$JCO/node_modules/.sequencer-lock-stamp"
+  if [[ ! -f "$stamp" ]] || ! cmp -s "$stamp" "$JCO/package-lock.json"; then
+    (cd "$JCO" && npm install --no-audit --no-fund --loglevel=error)
+    cp "$JCO/package-lock.json" "$stamp"
+  else
+    echo "node_modules: up to date" >&2
+  fi
 fi
 
-if [[ "${1:-}" == --prepare ]]; then
+if ((prepare)); then
   exit 0 # only the packages: scripts/test.sh prepares them while cargo compiles
 fi
 
-step "the component"
+step "the component and the plugin (scripts/build-plugin.sh)"
 SEQUENCER_COMPONENT="$(SEQUENCER_QUIET_BUILD=1 bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-echo "$SEQUENCER_COMPONENT" >&2
+mapfile -t plugin < <(SEQUENCER_QUIET_BUILD=1 bash scripts/build-plugin.sh)
+WHEEL="${plugin[2]:?scripts/build-plugin.sh printed no wheel}"
+printf '%s\n' "$SEQUENCER_COMPONENT" "${plugin[@]}" >&2
 
-step "the wasm-bindgen package (js/pkg)"
-if [[ -f "$ROOT/js/pkg/sequencer_bg.wasm" && -f "$ROOT/js/pkg/sequencer.js" ]]; then
-  echo "js/pkg: present" >&2
-else
-  bash "$ROOT/scripts/js-build.sh" >/dev/null
+if wanted python python-package examples; then
+  step "the wheel into the runner's venv"
+  stamp="$PY/.venv/.sequencer-wheel"
+  sum="$(sha256sum "$WHEEL" | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]]; then
+    echo "$(basename "$WHEEL"): installed" >&2
+  else
+    "$PY/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+    echo "$sum" >"$stamp"
+  fi
+fi
+
+if wanted wasm-bindgen; then
+  step "the wasm-bindgen package (js/pkg)"
+  if [[ -f "$ROOT/js/pkg/sequencer_bg.wasm" && -f "$ROOT/js/pkg/sequencer.js" ]]; then
+    echo "js/pkg: present" >&2
+  else
+    bash "$ROOT/scripts/js-build.sh" >/dev/null
+  fi
 fi
 
 # jco transpile <component> into $1, unless it already holds this very component.
@@ -67,8 +121,10 @@ transpile() {
   "$JCO/node_modules/.bin/jco" transpile "$SEQUENCER_COMPONENT" -o "$out" --instantiation sync --name sequencer --quiet
   echo "$sum" >"$out/.component-sha256"
 }
-step "jco transpile"
-transpile "$JCO/gen"
+if wanted jco; then
+  step "jco transpile"
+  transpile "$JCO/gen"
+fi
 
 declare -a summary=()
 failed=0
@@ -80,25 +136,28 @@ run() {
   log="$(mktemp)"
   "$@" 2>&1 | tee "$log" || status=$?
   case "$name" in
-    python) line="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$//' || true)" ;;
+    python | python-package) line="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$//' || true)" ;;
+    python-wheel) line="$(grep -E '^quickstart.py: ' "$log" | tail -1 || true)" ;;
     examples) line="$(grep -cE '^load_plugin' "$log" || true) examples ran" ;;
     *) line="$(grep -E '^ℹ (tests|pass|fail) ' "$log" | sed 's/^ℹ //' | paste -sd, - || true)" ;;
   esac
   rm -f "$log"
   if [[ $status -ne 0 ]]; then
     failed=1
-    summary+=("$(printf '%-13s FAILED  %s' "$name" "$line")")
+    summary+=("$(printf '%-15s FAILED  %s' "$name" "$line")")
   else
-    summary+=("$(printf '%-13s ok      %s' "$name" "$line")")
+    summary+=("$(printf '%-15s ok      %s' "$name" "$line")")
   fi
 }
 
-run python "$PY/.venv/bin/python" -m pytest --rootdir "$PY" -c "$PY/pytest.ini" -q "$PY"
-run jco node --test --test-reporter=spec "$JCO/conformance.test.js"
-run wasm-bindgen node --test --test-reporter=spec "$CONF/runners/wasm-bindgen/conformance.test.js"
+wanted python && run python "$PY/.venv/bin/python" -m pytest --rootdir "$PY" -c "$PY/pytest.ini" -q "$PY"
+wanted python-package && run python-package "$PY/.venv/bin/python" -m pytest --rootdir "$ROOT/python" -c "$PY/pytest.ini" -q "$ROOT/python/tests"
+wanted jco && run jco node --test --test-reporter=spec "$JCO/conformance.test.js"
+wanted wasm-bindgen && run wasm-bindgen node --test --test-reporter=spec "$CONF/runners/wasm-bindgen/conformance.test.js"
 
-# The README's examples, run as written: Python with the venv's wasmtime; jco in a fresh folder
-# with the packages installed, the component transpiled next to the example.
+# The README's examples, run as written: Python with the package installed in the runner's
+# venv; jco in a fresh folder with the packages installed, the component transpiled next to
+# the example.
 examples() {
   local out work
   out="$("$PY/.venv/bin/python" "$CONF/examples/load_plugin.py" "$SEQUENCER_COMPONENT")"
@@ -114,7 +173,30 @@ examples() {
   echo "load_plugin.mjs: $out"
   [[ "$out" == "43 14 14 43" ]] || { echo "load_plugin.mjs: expected '43 14 14 43'" >&2; return 1; }
 }
-run examples examples
+wanted examples && run examples examples
+
+# What issue 19 asks of the wheel: it installs with pip into a fresh venv (pulling wasmtime
+# from PyPI, through pip's cache when warm) and runs the example, whose numbers are checked:
+# the facade's first PLog offset 1, WLog offsets per workspace, record ids from
+# 322680000131072, and a restart that continues where the PLog ends.
+python_wheel() {
+  local work out expected
+  work="$(mktemp -d)"
+  python3 -m venv "$work/venv" || return 1
+  "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$WHEEL" || return 1
+  echo "installed $(basename "$WHEEL") into a fresh venv: $("$work/venv/bin/python" -m pip freeze | paste -sd' ')"
+  out="$(cd "$work" && "$work/venv/bin/python" "$ROOT/python/examples/quickstart.py")"
+  rm -rf "$work"
+  printf '%s\n' "$out"
+  expected="plog 1 ws 1000 wlog 1 record 322680000131072
+plog 2 ws 1000 wlog 2 record 322680000131073
+plog 3 ws 2000 wlog 1 record 322680000131072
+stored: replay from 3, ws 1000 record 322680000131073
+plog 4 ws 1000 wlog 3 record 322680000131074"
+  [[ "$out" == "$expected" ]] || { echo "quickstart.py: expected:"$'\n'"$expected" >&2; return 1; }
+  echo "quickstart.py: output as expected"
+}
+wanted python-wheel && run python-wheel python_wheel
 
 step "conformance summary (the rust runner runs in cargo test --workspace)"
 printf '%s\n' "${summary[@]}"
