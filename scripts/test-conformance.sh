@@ -4,7 +4,8 @@
 # transpiled by jco (node --test) and the wasm-bindgen build js/pkg (node --test); the Rust
 # runner runs in `cargo test --workspace`. Then the Python package's own tests (python/tests/),
 # the README's two examples (load the plugin from Python, and from JavaScript through jco), and
-# the Python wheel installed with pip into a fresh venv running python/examples/quickstart.py.
+# the Python wheel installed with pip into a fresh venv running python/examples/quickstart.py,
+# and the plugin artifact's manifest and archive checked.
 #
 # Installs what it needs, idempotently, into ignored folders: a venv with pytest and the pinned
 # wasmtime (runners/python/.venv) into which the wheel built by scripts/build-plugin.sh is
@@ -14,7 +15,7 @@
 # and exits non-zero if any failed; a failure names the runner, the scenario and the step.
 #
 #   --prepare          only install the packages (scripts/test.sh runs it while cargo compiles)
-#   --only NAME,...    run only these of: python, python-package, python-wheel, jco,
+#   --only NAME,...    run only these of: python, python-package, python-wheel, plugin, jco,
 #                      wasm-bindgen, examples (and prepare only what they need)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,7 +24,7 @@ PY="$CONF/runners/python"
 JCO="$CONF/runners/jco"
 cd "$ROOT"
 
-ALL="python,python-package,python-wheel,jco,wasm-bindgen,examples"
+ALL="python,python-package,python-wheel,plugin,jco,wasm-bindgen,examples"
 only="$ALL"
 prepare=0
 while (($#)); do
@@ -138,6 +139,7 @@ run() {
   case "$name" in
     python | python-package) line="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$//' || true)" ;;
     python-wheel) line="$(grep -E '^quickstart.py: ' "$log" | tail -1 || true)" ;;
+    plugin) line="$(grep -E '^plugin manifest: ' "$log" | sed 's/^plugin manifest: //' || true)" ;;
     examples) line="$(grep -cE '^load_plugin' "$log" || true) examples ran" ;;
     *) line="$(grep -E '^ℹ (tests|pass|fail) ' "$log" | sed 's/^ℹ //' | paste -sd, - || true)" ;;
   esac
@@ -197,6 +199,40 @@ plog 4 ws 1000 wlog 3 record 322680000131074"
   echo "quickstart.py: output as expected"
 }
 wanted python-wheel && run python-wheel python_wheel
+
+# The plugin artifact: its manifest names this component (sha256), the WIT package of
+# wit/sequencer.wit and the three interfaces a host provides; the .tar.gz holds the folder.
+plugin_artifact() {
+  local dir="${plugin[0]}" tarball="${plugin[1]}" files
+  python3 - "$dir" "$SEQUENCER_COMPONENT" "$ROOT/wit/sequencer.wit" <<'PY' || return 1
+import hashlib, json, re, sys
+from pathlib import Path
+d, component, wit = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]).read_text()
+m = json.loads((d / "manifest.json").read_text())
+version = re.search(r"^package sequencer:plugin@(\S+);", wit, re.M).group(1)
+checks = {
+    "wit_package": (m["wit_package"], f"sequencer:plugin@{version}"),
+    "folder": (d.name, f"sequencer-plugin-{version}"),
+    "sha256": (m["component"]["sha256"], hashlib.sha256(component.read_bytes()).hexdigest()),
+    "copied component": (hashlib.sha256((d / "sequencer.wasm").read_bytes()).hexdigest(), m["component"]["sha256"]),
+    "copied WIT": ((d / "wit" / "sequencer.wit").read_text(), wit),
+    "provide": (m["imports"]["provide"], [f"sequencer:plugin/{i}@{version}" for i in ("clock", "observer", "storage")]),
+    "exports": (m["exports"], [f"sequencer:plugin/{i}@{version}" for i in ("events", "sequencer-api")]),
+}
+bad = [f"{k}: {got!r} != {want!r}" for k, (got, want) in checks.items() if got != want]
+if not m["imports"]["wasi_unused"] or bad:
+    sys.exit("plugin manifest: " + ("; ".join(bad) or "no WASI imports listed"))
+print(f"plugin manifest: {m['wit_package']}, crate {m['crate']['version']}, sha256 {m['component']['sha256'][:12]}..., "
+      f"{len(m['imports']['wasi_unused'])} unused WASI imports")
+PY
+  files="$(tar -tzf "$tarball" | sort | paste -sd' ')"
+  local name
+  name="$(basename "$dir")"
+  [[ "$files" == "$name/ $name/README.md $name/manifest.json $name/sequencer.wasm $name/wit/ $name/wit/sequencer.wit" ]] ||
+    { echo "plugin tarball: unexpected contents: $files" >&2; return 1; }
+  echo "plugin tarball: $files"
+}
+wanted plugin && run plugin plugin_artifact
 
 step "conformance summary (the rust runner runs in cargo test --workspace)"
 printf '%s\n' "${summary[@]}"
