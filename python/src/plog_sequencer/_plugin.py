@@ -163,20 +163,22 @@ class Plugin:
         ty = self.component.type
         exports = sorted(ty.exports(self.engine))
         if API not in exports or EVENTS not in exports:
-            raise LoadError(f"{self.path} does not export {API} and {EVENTS} (it exports {', '.join(exports) or 'nothing'}):"
+            names = ", ".join(exports) or "nothing"
+            raise LoadError(f"{self.path} does not export {API} and {EVENTS} (it exports {names}):"
                             f" this package wraps sequencer:plugin@{WIT_VERSION}")
         self.imports: List[str] = sorted(ty.imports(self.engine))
         """Every import of the component, as `package/interface@version`."""
         api = self.component.get_export_index(API)
         events = self.component.get_export_index(EVENTS)
-        self._index = {"create": self.component.get_export_index("[static]sequencer.create", api)}
+        found = {"create": self.component.get_export_index("[static]sequencer.create", api)}
         for m in _METHODS:
-            self._index[m] = self.component.get_export_index(f"[method]sequencer.{m}", api)
+            found[m] = self.component.get_export_index(f"[method]sequencer.{m}", api)
         for f in _EVENT_FUNCS:
-            self._index[f"events.{f}"] = self.component.get_export_index(f, events)
-        missing = [n for n, i in self._index.items() if i is None]
+            found[f"events.{f}"] = self.component.get_export_index(f, events)
+        missing = [n for n, i in found.items() if i is None]
         if missing:
             raise LoadError(f"{self.path} lacks {', '.join(missing)} of sequencer:plugin@{WIT_VERSION}")
+        self._index: Dict[str, wc.ExportIndex] = {n: i for n, i in found.items() if i is not None}
 
     def open(self, params: Params, storage: Storage, *, clock: Optional[Clock] = None,
              observer: Optional[Observer] = None) -> "Sequencer":
@@ -229,7 +231,12 @@ class _Instance:
             self.store.set_limits(memory_size=plugin.max_memory_bytes)
         self._fuel()
         instance = linker.instantiate(self.store, plugin.component)
-        self.funcs = {name: instance.get_func(self.store, idx) for name, idx in plugin._index.items()}
+        self.funcs: Dict[str, wc.Func] = {}
+        for name, idx in plugin._index.items():
+            func = instance.get_func(self.store, idx)
+            if func is None:
+                raise LoadError(f"{plugin.path}: the instance has no function {name}")
+            self.funcs[name] = func
 
     def _fuel(self) -> None:
         if self.plugin.fuel_per_call is not None:
@@ -306,7 +313,8 @@ class Sequencer:
         `read_numbers` per workspace if the storage has no `read_numbers_many`."""
         many = getattr(self.storage, "read_numbers_many", None)
         if many is None:
-            return self._numbers("read_numbers", lambda: [n for w in ws for n in self.storage.read_numbers(w, list(seqs))])
+            return self._numbers("read_numbers",
+                                 lambda: [n for w in ws for n in self.storage.read_numbers(w, list(seqs))])
         return self._numbers("read_numbers_many", lambda: many(list(ws), list(seqs)))
 
     def begin_read_next_offset(self, _store: Any, op: int) -> None:
@@ -376,7 +384,7 @@ class Sequencer:
 
     def next(self, seq: int) -> int:
         """The next number of sequence `seq` in the transaction."""
-        return self._checked("next", _int("seq", seq, "u16"))
+        return int(self._checked("next", _int("seq", seq, "u16")))
 
     def flush(self) -> None:
         """The transaction's event is in the PLog: consume its offset and numbers."""
@@ -463,11 +471,11 @@ class Sequencer:
 
     def next_rec_id(self) -> int:
         """`NextRecID`: the next O/W document or record id of the event's workspace."""
-        return self._checked("events.next-rec-id")
+        return int(self._checked("events.next-rec-id"))
 
     def next_c_rec_id(self) -> int:
         """`NextCRecID`: the next C document or record id of the event's workspace."""
-        return self._checked("events.next-c-rec-id")
+        return int(self._checked("events.next-c-rec-id"))
 
     def finish_event(self) -> None:
         """`FinishEvent`: the event is in the PLog."""
