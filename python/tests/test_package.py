@@ -284,3 +284,17 @@ def test_memory_storage_keeps_the_plog_dense():
         storage.append(45, [])
     storage.append(43, [(1, 1, 2)])
     assert storage.read_plog(43) == ps.PlogPage(values=[ps.PlogValue(43, 1, 1, 2)], next=44, end=True)
+
+
+def test_run_tasks_stops_at_a_failure_so_a_storage_that_always_fails_cannot_keep_it_looping(plugin):
+    class Down(ps.MemoryStorage):
+        def read_next_offset(self):
+            raise ConnectionError("down")
+
+    params = ps.Params(kinds={1: {1: 1}}, retry_delay_ns=0, max_retry_delay_ns=0)
+    seq = plugin.open(params, Down(), clock=ManualClock())
+    assert seq.run_tasks() == 1
+    assert [p.kind for p in seq.pending] == ["read-next-offset"], "retried at once: left for the next call"
+    assert seq.run_tasks() == 1
+    with pytest.raises(TimeoutError, match="ConnectionError: down"):
+        seq.run_until_ready(timeout_s=0.05)

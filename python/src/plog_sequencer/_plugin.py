@@ -531,18 +531,22 @@ class Sequencer:
         return outcome
 
     def run_tasks(self, limit: Optional[int] = None) -> int:
-        """Perform pending operations in the order begun (work begun meanwhile joins the end),
-        pumping whenever the wake-up has come on the clock, until nothing is due or `limit`
-        operations were performed; returns how many were."""
+        """Perform pending operations in the order begun (work begun meanwhile joins the end)
+        until none is left, `limit` were performed, or one failed; when none is left, if the
+        wake-up has come on the clock, pump once and go on with what that began. Returns how
+        many were performed. Bounded: a failed operation's retry and any further pump wait
+        for the next call, so a guest retrying at once (a zero retry delay) against a storage
+        that always fails cannot keep it looping."""
         performed = 0
+        pumped = False
         while limit is None or performed < limit:
             if self.pending:
-                self.perform(self.pending[0])
                 performed += 1
-            elif self.wake_at is not None and self.clock.now() >= self.wake_at:
-                self.pump()
-                if not self.pending:
+                if isinstance(self.perform(self.pending[0]), Failed):
                     break
+            elif not pumped and self.wake_at is not None and self.clock.now() >= self.wake_at:
+                self.pump()
+                pumped = True
             else:
                 break
         return performed
@@ -561,6 +565,8 @@ class Sequencer:
             if left <= 0:
                 why = f"; the last storage failure: {self.last_failure}" if self.last_failure else ""
                 raise TimeoutError(f"still actualizing after {timeout_s} s{why}")
+            if self.pending:
+                continue  # a retry begun at once (a zero retry delay)
             if self.wake_at is None:
                 raise RuntimeError("actualizing with no storage work pending and no wake-up asked for")
             time.sleep(min(left, max(0.0, (self.wake_at - self.clock.now()) / 1e9)))
