@@ -2,7 +2,8 @@
 # Builds the sequencer as a plugin for polyglot hosts (docs/PLUGIN.md) and prints three paths,
 # one per line:
 #   $TARGET_DIR/plugin/sequencer-plugin-<WIT version>/   sequencer.wasm, wit/, manifest.json
-#                                                        (versions, sha256, imports), README.md
+#                                                        (versions, sha256, imports), README.md,
+#                                                        LICENSE
 #   $TARGET_DIR/plugin/sequencer-plugin-<WIT version>.tar.gz   the same folder, reproducible
 #   $TARGET_DIR/plugin/plog_sequencer-<version>-py3-none-any.whl   the Python package (python/)
 #                                                        with this component bundled
@@ -46,17 +47,19 @@ rm -rf "$dir" "$out/$name.tar.gz"
 mkdir -p "$dir/wit"
 cp "$component" "$dir/sequencer.wasm"
 cp wit/sequencer.wit "$dir/wit/"
+cp LICENSE "$dir/"
 source_rev="$(git describe --always --dirty 2>/dev/null || echo unknown)"
 "$venv/bin/python" scripts/plugin-manifest.py "$dir" --wit-version "$wit_version" \
   --crate-version "$crate_version" --python-version "$py_version" --source "$source_rev" --doc docs/PLUGIN.md
 # Reproducible: fixed order, times and owners, no name or time in the gzip header.
 tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$out" -cf - "$name" | gzip -n >"$out/$name.tar.gz"
 
-# The wheel: the component and the WIT copied into the package (ignored by git), then built
-# in place with hatchling from the build venv (no download per build).
+# The wheel: the component, the WIT and the LICENSE copied into python/ (ignored by git), then
+# built in place with hatchling from the build venv (no download per build).
 cp "$component" python/src/plog_sequencer/sequencer.wasm
 mkdir -p python/src/plog_sequencer/wit
 cp wit/sequencer.wit python/src/plog_sequencer/wit/
+cp LICENSE python/LICENSE
 rm -f "$out"/plog_sequencer-*.whl
 "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation \
   --wheel-dir "$out" ./python >&2

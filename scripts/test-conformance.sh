@@ -228,7 +228,7 @@ PY
   files="$(tar -tzf "$tarball" | sort | paste -sd' ')"
   local name
   name="$(basename "$dir")"
-  [[ "$files" == "$name/ $name/README.md $name/manifest.json $name/sequencer.wasm $name/wit/ $name/wit/sequencer.wit" ]] ||
+  [[ "$files" == "$name/ $name/LICENSE $name/README.md $name/manifest.json $name/sequencer.wasm $name/wit/ $name/wit/sequencer.wit" ]] ||
     { echo "plugin tarball: unexpected contents: $files" >&2; return 1; }
   echo "plugin tarball: $files"
 }
