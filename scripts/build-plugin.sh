@@ -11,9 +11,28 @@
 # version than wit/sequencer.wit's. Python tools (hatchling, the wheel's build backend, and
 # wasmtime, which reads the component's imports for the manifest) go into a venv in the
 # project's tool cache ($TOOLS/python-build), installed once from python/requirements-build.txt.
+# With --prepare it only makes that venv (scripts/test-conformance.sh --prepare runs it while
+# cargo compiles) and prints nothing.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
+case "${1:-}" in
+  "" | --prepare) ;;
+  *) echo "error: unknown argument $1 (only --prepare)" >&2; exit 2 ;;
+esac
+
+# The build venv, made or refreshed only when its requirements change.
+venv="$TOOLS/python-build"
+stamp="$venv/.sequencer-requirements"
+if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$stamp" python/requirements-build.txt; then
+  echo "python-build: installing $(grep -v '^#' python/requirements-build.txt | paste -sd' ') into $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r python/requirements-build.txt >&2
+  cp python/requirements-build.txt "$stamp"
+fi
+
+[[ "${1:-}" == --prepare ]] && exit 0
 
 component="$(bash scripts/build-component.sh)"
 
@@ -27,17 +46,6 @@ py_wit="$(sed -n 's/^WIT_VERSION = "\(.*\)"$/\1/p' python/src/plog_sequencer/_ty
 if [[ "$py_wit" != "$wit_version" ]]; then
   echo "error: python/ wraps sequencer:plugin@$py_wit but wit/sequencer.wit is @$wit_version: update the wrapper (python/src/plog_sequencer/_types.py WIT_VERSION) first" >&2
   exit 1
-fi
-
-# The build venv, made or refreshed only when its requirements change.
-venv="$TOOLS/python-build"
-stamp="$venv/.sequencer-requirements"
-if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$stamp" python/requirements-build.txt; then
-  echo "python-build: installing $(grep -v '^#' python/requirements-build.txt | paste -sd' ') into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r python/requirements-build.txt >&2
-  cp python/requirements-build.txt "$stamp"
 fi
 
 out="$TARGET_DIR/plugin"

@@ -78,6 +78,11 @@ if wanted jco examples; then
   fi
 fi
 
+if wanted python python-package python-wheel plugin examples; then
+  step "the Python build venv (scripts/build-plugin.sh --prepare)"
+  bash scripts/build-plugin.sh --prepare
+fi
+
 if ((prepare)); then
   exit 0 # only the packages: scripts/test.sh prepares them while cargo compiles
 fi
