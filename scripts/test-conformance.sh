@@ -162,11 +162,15 @@ wanted python-package && run python-package "$PY/.venv/bin/python" -m pytest --r
 wanted jco && run jco node --test --test-reporter=spec "$JCO/conformance.test.js"
 wanted wasm-bindgen && run wasm-bindgen node --test --test-reporter=spec "$CONF/runners/wasm-bindgen/conformance.test.js"
 
-# The README's examples, run as written: Python with the package installed in the runner's
-# venv; jco in a fresh folder with the packages installed, the component transpiled next to
+# The README's examples, run as written (and checked to be in the README as they are): Python
+# with the package installed in the runner's venv; jco in a fresh folder with the packages installed, the component transpiled next to
 # the example.
 examples() {
-  local out work
+  local out work file
+  for file in "$CONF/examples/load_plugin.py" "$CONF/examples/load_plugin.mjs"; do
+    python3 -c 'import sys; sys.exit(open(sys.argv[1]).read() not in open(sys.argv[2]).read())' "$file" "$ROOT/README.md" ||
+      { echo "README.md does not hold $(basename "$file") as it is: copy the file into its code block" >&2; return 1; }
+  done
   out="$("$PY/.venv/bin/python" "$CONF/examples/load_plugin.py" "$SEQUENCER_COMPONENT")"
   echo "load_plugin.py: $out"
   [[ "$out" == "43 14 14 43" ]] || { echo "load_plugin.py: expected '43 14 14 43'" >&2; return 1; }
