@@ -109,7 +109,7 @@ def test_an_argument_out_of_range_is_a_value_error_not_a_truncated_number(plugin
     seq = ready(plugin)
     with pytest.raises(ValueError, match=message):
         call(seq)
-    assert seq.status == ps.Status.READY
+    assert seq.status() == ps.Status.READY
 
 
 def test_a_trap_surfaces_as_trapped_and_the_instance_stays_dead(plugin):

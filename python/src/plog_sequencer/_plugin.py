@@ -406,7 +406,6 @@ class Sequencer:
         self.pending.clear()
         self.wake_at = None
 
-    @property
     def status(self) -> Status:
         """What the sequencer is doing (asks the guest)."""
         return Status(self._call("status"))
@@ -558,7 +557,7 @@ class Sequencer:
         deadline = time.monotonic() + timeout_s
         while True:
             self.run_tasks()
-            status = self.status
+            status = self.status()
             if status != Status.ACTUALIZING:
                 return status
             left = deadline - time.monotonic()

@@ -159,7 +159,7 @@ class Runner:
         if name in ("flush", "actualize", "pump", "cleanup", "finish_event", "cancel_event"):
             return getattr(seq, name)()
         if name == "status":
-            return seq.status.value
+            return seq.status().value
         if name == "held_numbers":
             h = seq.held_numbers()
             return {"cached": h.cached, "unflushed": h.unflushed, "transaction": h.transaction}
