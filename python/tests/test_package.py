@@ -3,8 +3,10 @@ links, how refusals, traps, storage failures and bad input surface, and the task
 contract's behaviours themselves are the conformance scenarios (the Python runner runs them
 through this package)."""
 
+import gc
 import hashlib
 import os
+import weakref
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,13 @@ def test_run_tasks_stops_at_a_failure_so_a_storage_that_always_fails_cannot_keep
     assert seq.run_tasks() == 1
     with pytest.raises(TimeoutError, match="ConnectionError: down"):
         seq.run_until_ready(timeout_s=0.05)
+
+
+def test_a_dropped_sequencer_is_freed_with_its_instance(plugin):
+    refs = []
+    for _ in range(5):
+        seq = ready(plugin)
+        refs.append(weakref.ref(seq))
+        del seq
+    gc.collect()
+    assert [r() for r in refs] == [None] * 5, "wasmtime-py's table of imports must not keep sequencers alive"

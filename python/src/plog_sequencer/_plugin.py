@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -206,23 +207,37 @@ class _NoHost:
 
 
 class _Instance:
-    """One store and instance of the component, its imports bound to `host`'s methods."""
+    """One store and instance of the component, its imports bound to `host`'s methods
+    (`_import_<name>`).
+
+    wasmtime-py keeps each import's Python function in a global table until the store drops
+    it, and the store lives as long as `host` holds this instance: the functions therefore
+    reach `host` through a weak reference, or no sequencer would ever be freed."""
 
     def __init__(self, plugin: Plugin, host: Any):
         self.plugin = plugin
+        self.host = host
+        ref = weakref.ref(host)
+
+        def bind(method: str) -> Callable[..., Any]:
+            def call(*args: Any) -> Any:
+                target = ref()
+                if target is None:
+                    raise wasmtime.WasmtimeError(f"import {method} called after its sequencer was freed")
+                return getattr(target, f"_import_{method}")(*args)
+            return call
+
         linker = wc.Linker(plugin.engine)
         with linker.root() as root:
             with root.add_instance(STORAGE) as s:
-                s.add_func("read-numbers", host.read_numbers)
-                s.add_func("read-numbers-many", host.read_numbers_many)
-                s.add_func("begin-read-next-offset", host.begin_read_next_offset)
-                s.add_func("begin-write", host.begin_write)
-                s.add_func("begin-read-plog", host.begin_read_plog)
+                for name in ("read-numbers", "read-numbers-many", "begin-read-next-offset", "begin-write",
+                             "begin-read-plog"):
+                    s.add_func(name, bind(name.replace("-", "_")))
             with root.add_instance(CLOCK) as c:
-                c.add_func("now", host.now)
-                c.add_func("set-wake", host.set_wake)
+                c.add_func("now", bind("now"))
+                c.add_func("set-wake", bind("set_wake"))
             with root.add_instance(OBSERVER) as o:
-                o.add_func("status-changed", host.status_changed)
+                o.add_func("status-changed", bind("status_changed"))
         # std on wasm32-wasip2 imports parts of WASI the sequencer never calls; a call (only a
         # guest panic would make one) traps, as in the Rust host.
         linker.define_unknown_imports_as_traps(plugin.component)
@@ -304,11 +319,11 @@ class Sequencer:
             return f"{what} failed: {type(e).__name__}: {e}"
         return numbers
 
-    def read_numbers(self, _store: Any, ws: int, seqs: List[int]) -> Union[List[int], str]:
+    def _import_read_numbers(self, _store: Any, ws: int, seqs: List[int]) -> Union[List[int], str]:
         """The import `storage.read-numbers`: `storage.read_numbers` at once."""
         return self._numbers("read_numbers", lambda: self.storage.read_numbers(ws, list(seqs)))
 
-    def read_numbers_many(self, _store: Any, ws: List[int], seqs: List[int]) -> Union[List[int], str]:
+    def _import_read_numbers_many(self, _store: Any, ws: List[int], seqs: List[int]) -> Union[List[int], str]:
         """The import `storage.read-numbers-many`: `storage.read_numbers_many` at once, or
         `read_numbers` per workspace if the storage has no `read_numbers_many`."""
         many = getattr(self.storage, "read_numbers_many", None)
@@ -317,31 +332,31 @@ class Sequencer:
                                  lambda: [n for w in ws for n in self.storage.read_numbers(w, list(seqs))])
         return self._numbers("read_numbers_many", lambda: many(list(ws), list(seqs)))
 
-    def begin_read_next_offset(self, _store: Any, op: int) -> None:
+    def _import_begin_read_next_offset(self, _store: Any, op: int) -> None:
         """The import `storage.begin-read-next-offset`: queued."""
         self.pending.append(Operation(op, "read-next-offset"))
 
-    def begin_write(self, _store: Any, op: int, values: List[Any], next_plog_offset: int) -> None:
+    def _import_begin_write(self, _store: Any, op: int, values: List[Any], next_plog_offset: int) -> None:
         """The import `storage.begin-write`: queued."""
         self.pending.append(Operation(op, "write", tuple(SeqValue(v.ws, v.seq, v.value) for v in values),
                                       next_offset=next_plog_offset))
 
-    def begin_read_plog(self, _store: Any, op: int, first: int) -> None:
+    def _import_begin_read_plog(self, _store: Any, op: int, first: int) -> None:
         """The import `storage.begin-read-plog`: queued."""
         self.pending.append(Operation(op, "read-plog", first=first))
 
-    def now(self, _store: Any) -> int:
+    def _import_now(self, _store: Any) -> int:
         """The import `clock.now`: `clock.now()` (a clock that raises or returns a non-u64 traps)."""
         try:
             return _int("clock.now()", self.clock.now(), "u64")
         except Exception as e:
             raise self._host_fault("clock", e) from None
 
-    def set_wake(self, _store: Any, at: Optional[int]) -> None:
+    def _import_set_wake(self, _store: Any, at: Optional[int]) -> None:
         """The import `clock.set-wake`: kept in `wake_at`."""
         self.wake_at = at
 
-    def status_changed(self, _store: Any, status: str) -> None:
+    def _import_status_changed(self, _store: Any, status: str) -> None:
         """The import `observer.status-changed`: kept in `reported_status`, then passed to the
         observer (an observer that raises traps)."""
         self.reported_status = Status(status)
