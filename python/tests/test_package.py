@@ -119,7 +119,7 @@ def test_a_trap_surfaces_as_trapped_and_the_instance_stays_dead(plugin):
     storage = ps.MemoryStorage()
     seq = ready(metered, storage)
     metered.fuel_per_call = 10  # the next call runs out of fuel inside the guest
-    with pytest.raises(ps.Trapped, match="fuel"):
+    with pytest.raises(ps.Trapped, match="^the component trapped: wasm trap: all fuel consumed"):
         seq.start(1, 1)
     with pytest.raises(ps.Trapped, match="trapped earlier"):
         seq.start(1, 1)
@@ -127,6 +127,17 @@ def test_a_trap_surfaces_as_trapped_and_the_instance_stays_dead(plugin):
     metered.fuel_per_call = ps.DEFAULT_FUEL_PER_CALL
     again = ready(metered, storage)
     assert again.start(1, 1) == 1, "a new sequencer over the same storage works"
+
+
+def test_a_guest_out_of_memory_traps_through_the_wasi_stub_and_surfaces_as_trapped(plugin):
+    small = ps.Plugin(plugin.path, max_memory_bytes=3 << 20)
+    seq = small.open(ps.Params(kinds={1: {1: 1}}, max_unflushed_values=100_000), ps.MemoryStorage())
+    seq.run_until_ready(timeout_s=10)
+    with pytest.raises(ps.Trapped) as e:
+        seq.start_batch(1, range(5000), [1])  # 5,000 cold workspaces do not fit in 3 MiB
+    # std reports the failed allocation on stderr, a WASI import linked as a trap
+    assert "wasi:cli/stderr" in str(e.value) and "backtrace" in e.value.wasm_error
+    assert seq.pending == [] and seq.wake_at is None
 
 
 def test_an_observer_that_raises_traps_with_its_exception_as_the_cause(plugin):
@@ -139,6 +150,7 @@ def test_an_observer_that_raises_traps_with_its_exception_as_the_cause(plugin):
     with pytest.raises(ps.Trapped) as e:
         seq.start(1, 1)
     assert isinstance(e.value.__cause__, KeyError)
+    assert str(e.value) == "the component trapped: the host's observer raised KeyError: 'observer bug'"
 
 
 def test_a_clock_that_raises_traps_with_its_exception_as_the_cause(plugin):

@@ -376,10 +376,12 @@ class Sequencer:
             return run()
         except (wasmtime.WasmtimeError, wasmtime.Trap) as e:
             text = str(e).strip()
-            self._trap = text.splitlines()[0] if text else type(e).__name__
+            # wasmtime's text is a backtrace, then "Caused by:" and the reason.
+            head, caused_by, reason = text.partition("Caused by:")
+            self._trap = " ".join(reason.split()) if caused_by else (head.splitlines() or [type(e).__name__])[0]
             self.pending.clear()
             self.wake_at = None
-            raise Trapped(f"the component trapped: {text}") from self._cause
+            raise Trapped(f"the component trapped: {self._trap}", text) from self._cause
 
     def _call(self, name: str, *args: Any, method: bool = True) -> Any:
         if method:

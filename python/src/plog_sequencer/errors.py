@@ -32,4 +32,9 @@ class Trapped(PluginError):
     """The component trapped (fuel or memory exhausted, a guest panic, or a host callback,
     such as the clock or the observer, that raised: then `__cause__` is that exception). The
     instance is gone: every later call on its `Sequencer` raises `Trapped` again. Open a new
-    sequencer over the same storage: it actualizes, so no number is reused."""
+    sequencer over the same storage: it actualizes, so no number is reused. The message names
+    the reason; `wasm_error` is wasmtime's whole text, with the guest's backtrace."""
+
+    def __init__(self, message: str, wasm_error: str = ""):
+        self.wasm_error = wasm_error
+        super().__init__(message)
