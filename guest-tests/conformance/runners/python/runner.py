@@ -1,23 +1,18 @@
-"""The conformance runner for Python's `wasmtime` (50.x): the component through
-`wasmtime.component`, an in-memory storage, a task queue and a manual clock.
-
-Python's `wasmtime` returns `result` values untagged: a refusal comes back as a `Variant`
-(the WIT `error` variant is tagged) instead of being raised, so every call is checked here.
+"""The conformance runner for Python: the `plog-sequencer` package (python/, installed from its
+wheel into this runner's venv), which loads the component bundled in it under `wasmtime`. The
+runner supplies what every runner models (README): a storage with fault counters, a manual
+clock, the order in which queued operations run, and writes held back.
 """
 
 import json
-import os
 import re
 from pathlib import Path
 
-import wasmtime
-from wasmtime import component as wc
+import plog_sequencer as ps
 
 RUNNER = "python"
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parent.parent / "scenarios"
-API = "sequencer:plugin/sequencer-api@0.2.0"
-EVENTS = "sequencer:plugin/events@0.2.0"
 DEFAULTS = {
     "max_unflushed_values": 500,
     "lru_cache_size": 100000,
@@ -26,44 +21,22 @@ DEFAULTS = {
     "max_retry_delay_ms": 500,
     "retry_jitter_percent": 0,
 }
-MS = 1_000_000
+MS = ps.MS
 
 
 class StepFailed(Exception):
     pass
 
 
-def component_path():
-    path = os.environ.get("SEQUENCER_COMPONENT")
-    if not path:
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-        path = os.path.join(target, "wasm32-wasip2/wasm/sequencer.wasm")
-    return path
+_PLUGIN = None
 
 
-_ENGINE = None
-_COMPONENT = None
-
-
-def compiled():
-    """The engine and the component, compiled once per process."""
-    global _ENGINE, _COMPONENT
-    if _COMPONENT is None:
-        _ENGINE = wasmtime.Engine()
-        _COMPONENT = wc.Component.from_file(_ENGINE, component_path())
-    return _ENGINE, _COMPONENT
-
-
-def record(**fields):
-    r = wc.Record()
-    for k, v in fields.items():
-        setattr(r, k.replace("_", "-"), v)
-    return r
-
-
-def is_error(value):
-    return isinstance(value, wc.Variant)
+def plugin():
+    """The package's bundled component, compiled once per process."""
+    global _PLUGIN
+    if _PLUGIN is None:
+        _PLUGIN = ps.Plugin()
+    return _PLUGIN
 
 
 def subst(value, i):
@@ -78,222 +51,157 @@ def subst(value, i):
     return value
 
 
+class Injected(Exception):
+    """A fault the scenario asked for."""
+
+
+class ScenarioStorage(ps.MemoryStorage):
+    """The package's in-memory storage with the scenarios' fault counters."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.faults = {"fail_writes": 0, "fail_reads": 0, "fail_number_reads": 0}
+
+    def _fault(self, counter, what):
+        if self.faults[counter] > 0:
+            self.faults[counter] -= 1
+            raise Injected(f"injected {what} failure")
+
+    def read_numbers(self, ws, seqs):
+        self._fault("fail_number_reads", "read-numbers")
+        return super().read_numbers(ws, seqs)
+
+    def read_numbers_many(self, ws, seqs):
+        self._fault("fail_number_reads", "read-numbers")
+        return super().read_numbers_many(ws, seqs)
+
+    def write(self, values, next_plog_offset):
+        self._fault("fail_writes", "write")
+        super().write(values, next_plog_offset)
+
+    def read_next_offset(self):
+        self._fault("fail_reads", "read-next-offset")
+        return super().read_next_offset()
+
+    def read_plog(self, first):
+        self._fault("fail_reads", "read-plog")
+        return super().read_plog(first)
+
+
+class ManualClock:
+    """Moves only when a step advances it."""
+
+    def __init__(self):
+        self.ns = 0
+
+    def now(self):
+        return self.ns
+
+
 class Runner:
     def __init__(self, scenario):
         self.scenario = scenario
         st = scenario.get("storage", {})
-        self.plog = {o: [tuple(v) for v in vals] for o, vals in st.get("plog", [])}
+        plog = {o: [tuple(v) for v in vals] for o, vals in st.get("plog", [])}
         for e in st.get("plog_events", []):
             offset, vals = event_values(e)
-            if offset in self.plog:
+            if offset in plog:
                 raise StepFailed(f"[{RUNNER}] scenario {scenario['name']}: two PLog events at offset {offset}")
-            self.plog[offset] = vals
-        self.view = {(w, s): v for w, s, v in st.get("view", [])}
-        self.next_offset = st.get("next_offset", 0)
-        self.writes = 0
-        self.page_events = scenario.get("page_events", 100)
-        self.faults = {"fail_writes": 0, "fail_reads": 0, "fail_number_reads": 0}
+            plog[offset] = vals
+        self.storage = ScenarioStorage(plog=plog, view={(w, s): v for w, s, v in st.get("view", [])},
+                                       next_offset=st.get("next_offset", 0),
+                                       page_events=scenario.get("page_events", 100))
+        self.clock = ManualClock()
         self.hold = False
-        self.queue = []  # (kind, op, args)
-        self.now = 0
-        self.wake = None
-        self.store = None
-        self.handle = None
-        self.funcs = {}
-        engine, self.component = compiled()
-        self.linker = wc.Linker(engine)
-        self.linker.add_wasip2()
-        with self.linker.root() as root:
-            with root.add_instance("sequencer:plugin/storage@0.2.0") as s:
-                s.add_func("read-numbers", self._read_numbers)
-                s.add_func("read-numbers-many", self._read_numbers_many)
-                s.add_func("begin-read-next-offset", lambda _s, op: self.queue.append(("read-next-offset", op, ())))
-                s.add_func("begin-write", lambda _s, op, vals, nxt: self.queue.append(
-                    ("write", op, ([(v.ws, v.seq, v.value) for v in vals], nxt))))
-                s.add_func("begin-read-plog", lambda _s, op, first: self.queue.append(("read-plog", op, (first,))))
-            with root.add_instance("sequencer:plugin/clock@0.2.0") as c:
-                c.add_func("now", lambda _s: self.now)
-                c.add_func("set-wake", self._set_wake)
-            with root.add_instance("sequencer:plugin/observer@0.2.0") as o:
-                o.add_func("status-changed", lambda _s, status: None)
-
-    # ---- imports ----------------------------------------------------------------------------
-
-    def _read_numbers(self, _store, ws, seqs):
-        if self.faults["fail_number_reads"] > 0:
-            self.faults["fail_number_reads"] -= 1
-            return "injected read-numbers failure"  # a str is the `err` case (untagged result)
-        return [self.view.get((ws, s), 0) for s in seqs]
-
-    def _read_numbers_many(self, _store, ws_list, seqs):
-        if self.faults["fail_number_reads"] > 0:
-            self.faults["fail_number_reads"] -= 1
-            return "injected read-numbers failure"
-        return [self.view.get((ws, s), 0) for ws in ws_list for s in seqs]
-
-    def _set_wake(self, _store, at):
-        self.wake = at
+        self.seq = None
 
     # ---- calls ------------------------------------------------------------------------------
-
-    def _call(self, name, *args):
-        f = self.funcs[name]
-        r = f(self.store, self.handle, *args)
-        f.post_return(self.store)
-        return r
-
-    def _instantiate(self):
-        self.store = wasmtime.Store(self.linker.engine)
-        self.store.set_wasi(wasmtime.WasiConfig())
-        inst = self.linker.instantiate(self.store, self.component)
-        api = inst.get_export_index(self.store, API)
-        events = inst.get_export_index(self.store, EVENTS)
-        self.funcs = {}
-        for kind, names in (("static", ["create"]), ("method", ["start", "next", "flush", "actualize", "cleanup",
-                                                                "status", "held-numbers", "deliver", "pump",
-                                                                "start-next"])):
-            for n in names:
-                idx = inst.get_export_index(self.store, f"[{kind}]sequencer.{n}", api)
-                self.funcs[n] = inst.get_func(self.store, idx)
-        for n in ("system-params", "start-event", "next-rec-id", "next-c-rec-id", "finish-event", "cancel-event",
-                  "status"):
-            self.funcs[f"events.{n}"] = inst.get_func(self.store, inst.get_export_index(self.store, n, events))
-
-    def _system_params(self, rec):
-        f = self.funcs["events.system-params"]
-        r = f(self.store, rec)
-        f.post_return(self.store)
-        return r
-
-    def _create(self, params):
-        rec = guest_params(params)
-        self.queue.clear()
-        self.wake = None
-        self._instantiate()
-        if params.get("system"):
-            rec = self._system_params(rec)
-        create = self.funcs["create"]
-        r = create(self.store, rec)
-        create.post_return(self.store)
-        if is_error(r):
-            self.handle = None
-            return r
-        self.handle = r
-        return None
 
     @staticmethod
     def _outcome(o):
         if o == "written":
-            return None
+            return ps.Written()
         if "next_offset" in o:
-            return o["next_offset"]
+            return ps.NextOffset(o["next_offset"])
         if "failed" in o:
-            return o["failed"]
+            return ps.Failed(o["failed"])
         page = o["plog_page"]
-        values = [record(offset=a, ws=b, seq=c, value=d) for a, b, c, d in page["values"]]
-        return record(values=values, next=page["next"], end=page["end"])
+        return ps.PlogPage(values=[ps.PlogValue(*v) for v in page["values"]], next=page["next"], end=page["end"])
 
     def call(self, step):
+        """Makes the call; returns its result in scenario form, or raises `ps.SequencerError`."""
         name = step["call"]
         if name == "create":
-            return self._create(step.get("params", self.scenario.get("params", {})))
-        if name == "system_params":
-            old = self.store, self.funcs  # a fresh instance, leaving the sequencer's alone
-            self._instantiate()
-            p = self._system_params(guest_params(step["params"]))
-            self.store, self.funcs = old
-            out = {k: getattr(p, k.replace("_", "-"))
-                   for k in ("max_unflushed_values", "lru_cache_size", "retry_jitter_percent")}
-            for k in ("batcher_delay", "retry_delay", "max_retry_delay"):
-                out[f"{k}_ms"] = getattr(p, f"{k}_ns".replace("_", "-")) // MS
-            out["kinds"] = sorted([k.kind, sorted(list(s) for s in k.sequences)] for k in p.kinds)
-            return out
-        if self.handle is None:
-            raise StepFailed("no sequencer: a `create` step must come first")
-        if name == "start":
-            r = self._call("start", step["kind"], step["ws"])
-            return r if is_error(r) else start_outcome(r)
-        if name == "start_next":
-            r = self._call("start-next", step["kind"], step["ws"], list(step["seqs"]))
-            if is_error(r):
-                return r
-            out = start_outcome(r[0])
-            out["numbers"] = list(r[1])
-            return out
-        if name == "next":
-            return self._call("next", step["seq"])
-        if name in ("flush", "actualize", "pump"):
-            return self._call(name)
-        if name == "cleanup":
-            self._call("cleanup")
-            self.queue.clear()
-            self.wake = None
+            self.seq = None
+            params = step.get("params", self.scenario.get("params", {}))
+            p = guest_params(params)
+            if params.get("system"):
+                p = plugin().system_params(p)
+            self.seq = plugin().open(p, self.storage, clock=self.clock)
             return None
+        if name == "system_params":
+            p = plugin().system_params(guest_params(step["params"]))
+            out = {k: getattr(p, k) for k in ("max_unflushed_values", "lru_cache_size", "retry_jitter_percent")}
+            for k in ("batcher_delay", "retry_delay", "max_retry_delay"):
+                out[f"{k}_ms"] = getattr(p, f"{k}_ns") // MS
+            out["kinds"] = sorted([k, sorted([s, first] for s, first in seqs.items())] for k, seqs in p.kinds.items())
+            return out
+        seq = self.seq
+        if seq is None:
+            raise StepFailed("no sequencer: a successful `create` step must come first")
+        if name == "start":
+            return start_outcome(seq.start(step["kind"], step["ws"]))
+        if name == "start_next":
+            outcome, numbers = seq.start_next(step["kind"], step["ws"], step["seqs"])
+            return dict(start_outcome(outcome), numbers=numbers)
+        if name == "next":
+            return seq.next(step["seq"])
+        if name in ("flush", "actualize", "pump", "cleanup", "finish_event", "cancel_event"):
+            return getattr(seq, name)()
         if name == "status":
-            return self._call("status")
+            return seq.status().value
         if name == "held_numbers":
-            h = self._call("held-numbers")
-            return {k: getattr(h, k) for k in ("cached", "unflushed", "transaction")}
+            h = seq.held_numbers()
+            return {"cached": h.cached, "unflushed": h.unflushed, "transaction": h.transaction}
         if name == "deliver":
-            self.queue = [q for q in self.queue if q[1] != step["op"]]
-            return self._call("deliver", step["op"], self._outcome(step["outcome"]))
+            return seq.deliver(step["op"], self._outcome(step["outcome"]))
         if name == "start_event":
-            r = self._call("events.start-event", step["ws"])
-            if is_error(r) or isinstance(r, str):  # untagged: a str is the `not-now` reason
-                return r if is_error(r) else {"not_now": r}
-            return {"started": {"plog": getattr(r, "plog-offset"), "wlog": getattr(r, "wlog-offset")}}
-        if name in ("next_rec_id", "next_c_rec_id", "finish_event", "cancel_event"):
-            return self._call("events." + name.replace("_", "-"))
+            r = seq.start_event(step["ws"])
+            if isinstance(r, ps.NotNow):
+                return {"not_now": r.reason.value}
+            return {"started": {"plog": r.plog_offset, "wlog": r.wlog_offset}}
+        if name in ("next_rec_id", "next_c_rec_id"):
+            return getattr(seq, name)()
         if name == "event_status":
-            return self._call("events.status")
+            return seq.event_status().value
         raise StepFailed(f"unknown call {name!r}")
 
     # ---- the task driver ----------------------------------------------------------------------
 
     def _runnable(self):
-        for i, (kind, _op, _a) in enumerate(self.queue):
-            if kind == "write" and self.hold:
+        """The first queued operation that may run: writes wait while held, and a
+        read-next-offset never overtakes a queued write."""
+        queue = self.seq.pending
+        for i, p in enumerate(queue):
+            if p.kind == "write" and self.hold:
                 continue
-            if kind == "read-next-offset" and any(q[0] == "write" for q in self.queue[:i]):
+            if p.kind == "read-next-offset" and any(q.kind == "write" for q in queue[:i]):
                 continue
-            return i
+            return p
         return None
-
-    def _perform(self, kind, args):
-        if kind == "write":
-            if self.faults["fail_writes"] > 0:
-                self.faults["fail_writes"] -= 1
-                return "injected write failure"
-            values, nxt = args
-            for w, s, v in values:
-                self.view[(w, s)] = v
-            self.next_offset = nxt
-            self.writes += 1
-            return None
-        if self.faults["fail_reads"] > 0:
-            self.faults["fail_reads"] -= 1
-            return f"injected {kind} failure"
-        if kind == "read-next-offset":
-            return self.next_offset
-        first = args[0]
-        offsets = sorted(o for o in self.plog if o >= first)[: self.page_events]
-        values = [record(offset=o, ws=w, seq=s, value=v) for o in offsets for w, s, v in self.plog[o]]
-        nxt = offsets[-1] + 1 if offsets else first
-        return record(values=values, next=nxt, end=not any(o >= nxt for o in self.plog))
 
     def run_tasks(self, step):
         limit = step.get("max")
         performed = 0
-        while limit is None or performed < limit:
-            i = self._runnable()
-            if i is None:
+        while self.seq is not None and (limit is None or performed < limit):
+            p = self._runnable()
+            if p is None:
                 break
-            kind, op, args = self.queue.pop(i)
-            outcome = self._perform(kind, args)
+            try:
+                self.seq.perform(p)
+            except ps.SequencerError as e:
+                raise StepFailed(f"deliver of {p.kind} op {p.op} was refused: {e}") from None
             performed += 1
-            r = self._call("deliver", op, outcome)
-            if is_error(r):
-                raise StepFailed(f"deliver of {kind} op {op} was refused: {r.tag} {r.payload!r}")
         if "expect_performed" in step and performed != step["expect_performed"]:
             raise StepFailed(f"expected {step['expect_performed']} operations performed, got {performed}")
 
@@ -314,15 +222,16 @@ class Runner:
 
     def _step(self, step):
         if "call" in step:
-            r = self.call(step)
-            if "expect_error" in step:
-                if not is_error(r):
-                    raise StepFailed(f"expected error {step['expect_error']}, got success {r!r}")
-                if r.tag != step["expect_error"]:
-                    raise StepFailed(f"expected error {step['expect_error']}, got {r.tag} {r.payload!r}")
+            try:
+                r = self.call(step)
+            except ps.SequencerError as e:
+                if "expect_error" not in step:
+                    raise StepFailed(f"refused: {e}") from None
+                if e.code != step["expect_error"]:
+                    raise StepFailed(f"expected error {step['expect_error']}, got {e}") from None
                 return
-            if is_error(r):
-                raise StepFailed(f"refused: {r.tag} {r.payload!r}")
+            if "expect_error" in step:
+                raise StepFailed(f"expected error {step['expect_error']}, got success {r!r}")
             if "expect" in step:
                 want = step["expect"]
                 got = r
@@ -335,55 +244,57 @@ class Runner:
                 raise StepFailed(f"unknown run {step['run']!r}")
             self.run_tasks(step)
         elif "advance_ms" in step:
-            self.now += step["advance_ms"] * MS
-            if self.wake is not None and self.now >= self.wake:
-                self.wake = None
-                self._call("pump")
+            self.clock.ns += step["advance_ms"] * MS
+            if self.seq is not None and self.seq.wake_at is not None and self.clock.ns >= self.seq.wake_at:
+                self.seq.pump()
         elif "hold_writes" in step:
             self.hold = bool(step["hold_writes"])
         elif "fault" in step:
             for k, v in step["fault"].items():
-                if k not in self.faults:
+                if k not in self.storage.faults:
                     raise StepFailed(f"unknown fault {k!r}")
-                self.faults[k] = v
+                self.storage.faults[k] = v
         elif "append" in step or "append_event" in step:
             offset, values = step["append"] if "append" in step else event_values(step["append_event"])
-            expected = max(self.plog) + 1 if self.plog else 1
-            if offset != expected:
-                raise StepFailed(f"append at {offset}: the PLog's next offset is {expected}")
-            self.plog[offset] = [tuple(v) for v in values]
+            try:
+                self.storage.append(offset, [tuple(v) for v in values])
+            except ValueError as e:
+                raise StepFailed(str(e)) from None
         elif "expect_storage" in step:
             self.expect_storage(step["expect_storage"])
         elif "expect_pending" in step:
             self.expect_pending(step["expect_pending"])
         elif "expect_wake_ms" in step:
             want = step["expect_wake_ms"]
-            got = None if self.wake is None else self.wake / MS
+            wake = self.seq.wake_at if self.seq is not None else None
+            got = None if wake is None else wake / MS
             if got != want:
                 raise StepFailed(f"expected wake at {want} ms, got {got}")
         elif "expect_wake_within_ms" in step:
             lo, hi = step["expect_wake_within_ms"]
-            got = None if self.wake is None else self.wake / MS
+            wake = self.seq.wake_at if self.seq is not None else None
+            got = None if wake is None else wake / MS
             if got is None or not lo <= got <= hi:
                 raise StepFailed(f"expected a wake-up within [{lo}, {hi}] ms, got {got}")
         else:
             raise StepFailed("unknown step")
 
     def expect_storage(self, want):
+        st = self.storage
         for key, value in want.items():
             if key == "view":
-                got = sorted([w, s, v] for (w, s), v in self.view.items())
+                got = sorted([w, s, v] for (w, s), v in st.view.items())
                 ok = got == sorted(value)
             elif key == "next_offset":
-                got, ok = self.next_offset, self.next_offset == value
+                got, ok = st.next_offset, st.next_offset == value
             elif key == "writes":
-                got, ok = self.writes, self.writes == value
+                got, ok = st.writes, st.writes == value
             elif key == "plog_next":
-                got = max(self.plog) + 1 if self.plog else 1
+                got = st.plog_next()
                 ok = got == value
             elif key == "consistent":
-                got = all(self.view.get((w, s), 0) >= v
-                          for o, vals in self.plog.items() if o < self.next_offset for w, s, v in vals)
+                got = all(st.view.get((w, s), 0) >= v
+                          for o, vals in st.plog.items() if o < st.next_offset for w, s, v in vals)
                 ok = got == value
             else:
                 raise StepFailed(f"unknown storage check {key!r}")
@@ -392,13 +303,13 @@ class Runner:
 
     def expect_pending(self, want):
         got = []
-        for kind, op, args in self.queue:
-            entry = {"kind": kind, "op": op}
-            if kind == "write":
-                entry["values"] = sorted([list(v) for v in args[0]])
-                entry["next_offset"] = args[1]
-            elif kind == "read-plog":
-                entry["first"] = args[0]
+        for p in (self.seq.pending if self.seq is not None else []):
+            entry = {"kind": p.kind, "op": p.op}
+            if p.kind == "write":
+                entry["values"] = sorted([list(v) for v in p.values])
+                entry["next_offset"] = p.next_offset
+            elif p.kind == "read-plog":
+                entry["first"] = p.first
             got.append(entry)
         ok = len(got) == len(want) and all(
             all((sorted(v) if k == "values" else v) == g.get(k) for k, v in w.items()) for w, g in zip(want, got))
@@ -411,12 +322,17 @@ class Runner:
 
 
 def guest_params(params):
+    """Scenario params (durations in ms, kinds as lists) as the package's `Params`."""
     p = dict(DEFAULTS, **params)
-    kinds = [record(kind=k, sequences=[tuple(s) for s in seqs]) for k, seqs in p.get("kinds", [])]
-    return record(kinds=kinds, max_unflushed_values=p["max_unflushed_values"],
-                  lru_cache_size=p["lru_cache_size"], batcher_delay_ns=p["batcher_delay_ms"] * MS,
-                  retry_delay_ns=p["retry_delay_ms"] * MS, max_retry_delay_ns=p["max_retry_delay_ms"] * MS,
-                  retry_jitter_percent=p["retry_jitter_percent"])
+    kinds = {}
+    for k, seqs in p.get("kinds", []):
+        if k in kinds:
+            raise StepFailed(f"kind {k} is given twice")
+        kinds[k] = dict(seqs)
+    return ps.Params(kinds=kinds, max_unflushed_values=p["max_unflushed_values"], lru_cache_size=p["lru_cache_size"],
+                     batcher_delay_ns=p["batcher_delay_ms"] * MS, retry_delay_ns=p["retry_delay_ms"] * MS,
+                     max_retry_delay_ns=p["max_retry_delay_ms"] * MS,
+                     retry_jitter_percent=p["retry_jitter_percent"])
 
 
 SEQ_OF_RECORD = {"CDoc": 3, "CRecord": 3, "ODoc": 2, "ORecord": 2, "WDoc": 2, "WRecord": 2}
@@ -439,8 +355,7 @@ def event_values(e):
 
 
 def start_outcome(r):
-    # `start-outcome` is untagged too: an int is `started`, a str is the `not-now` reason.
-    return {"started": r} if isinstance(r, int) else {"not_now": r}
+    return {"not_now": r.reason.value} if isinstance(r, ps.NotNow) else {"started": r}
 
 
 def scenario_files():
