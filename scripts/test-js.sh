@@ -13,11 +13,11 @@ step "chromium and npm devDependencies"
 bash "$ROOT/scripts/js-ensure-chromium.sh"
 bash "$ROOT/scripts/js-ensure-npm.sh"
 
-step "the wasm (profile wasm, feature js) and wasm-bindgen -> js/pkg"
+step "the wasm (profile wasm-js, feature js) and wasm-bindgen -> js/pkg"
 bash "$ROOT/scripts/js-build.sh" >/dev/null
 
-step "type declarations (tsc)"
-(cd "$ROOT/js" && node_modules/.bin/tsc -p tsconfig.json)
+step "type declarations (tsc --strict, lib ES2020 with and without DOM)"
+(cd "$ROOT/js" && node_modules/.bin/tsc -p tsconfig.json && node_modules/.bin/tsc -p tsconfig.nodom.json)
 
 step "node --test"
 cd "$ROOT/js"

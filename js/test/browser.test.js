@@ -73,27 +73,31 @@ after(async () => {
   if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
 });
 
-test('in headless Chromium the ES-module package actualizes, runs 101 transactions and a batch, flushes and reports a coded misuse', async () => {
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+for (const input of ['default', 'url', 'request', 'response', 'bytes', 'module']) {
+  test(`in headless Chromium the ES-module package refuses calls before init, loads through init (${input}), runs 101 transactions and a batch, flushes and reports a coded misuse`, async () => {
+    const page = await context.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    const { port } = server.address();
+    await page.goto(`http://127.0.0.1:${port}/test/browser/index.html?input=${input}`);
+    await page.waitForFunction(() => window.sequencerResult !== undefined, null, { timeout: 30_000 });
+    const result = await page.evaluate(() => window.sequencerResult);
+    assert.deepEqual(problems, []);
+    assert.deepEqual(result, {
+      before: 'NOT_INITIALIZED',
+      same: true,
+      offset: 43,
+      id: 14,
+      last: 114,
+      stored: 114,
+      batch: [2, 144, 1, 1],
+      nextOffset: 145,
+      code: 'NO_TRANSACTION',
+      status: 'closed',
+    });
+    await page.close();
   });
-  const { port } = server.address();
-  await page.goto(`http://127.0.0.1:${port}/test/browser/index.html`);
-  await page.waitForFunction(() => window.sequencerResult !== undefined, null, { timeout: 30_000 });
-  const result = await page.evaluate(() => window.sequencerResult);
-  assert.deepEqual(problems, []);
-  assert.deepEqual(result, {
-    offset: 43,
-    id: 14,
-    last: 114,
-    stored: 114,
-    batch: [2, 144, 1, 1],
-    nextOffset: 145,
-    code: 'NO_TRANSACTION',
-    status: 'closed',
-  });
-  await page.close();
-});
+}
