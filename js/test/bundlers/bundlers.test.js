@@ -1,7 +1,7 @@
 /**
  * The npm package as a user gets it: `npm pack` of js/, installed from the tarball into a
  * temporary project, then
- * - bundled by esbuild (`--format=esm`, the wasm through the `file` loader and
+ * - bundled by esbuild (`--format=esm` and `iife`, the wasm through the `file` loader and
  *   `init(wasmUrl)`), Vite and webpack (both emit the wasm from the glue's
  *   `new URL(..., import.meta.url)`; `init()` without input), with no build warning, each page
  *   served on 127.0.0.1 and loaded in headless Chromium, where it numbers events;
@@ -114,28 +114,31 @@ async function load(root) {
   }
 }
 
-test('esbuild (--format=esm, the wasm through the file loader and init(wasmUrl)) builds the package without warnings and the page numbers events in Chromium', async () => {
-  const entry = join(app, 'src', 'main-esbuild.js');
-  await writeFile(
-    entry,
-    `import * as api from '@sequencer/wasm';\nimport wasmUrl from '@sequencer/wasm/sequencer_bg.wasm';\nimport { report, run } from './scenario.js';\nreport(run(api, wasmUrl));\n`,
-  );
-  const out = join(app, 'dist-esbuild');
-  const result = await esbuild.build({
-    absWorkingDir: app,
-    entryPoints: [entry],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    minify: true,
-    loader: { '.wasm': 'file' },
-    outdir: out,
-    logLevel: 'silent',
+for (const format of ['esm', 'iife']) {
+  test(`esbuild (--format=${format}, the wasm through the file loader and init(wasmUrl)) builds the package without warnings and the page numbers events in Chromium`, async () => {
+    const entry = join(app, 'src', `main-esbuild-${format}.js`);
+    await writeFile(
+      entry,
+      `import * as api from '@sequencer/wasm';\nimport wasmUrl from '@sequencer/wasm/sequencer_bg.wasm';\nimport { report, run } from './scenario.js';\nreport(run(api, wasmUrl));\n`,
+    );
+    const out = join(app, `dist-esbuild-${format}`);
+    const result = await esbuild.build({
+      absWorkingDir: app,
+      entryPoints: [entry],
+      bundle: true,
+      format,
+      platform: 'browser',
+      minify: true,
+      loader: { '.wasm': 'file' },
+      outdir: out,
+      logLevel: 'silent',
+    });
+    assert.deepEqual([...result.errors, ...result.warnings], []);
+    const script = `src="./main-esbuild-${format}.js"`;
+    await writeFile(join(out, 'index.html'), page(format === 'esm' ? `<script type="module" ${script}></script>` : `<script ${script}></script>`));
+    assert.deepEqual(await load(out), { before: 'NOT_INITIALIZED', same: true, ...NUMBERED });
   });
-  assert.deepEqual([...result.errors, ...result.warnings], []);
-  await writeFile(join(out, 'index.html'), page('<script type="module" src="./main-esbuild.js"></script>'));
-  assert.deepEqual(await load(out), { before: 'NOT_INITIALIZED', same: true, ...NUMBERED });
-});
+}
 
 test('Vite (init() without input: Vite emits the wasm) builds the package without warnings and the page numbers events in Chromium', async () => {
   const root = join(app, 'vite');
