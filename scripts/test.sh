@@ -7,8 +7,8 @@
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
 #     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
 #     (unpacked from Debian's packages, no service);
-#   - into the clone (ignored by git): npm packages (js/node_modules and the jco runner's), the
-#     Python runner's venv;
+#   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
+#     js/test/bundlers/node_modules and the jco runner's), the Python runner's venv;
 #   - system-wide, only when missing: the rustup targets wasm32-wasip2 and
 #     wasm32-unknown-unknown, and Debian's chromium for the browser test.
 # Downloads that need no compiler run in the background while cargo compiles.
@@ -44,7 +44,7 @@ step "preparing in the background: etcd, chromium, npm and Python packages, wasm
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
-bg npm-js bash scripts/js-ensure-npm.sh
+bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-npm.sh js/test/bundlers'
 bg conformance-deps bash scripts/test-conformance.sh --prepare
 # A cargo build in a target folder of its own, niced: it takes the cores the main build leaves idle.
 bg wasm-bindgen nice -n 10 bash scripts/js-ensure-wasm-bindgen.sh

@@ -75,6 +75,12 @@ export const InvalidArgumentError = coded('InvalidArgumentError', 'INVALID_ARGUM
 /** A number would exceed `Number.MAX_SAFE_INTEGER`; the transaction must be actualized. */
 export const UnsafeIntegerError = coded('UnsafeIntegerError', 'UNSAFE_INTEGER');
 
+/**
+ * The package's wasm module is not instantiated yet: in a browser, call and `await init()`
+ * first. The package's own code, not the core's (the core cannot run before it exists).
+ */
+export const NotInitializedError = coded('NotInitializedError', 'NOT_INITIALIZED');
+
 /** A storage method threw or rejected; the original error is `cause`, the method is `op`. */
 export class StorageError extends SequencerError {
   static code = 'STORAGE';
@@ -109,6 +115,7 @@ export const errorClasses = Object.freeze(
       MalformedPlogPageError,
       InvalidArgumentError,
       UnsafeIntegerError,
+      NotInitializedError,
     ].map((cls) => [cls.code, cls]),
   ),
 );

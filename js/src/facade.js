@@ -13,6 +13,7 @@ import { recordSeq } from '../pkg/sequencer.js';
 import { InvalidArgumentError, InvalidParamsError, TransactionInProgressError } from './errors.js';
 import { toCoreParams } from './params.js';
 import { defaultClock, Sequencer } from './sequencer.js';
+import { requireWasm } from './wasm.js';
 
 // The core's constants (`src/facade.rs`), written out so that they exist before the wasm is
 // instantiated; test/vocabulary.test.js checks them against the wasm's `facadeConstants()`.
@@ -44,6 +45,7 @@ export const FIRST_CREC_ID = 64_537 * REGISTER_FACTOR + FIRST_USER_BASE_RECORD_I
  * @returns {import('./index').SequencerParams}
  */
 export function systemParams(params = {}) {
+  requireWasm('systemParams()');
   if (params === null || typeof params !== 'object') {
     throw new InvalidParamsError('params must be an object');
   }
@@ -130,6 +132,7 @@ export class EventSequencer {
    * @param {import('./index').EventSequencerOptions} options
    */
   constructor(options) {
+    requireWasm('new EventSequencer()');
     const { params, clock = defaultClock, ...rest } = options ?? /** @type {any} */ ({});
     if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock.now must be a function');
     this.#clock = clock;
@@ -324,6 +327,7 @@ function safe(what, x) {
  * @returns {import('./index').SeqValue[]}
  */
 export function eventValues(event) {
+  requireWasm('eventValues()');
   if (event === null || typeof event !== 'object') throw new InvalidArgumentError('event must be an object');
   const ws = safe('event.ws', event.ws);
   /** @type {import('./index').SeqValue[]} */

@@ -2,9 +2,49 @@
  * @sequencer/wasm: dense, monotonic per-workspace numbers for event-sourced command processing,
  * recovered from the PLog. A Rust core compiled to WebAssembly, driven on the JS event loop.
  *
+ * In a browser or a bundle, `await init()` before anything else (the API throws
+ * `NotInitializedError` until then); in Node the wasm is ready at import.
+ *
  * All integers are JS numbers: safe integers (≤ `Number.MAX_SAFE_INTEGER`); workspace kinds
  * and sequence ids are 0..=65535.
+ *
+ * Type-checks under `--strict` with `lib: ["ES2020"]`, with or without `"DOM"`.
  */
+
+/** The instance type of the global class `K` (`URL`, `Response`, ...), or `never` without it. */
+type GlobalInstance<K extends string> = typeof globalThis extends { [P in K]: { prototype: infer T } } ? T : never;
+
+/** `WebAssembly.Module` where the lib declares it (DOM or Node's types), else `never`. */
+type WasmModule = typeof globalThis extends { WebAssembly: { Module: { prototype: infer T } } } ? T : never;
+
+/**
+ * Where `init` gets the wasm: a URL or a string (fetched), a `Request`, a `Response` (streamed),
+ * the bytes, or a compiled `WebAssembly.Module`.
+ */
+export type InitInput =
+  | string
+  | GlobalInstance<'URL'>
+  | GlobalInstance<'Request'>
+  | GlobalInstance<'Response'>
+  | ArrayBuffer
+  | ArrayBufferView
+  | WasmModule;
+
+/**
+ * Instantiates the package's wasm; the API works once the promise resolves. Without `input`
+ * the wasm is fetched from next to the package (Vite and webpack emit it and rewrite the URL;
+ * with esbuild pass the URL of `@sequencer/wasm/sequencer_bg.wasm` from its `file` loader).
+ * Idempotent: every call returns the same promise (a later `input` is ignored) until one
+ * rejects; the next call then tries again. An `input` of the wrong kind rejects with
+ * `InvalidArgumentError`. In Node the wasm is instantiated at import: `init` resolves at once.
+ */
+export declare function init(input?: InitInput | PromiseLike<InitInput>): Promise<void>;
+
+/** The options of an error's constructor (ES2022's `ErrorOptions`, declared here for ES2020). */
+export interface SequencerErrorOptions {
+  /** What caused the error. */
+  cause?: unknown;
+}
 
 /** A value that may be returned directly or as a Promise. */
 export type MaybePromise<T> = T | PromiseLike<T>;
@@ -49,12 +89,22 @@ export interface SeqStorage {
    * `readNumbers` once per workspace.
    */
   readNumbersMany?(ws: readonly number[], seqs: readonly number[]): MaybePromise<ArrayLike<number>>;
-  /** The stored next PLog offset; 0 if none is stored. */
+  /**
+   * The stored next PLog offset (the WIT's `begin-read-next-offset`): what the last `write`
+   * stored as `nextOffset`; 0 if none is stored. Actualization replays the PLog from it.
+   */
   readNextOffset(): MaybePromise<number>;
   /**
-   * Persists `values` (keys unique; may be empty) and then `nextOffset`, in that order: an
-   * offset ahead of its values would let a restart skip events. At most one write is in flight.
+   * Persists `values` (keys unique; may be empty), then `nextOffset`; the values must be
+   * durable before the offset is (an offset ahead of its values would let a restart skip
+   * events). Writes are applied in the order they were begun (at most one is in flight).
    * The arrays are only valid during the call: copy them if you keep them.
+   *
+   * `nextOffset` (the WIT's `next-plog-offset`) is the PLog offset actualization replays
+   * from, inclusive: every event before it has its numbers in `values` or in earlier writes.
+   * After a flush it is the offset of the last event flushed (that event is replayed again
+   * after a restart, harmlessly: replay keeps the largest number), not the one after it;
+   * after a replay with nothing flushed since, it is the offset after the last event read.
    */
   write(values: SeqValues, nextOffset: number): MaybePromise<void>;
   /** Up to `maxEvents` PLog events from offset `from` on. */
@@ -381,18 +431,21 @@ export type ErrorCode =
   | 'MALFORMED_PLOG_PAGE'
   | 'INVALID_ARGUMENT'
   | 'UNSAFE_INTEGER'
-  | 'STORAGE';
+  | 'STORAGE'
+  | 'NOT_INITIALIZED';
 
 /** The base class of every error the sequencer raises. */
 export declare class SequencerError extends Error {
-  constructor(code: string, message: string, options?: ErrorOptions);
+  constructor(code: string, message: string, options?: SequencerErrorOptions);
   /** Stable across releases. */
   readonly code: ErrorCode | string;
+  /** What caused the error, if anything did (a `StorageError`'s storage failure). */
+  cause?: unknown;
 }
 
 /** A subclass of `SequencerError` with a fixed code. */
 export interface CodedErrorClass<C extends ErrorCode> {
-  new (message?: string, options?: ErrorOptions): SequencerError & { readonly code: C };
+  new (message?: string, options?: SequencerErrorOptions): SequencerError & { readonly code: C };
   readonly code: C;
 }
 
@@ -438,6 +491,10 @@ export type InvalidArgumentError = InstanceType<typeof InvalidArgumentError>;
 /** A number would exceed `Number.MAX_SAFE_INTEGER`; actualize the transaction. */
 export declare const UnsafeIntegerError: CodedErrorClass<'UNSAFE_INTEGER'>;
 export type UnsafeIntegerError = InstanceType<typeof UnsafeIntegerError>;
+
+/** The wasm is not instantiated yet: `await init()` first (browsers and bundles). */
+export declare const NotInitializedError: CodedErrorClass<'NOT_INITIALIZED'>;
+export type NotInitializedError = InstanceType<typeof NotInitializedError>;
 
 /** A storage method threw or rejected; the original error is `cause`. */
 export declare class StorageError extends SequencerError {
@@ -489,7 +546,7 @@ export declare class MemoryStorage implements SeqStorage {
   constructor(options?: { async?: boolean; delay?: () => number });
   /** The sequences view: workspace → sequence → last number. */
   numbers: Map<number, Map<number, number>>;
-  /** The stored next PLog offset (0: none). */
+  /** What the last write stored as `nextOffset` (see `SeqStorage.write`); 0: none. */
   nextOffset: number;
   /** Every write applied, in order (while `recordOps`). */
   ops: StorageOp[];

@@ -5,6 +5,7 @@
 
 import { CoreParams } from '../pkg/sequencer.js';
 import { errorFrom, InvalidParamsError } from './errors.js';
+import { requireWasm } from './wasm.js';
 
 /**
  * Entries of a `Record` or a `Map`, keys as numbers.
@@ -27,6 +28,7 @@ function entries(table) {
  * @returns {CoreParams}
  */
 export function toCoreParams(params, validate = true) {
+  requireWasm('params');
   if (params === null || typeof params !== 'object') {
     throw new InvalidParamsError('params must be an object with seqTypes');
   }

@@ -12,6 +12,7 @@ import {
   TransactionInProgressError,
 } from './errors.js';
 import { toCoreParams } from './params.js';
+import { requireWasm } from './wasm.js';
 
 /**
  * Names by number, read from the wasm module on first use (it is instantiated after this
@@ -110,10 +111,12 @@ export class Sequencer {
 
   /**
    * Creates a sequencer; it starts actualizing from `storage` at once (in a macrotask).
-   * Throws `InvalidParamsError` / `InvalidArgumentError` for invalid params.
+   * Throws `InvalidParamsError` / `InvalidArgumentError` for invalid params, and
+   * `NotInitializedError` before the browser entry's `init()` has settled.
    * @param {import('./index').SequencerOptions} options
    */
   constructor(options) {
+    requireWasm('new Sequencer()');
     const { params, storage, clock = defaultClock, plogPageSize = 256, onError } = options ?? {};
     for (const m of ['readNumbers', 'readNextOffset', 'write', 'readPlog']) {
       if (typeof storage?.[m] !== 'function') {

@@ -1,9 +1,41 @@
-// A short scenario in the browser: actualize from a PLog, run transactions against an async
-// in-memory storage, then a batch of two events in one call, flush, misuse once; the result
-// lands in `window.sequencerResult`.
-import { MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
+// A short scenario in the browser: a call before `init` is refused, `init` loads the wasm from
+// the input the page's query names (`?input=default|url|request|response|bytes|module`), then
+// actualize from a PLog, run transactions against an async in-memory storage, then a batch of
+// two events in one call, flush, misuse once; the result lands in `window.sequencerResult`.
+import { init, MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
+
+const WASM = '/pkg/sequencer_bg.wasm';
+
+/** The `init` input the page's query asks for. */
+async function input(kind) {
+  switch (kind) {
+    case 'default':
+      return undefined; // next to the package's glue
+    case 'url':
+      return new URL(WASM, location.href);
+    case 'request':
+      return new Request(WASM);
+    case 'response':
+      return fetch(WASM); // a Promise of a Response: streamed
+    case 'bytes':
+      return new Uint8Array(await (await fetch(WASM)).arrayBuffer());
+    case 'module':
+      return WebAssembly.compileStreaming(fetch(WASM));
+    default:
+      throw new Error(`unknown input ${kind}`);
+  }
+}
 
 async function scenario() {
+  let before = null;
+  try {
+    new Sequencer({ params: { seqTypes: { 1: { 1: 1 } } }, storage: new MemoryStorage() });
+  } catch (e) {
+    before = e.code;
+  }
+  const loading = init(await input(new URLSearchParams(location.search).get('input')));
+  const same = init() === loading;
+  await loading;
   const storage = new MemoryStorage({ async: true });
   storage.seedEvent(42, [{ ws: 1000, seq: 1, value: 13 }]);
   const seq = await Sequencer.open({ params: { seqTypes: { 1: { 1: 1 } } }, storage });
@@ -32,6 +64,8 @@ async function scenario() {
   }
   seq.close();
   return {
+    before,
+    same,
     offset,
     id,
     last,

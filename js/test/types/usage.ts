@@ -2,6 +2,8 @@
 // accept what a TypeScript user writes.
 import {
   CleanedUpError,
+  init,
+  NotInitializedError,
   EventSequencer,
   FIRST_CREC_ID,
   FIRST_REC_ID,
@@ -44,6 +46,9 @@ class MyStorage implements SeqStorage {
 }
 
 export async function usage(): Promise<number> {
+  await init(); // Node: resolves at once; a bundle: fetches the wasm next to the package
+  await init(new Uint8Array(0));
+  void NotInitializedError.code;
   const memory = new MemoryStorage({ async: true, delay: () => 1 });
   memory.seedEvent(1, [{ ws: 1, seq: 1, value: 5 }]);
   memory.failWrites = 1;
