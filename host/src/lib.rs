@@ -28,6 +28,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "objstore")]
+mod archive;
 #[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
 pub mod bindings;
 mod clock;
@@ -61,6 +63,12 @@ mod state;
 mod storage;
 mod store_reader;
 
+#[cfg(feature = "objstore")]
+pub use archive::{
+    ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
+    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
+    check_lines_up, open_recorded, safe_end,
+};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 #[cfg(feature = "redb")]
 pub use data_dir::{
@@ -83,8 +91,8 @@ pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 #[cfg(feature = "objstore")]
 pub use object_plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, bundle_object,
-    event_hash, event_object,
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
+    bundle_object, event_hash, event_object,
 };
 #[cfg(feature = "objstore")]
 pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};
@@ -95,7 +103,8 @@ pub use read_ahead::{ReadAhead, ReadCounts};
 pub use redb_reader::{ReadMode, RedbReader};
 #[cfg(feature = "redb")]
 pub use redb_storage::{
-    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats,
+    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
+    Trimmed,
 };
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::Runtime;
