@@ -136,6 +136,15 @@ fn an_archived_and_trimmed_store_resumes_without_a_gap_and_checks_whole_from_the
     assert!(stdout.contains("with its archive"), "{stdout}");
     assert!(stdout.contains("archive: "), "{stdout}");
     assert!(stdout.contains("1..=1500"), "{stdout}");
+    // Archived events are shown from the archive.
+    let out = run_host(&["inspect", "--data", s(&data), "--from", "2", "--tail", "2"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("PLog from offset 2 (2 of 1500 events)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"offset\":3,"), "{stdout}");
 
     // Resume: offsets go on densely, no number twice; a second archive goes further.
     run_events(&data, 3, 700, &[]);

@@ -1095,6 +1095,8 @@ fn an_etcd_store_archives_and_trims_beside_a_live_run_compacts_and_still_resumes
     // Archive every 0.3 s beside a live run, which then resumes and checks whole.
     let log = tmp.path().join("live.log");
     let mut live = spawn_run(&url, "2", "4000", &log);
+    // Once the live run has appended past what was archived, every pass has work.
+    wait_for_events(&store, 1500 + 700, Duration::from_secs(60));
     let out = run_host(&[
         "archive", "--store", &url, "--every", "0.3", "--rounds", "4",
     ]);
@@ -1102,6 +1104,20 @@ fn an_etcd_store_archives_and_trims_beside_a_live_run_compacts_and_still_resumes
     assert!(
         out.status.success(),
         "archive beside a live run: {stdout}{stderr}"
+    );
+    let trimmed: u64 = (stdout.lines())
+        .filter_map(|l| {
+            l.split("trimmed ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert!(
+        trimmed > 0,
+        "the passes beside the live run trimmed nothing:\n{stdout}"
     );
     let status = wait_exit(&mut live, Duration::from_secs(120));
     let run_log = std::fs::read_to_string(&log).unwrap_or_default();
