@@ -58,7 +58,7 @@ pub const ARCHIVE_RETRY: RetryPolicy = RetryPolicy {
 pub enum ArchiveError {
     /// The recorded archive directory is not there.
     #[error(
-        "the archive {} recorded for this store is missing: its old PLog events are only there; restore it, or name its new place with --archive objects:DIR",
+        "the archive {} recorded for this store is missing: the store's old PLog events are only there; put it back in place",
         .0.display()
     )]
     Missing(PathBuf),

@@ -347,3 +347,58 @@ fn archive_every_during_a_live_run_trims_as_it_goes_and_a_second_process_is_refu
     }
     assert_eq!(check(&data, "after a run that archived"), 2 * 60_000);
 }
+
+#[test]
+fn sigkill_of_a_run_that_archives_as_it_goes_leaves_a_store_that_resumes_and_checks() {
+    let mut rng = Rng::new(0x0A2C_41FE);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (data, adir) = (tmp.path().join("data"), tmp.path().join("archive"));
+    let archive_arg = format!("objects:{}", s(&adir));
+    let options = [
+        "--archive",
+        &archive_arg,
+        "--archive-every",
+        "0.1",
+        "--archive-bundle-events",
+        "16",
+    ];
+    run_events(&data, 2, 500, &options);
+    let at_first = split(&data, &adir);
+    let mut trimmed_before_kill = false;
+    for round in 1..=3 {
+        let mut child = host()
+            .args(["run", "--data", s(&data)])
+            .arg("--component")
+            .arg(component_path())
+            .args([
+                "--partitions",
+                "2",
+                "--workspaces",
+                "60",
+                "--events",
+                "10000000",
+            ])
+            .args(options)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start run");
+        // After the component's compilation (over a second in a debug build under load).
+        std::thread::sleep(Duration::from_millis(1_500 + rng.below(1_500)));
+        assert!(
+            child.try_wait().expect("poll").is_none(),
+            "round {round}: ended early"
+        );
+        child.kill().expect("SIGKILL the run");
+        let _ = child.wait();
+        check(&data, &format!("after kill {round}"));
+        let now = split(&data, &adir);
+        trimmed_before_kill |= now.iter().zip(&at_first).any(|(a, b)| a.0 > b.0);
+    }
+    assert!(
+        trimmed_before_kill,
+        "no pass trimmed during the killed runs"
+    );
+    run_events(&data, 2, 200, &options);
+    check(&data, "after a run that completed");
+}
