@@ -249,6 +249,8 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
     let (data, adir) = (tmp.path().join("data"), tmp.path().join("archive"));
     let mut total = 0;
     let mut killed_mid_pass = 0;
+    // Kills that left events in both the archive and the store (between a copy and its trim).
+    let mut left_both = 0;
     for round in 1..=rounds {
         // More events each round, archived in small bundles so that a pass takes a while.
         run_events(&data, 2, 1500, &[]);
@@ -271,7 +273,15 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
         let _ = child.wait();
         let after = format!("kill {round} after {:?}", started.elapsed());
         assert_eq!(check(&data, &after), total, "{after}");
+        if adir.join("FORMAT").exists() && data.join("ARCHIVE").exists() {
+            left_both += u64::from(
+                split(&data, &adir)
+                    .iter()
+                    .any(|(first, end, _)| end >= first),
+            );
+        }
     }
+    assert!(left_both >= 1, "no kill landed between a copy and its trim");
     assert!(
         killed_mid_pass >= rounds / 2,
         "only {killed_mid_pass} kills landed in a pass"
