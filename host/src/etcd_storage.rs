@@ -176,6 +176,8 @@ pub struct EtcdStats {
     pub read_backs: AtomicU64,
     /// View writes tried again because another writer changed the same workspaces.
     pub view_conflicts: AtomicU64,
+    /// The cluster's revision after the last PLog trim (what `archive` compacts up to).
+    pub trim_revision: AtomicU64,
 }
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
@@ -219,6 +221,15 @@ fn one_line(s: &str) -> String {
 
 /// The key of the numbering layout the first run recorded ([`Layout::to_text`]).
 const LAYOUT_KEY: &str = "layout";
+
+/// The key that records where the store's archive of old PLog events is
+/// (`ArchiveRecord::to_text`).
+#[cfg(feature = "objstore")]
+const ARCHIVE_KEY: &str = "archive";
+
+/// The most PLog keys (packs) one trim request deletes.
+#[cfg(feature = "objstore")]
+const TRIM_KEYS: i64 = 512;
 
 fn plog_prefix(p: PartitionId) -> String {
     format!("plog/{p}/")
@@ -1163,6 +1174,159 @@ impl EtcdStorage {
             .await
             .map(|_| ())
         })
+    }
+}
+
+#[cfg(feature = "objstore")]
+impl EtcdStorage {
+    /// Where the store's archive is (key `archive`), `None` if none is recorded.
+    pub fn read_archive(&self) -> Result<Option<std::path::PathBuf>, StorageError> {
+        let this = self.clone();
+        let resp = self.block(async move {
+            let opts = this.get_options();
+            this.retrying("read the archive record".into(), |mut kv| {
+                let opts = opts.clone();
+                async move { kv.get(ARCHIVE_KEY, Some(opts)).await }
+            })
+            .await
+        })?;
+        resp.kvs()
+            .first()
+            .map(|kv| {
+                crate::archive::ArchiveRecord::parse(
+                    &String::from_utf8_lossy(kv.value()),
+                    &format!("{}: key {ARCHIVE_KEY}", self.inner.label),
+                )
+            })
+            .transpose()
+    }
+
+    /// Records `root` as the store's archive unless one is recorded already (one conditional
+    /// transaction); a different one recorded first is an error naming both.
+    pub fn record_archive(&self, root: &std::path::Path) -> Result<(), StorageError> {
+        let text = crate::archive::ArchiveRecord::to_text(root);
+        let this = self.clone();
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(
+                ARCHIVE_KEY,
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![TxnOp::put(ARCHIVE_KEY, text, None)]);
+        let done = self.block(async move {
+            this.retrying("record the archive".into(), |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+        })?;
+        match self.read_archive()? {
+            Some(r) if r == root => Ok(()),
+            _ if done.succeeded() => Ok(()),
+            other => Err(self.err(
+                "record the archive",
+                &format!("another one is recorded: {other:?}"),
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "objstore")]
+impl crate::archive::Trim for EtcdStorage {
+    /// Deletes the PLog keys (packs) of a partition whose events all lie below `below`, the
+    /// stored next offset and the PLog's last event, at most [`TRIM_KEYS`] per request (one
+    /// range delete); a pack holding any event at or past those stays whole.
+    fn trim_below(
+        &self,
+        partition: PartitionId,
+        below: PLogOffset,
+    ) -> Result<crate::redb_storage::Trimmed, StorageError> {
+        use crate::store_reader::StoreReader;
+        let Some((first, last)) = self.plog_bounds(partition)? else {
+            return Ok(crate::redb_storage::Trimmed::default());
+        };
+        let stored = self.stored_next_offset(partition)?;
+        let end = below.min(stored).min(last);
+        let none = crate::redb_storage::Trimmed {
+            deleted: 0,
+            first_kept: first,
+        };
+        if end <= first {
+            return Ok(none);
+        }
+        // Keys are packs' last offsets: the keys below `end` hold only events below it.
+        let (from, to) = (plog_key(partition, 0), plog_key(partition, end));
+        let this = self.clone();
+        let opts = self
+            .get_options()
+            .with_range(to.clone())
+            .with_keys_only()
+            .with_limit(TRIM_KEYS);
+        let keys = self.block(async move {
+            this.retrying(
+                format!("list PLog keys of partition {partition} to trim"),
+                |mut kv| {
+                    let (from, opts) = (from.clone(), opts.clone());
+                    async move { kv.get(from, Some(opts)).await }
+                },
+            )
+            .await
+        })?;
+        let Some(upto) = keys.kvs().last().and_then(|kv| offset_of(kv.key())) else {
+            return Ok(none);
+        };
+        let this = self.clone();
+        let (from, to) = (plog_key(partition, 0), plog_key(partition, upto + 1));
+        let deleted = self.block(async move {
+            this.retrying(
+                format!("trim the PLog of partition {partition}"),
+                |mut kv| {
+                    let (from, to) = (from.clone(), to.clone());
+                    async move {
+                        kv.delete(from, Some(DeleteOptions::new().with_range(to)))
+                            .await
+                    }
+                },
+            )
+            .await
+        })?;
+        if let Some(h) = deleted.header() {
+            self.inner
+                .stats
+                .trim_revision
+                .fetch_max(u64::try_from(h.revision()).unwrap_or(0), Ordering::Relaxed);
+        }
+        Ok(crate::redb_storage::Trimmed {
+            deleted: upto + 1 - first,
+            first_kept: upto + 1,
+        })
+    }
+
+    /// Compacts the cluster's history up to the revision of the last trim, so the deleted
+    /// packs' space can be reused (defragmentation, which returns it to the file system, is
+    /// left to the operator: it blocks a member while it runs).
+    fn after_trim(&self) -> Result<Option<String>, StorageError> {
+        let rev = i64::try_from(self.inner.stats.trim_revision.load(Ordering::Relaxed))
+            .unwrap_or(i64::MAX);
+        if rev <= 0 {
+            return Ok(None);
+        }
+        let this = self.clone();
+        let outcome = self.block(async move {
+            this.retrying(
+                format!("compact the history up to revision {rev}"),
+                |mut kv| async move { kv.compact(rev, None).await },
+            )
+            .await
+        });
+        match outcome {
+            Ok(_) => Ok(Some(format!("etcd history compacted up to revision {rev}"))),
+            // Compacted already (by another archive pass or the cluster's own compaction).
+            Err(e) if e.0.contains("compacted") => Ok(Some(format!(
+                "etcd history already compacted past revision {rev}"
+            ))),
+            Err(e) => Err(e),
+        }
     }
 }
 

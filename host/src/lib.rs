@@ -34,6 +34,8 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+#[cfg(feature = "objstore")]
+mod archive;
 #[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
 pub mod bindings;
 mod clock;
@@ -68,6 +70,12 @@ mod state;
 mod storage;
 mod store_reader;
 
+#[cfg(feature = "objstore")]
+pub use archive::{
+    ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
+    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
+    check_lines_up, open_recorded, safe_end,
+};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use compile_cache::{CacheOutcome, ComponentCache};
 #[cfg(feature = "redb")]
@@ -91,8 +99,8 @@ pub use link::{Limits, component_path, guest_params, params_from_guest};
 pub use memory::{Faults, MemoryStorage, WriteRecord};
 #[cfg(feature = "objstore")]
 pub use object_plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, bundle_object,
-    event_hash, event_object,
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
+    bundle_object, event_hash, event_object,
 };
 #[cfg(feature = "objstore")]
 pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};
@@ -103,7 +111,8 @@ pub use read_ahead::{ReadAhead, ReadCounts};
 pub use redb_reader::{ReadMode, RedbReader};
 #[cfg(feature = "redb")]
 pub use redb_storage::{
-    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats,
+    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
+    Trimmed,
 };
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::{Runtime, RuntimeBuilder, bundled_component};

@@ -578,6 +578,96 @@ impl ObjectPlog {
     }
 }
 
+impl ObjectPlog {
+    /// Writes the bundle that follows the last one of `partition` (an archive's bundles are
+    /// written by `sequencer-host archive`, not merged from one-event objects): `events` are
+    /// the events from the partition's next offset on, exactly `bundle_events` of them,
+    /// encoded as every backend stores them. The bundle is created only if absent (one found
+    /// with the same bytes is an earlier attempt's, and is fine; with other bytes it is an
+    /// error naming it), synced, then read back and verified (every hash, and its link to the
+    /// previous bundle) before the handle counts it. Returns its name.
+    pub fn put_bundle(
+        &self,
+        partition: PartitionId,
+        events: &[Vec<u8>],
+    ) -> Result<String, PutBundleError> {
+        let refused = |m: String| PutBundleError::Refused(StorageError(m));
+        let sh = &self.shared;
+        let part = sh.part(partition);
+        let mut st = lock(&part);
+        let (first, prev) = (st.next, st.last_hash);
+        if sh.access == Access::ReadOnly
+            || st.merged_to + 1 != first
+            || events.len() as u64 != sh.bundle_events
+        {
+            return Err(refused(format!(
+                "object store: partition {partition}: a bundle of {} events from offset {first} does not fit (bundles of {} events, {} offsets in bundles{})",
+                events.len(),
+                sh.bundle_events,
+                st.merged_to,
+                if sh.access == Access::ReadOnly {
+                    ", opened read-only"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let last = first + sh.bundle_events - 1;
+        let mut link = prev;
+        let hashed: Vec<(u64, Vec<u8>)> = (first..)
+            .zip(events)
+            .map(|(o, e)| {
+                link = event_hash(o, link, e);
+                (link, e.clone())
+            })
+            .collect();
+        let name = bundle_object(partition, first, last);
+        sh.ensure_dirs(partition).map_err(PutBundleError::Io)?;
+        match sh.create(&name, Bundle::encode(first, prev, &hashed)) {
+            Ok(()) => {}
+            Err(CreateError::Taken) => {
+                return Err(refused(format!(
+                    "object store: partition {partition}: {name} exists and differs from the events {first}..={last} it should hold"
+                )));
+            }
+            Err(CreateError::Storage(e)) => return Err(PutBundleError::Io(e)),
+        }
+        sh.sync_objects(
+            &format!("bundles/{partition:05}"),
+            std::slice::from_ref(&name),
+        )
+        .map_err(PutBundleError::Io)?;
+        // Read back what the store now holds (not this handle's cache) and verify it.
+        let back = sh.get(&name).map_err(PutBundleError::Io)?;
+        match back.and_then(Bundle::decode) {
+            Some(b) if b.first == first && b.prev == prev && b.last_hash() == link => {}
+            _ => {
+                return Err(refused(format!(
+                    "object store: {name} is corrupt: read back after writing, it is not the sound bundle of offsets {first}..={last} (partition {partition})"
+                )));
+            }
+        }
+        st.merged_to = last;
+        st.merged_hash = link;
+        st.next = last + 1;
+        st.last_hash = link;
+        sh.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
+        Ok(name)
+    }
+}
+
+/// Why [`ObjectPlog::put_bundle`] wrote no bundle.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PutBundleError {
+    /// It cannot be written and trying again will not help: it does not follow the last
+    /// bundle, another bundle with other bytes holds its name, or it read back corrupt.
+    #[error("{0}")]
+    Refused(StorageError),
+    /// The object store failed (it may clear by itself).
+    #[error("{0}")]
+    Io(StorageError),
+}
+
 /// Why a create did not write.
 enum CreateError {
     /// Another writer's object is there.

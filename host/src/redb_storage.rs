@@ -115,6 +115,26 @@ enum Request {
         events: EventBatch,
         reply: oneshot::Sender<Result<(), AppendError>>,
     },
+    /// Deletes PLog events below `below` (at most [`TRIM_CHUNK`]), never at or past the stored
+    /// next offset and never the partition's last event (checked in the transaction).
+    Trim {
+        partition: PartitionId,
+        below: PLogOffset,
+        reply: oneshot::Sender<Result<Trimmed, StorageError>>,
+    },
+}
+
+/// The most PLog events one trim transaction deletes, so that the appends and flusher writes
+/// committed in the same group never wait long behind it.
+pub const TRIM_CHUNK: u64 = 16_384;
+
+/// What one trim did to a partition's PLog.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Events deleted.
+    pub deleted: u64,
+    /// The first offset the PLog still holds afterwards (its next offset if it is empty).
+    pub first_kept: PLogOffset,
 }
 
 type ReadJob = Box<dyn FnOnce(&Database) + Send>;
@@ -510,6 +530,7 @@ pub(crate) fn read_events(
 enum Applied {
     Ok,
     Refused(AppendError),
+    Trimmed(Trimmed),
 }
 
 fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<Applied, redb::Error> {
@@ -553,6 +574,41 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
                 plog.insert((*partition, offset), event)?;
             }
             Ok(Applied::Ok)
+        }
+        Request::Trim {
+            partition, below, ..
+        } => {
+            let p = *partition;
+            let stored = tx.open_table(NEXT_OFFSET)?.get(p)?.map_or(0, |v| v.value());
+            let mut plog = tx.open_table(PLOG)?;
+            let (first, last) = {
+                let mut range = plog.range((p, 0)..=(p, u64::MAX))?;
+                let first = match range.next() {
+                    Some(r) => r?.0.value().1,
+                    None => return Ok(Applied::Trimmed(Trimmed::default())),
+                };
+                let last = match range.next_back() {
+                    Some(r) => r?.0.value().1,
+                    None => first,
+                };
+                (first, last)
+            };
+            // Replay starts at the stored next offset, and the fence needs the last event.
+            let end = (*below)
+                .min(stored)
+                .min(last)
+                .min(first.saturating_add(TRIM_CHUNK));
+            if end <= first {
+                return Ok(Applied::Trimmed(Trimmed {
+                    deleted: 0,
+                    first_kept: first,
+                }));
+            }
+            plog.retain_in((p, first)..(p, end), |_, _| false)?;
+            Ok(Applied::Trimmed(Trimmed {
+                deleted: end - first,
+                first_kept: end,
+            }))
         }
     }
 }
@@ -602,6 +658,15 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
                         (Request::Append { reply, .. }, Applied::Refused(e)) => {
                             let _ = reply.send(Err(e));
                         }
+                        (Request::Trim { reply, .. }, Applied::Trimmed(t)) => {
+                            let _ = reply.send(Ok(t));
+                        }
+                        (Request::Append { reply, .. }, Applied::Trimmed(_)) => {
+                            let _ = reply.send(Ok(()));
+                        }
+                        (Request::Trim { reply, .. }, _) => {
+                            let _ = reply.send(Ok(Trimmed::default()));
+                        }
                     }
                 }
             }
@@ -629,6 +694,9 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
                         }
                         Request::Append { reply, .. } => {
                             let _ = reply.send(Err(AppendError::Storage(e.clone())));
+                        }
+                        Request::Trim { reply, .. } => {
+                            let _ = reply.send(Err(e.clone()));
                         }
                     }
                 }
@@ -742,6 +810,26 @@ impl Storage for RedbStorage {
 }
 
 impl RedbStorage {
+    /// Deletes up to [`TRIM_CHUNK`] of the partition's oldest PLog events below `below`, in one
+    /// transaction committed with the writer's group and durable when this returns. It never
+    /// deletes an event at or past the stored next offset (replay starts there) nor the
+    /// partition's last event (the append fence continues from it), whatever `below` says;
+    /// call again until [`Trimmed::deleted`] is 0 to trim further.
+    pub fn trim(&self, partition: PartitionId, below: PLogOffset) -> Result<Trimmed, StorageError> {
+        let (reply, rx) = oneshot::channel();
+        if self
+            .send(Request::Trim {
+                partition,
+                below,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(self.closed());
+        }
+        futures::executor::block_on(rx).unwrap_or_else(|_| Err(self.closed()))
+    }
+
     /// Hands `events` to the writer (one request: all of it in one transaction, or nothing)
     /// and waits until that transaction is durable.
     fn append_batch(&self, partition: PartitionId, events: EventBatch) -> Result<(), AppendError> {

@@ -53,3 +53,46 @@ pub trait StoreReader {
         Vec::new()
     }
 }
+
+/// A borrowed reader reads as the reader itself (so a `&dyn StoreReader` can be wrapped).
+impl<T: StoreReader + ?Sized> StoreReader for &T {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        (**self).partitions()
+    }
+
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        (**self).plog_bounds(partition)
+    }
+
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        (**self).events(partition, from, max)
+    }
+
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        (**self).stored_next_offset(partition)
+    }
+
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        (**self).view(partition)
+    }
+
+    fn layout(&self) -> Result<Option<Layout>, StorageError> {
+        (**self).layout()
+    }
+
+    fn statistics(&self) -> Vec<(String, String)> {
+        (**self).statistics()
+    }
+}

@@ -1045,3 +1045,84 @@ fn a_request_the_cluster_refuses_as_too_large_is_not_retried_and_becomes_the_sto
     let fresh = cluster.store(Duration::from_secs(10));
     assert_eq!(fresh.partitions().expect("partitions"), Vec::<u32>::new());
 }
+
+#[test]
+fn an_etcd_store_archives_and_trims_beside_a_live_run_compacts_and_still_resumes_and_checks() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let component = component_path();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let adir = tmp.path().join("archive");
+    let archive_arg = format!("objects:{}", adir.to_str().expect("utf-8"));
+    let args = run_args(&url, &component, "2", "1500");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let first = run_host(&args);
+    let (stdout, stderr) = text(&first);
+    assert!(first.status.success(), "{stdout}{stderr}");
+
+    let out = run_host(&[
+        "archive",
+        "--store",
+        &url,
+        "--archive",
+        &archive_arg,
+        "--bundle-events",
+        "64",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("etcd history compacted up to revision"),
+        "{stdout}"
+    );
+    let store = cluster.store(Duration::from_secs(10));
+    let archive = sequencer_host::Archive::open(&adir).expect("the archive");
+    for p in 0..2 {
+        let (first, last) = store.plog_bounds(p).expect("bounds").expect("a PLog");
+        let end = archive.end(p);
+        assert!(
+            end >= 64 && first > 1,
+            "partition {p}: {first}..={last}, archived {end}"
+        );
+        // Packs straddling the archive's end stay whole; nothing older is left.
+        assert!(first <= end + 1, "partition {p}: a gap {end}..{first}");
+        assert!(end < store.stored_next_offset(p).expect("stored"));
+    }
+    assert!(check_passes(&url).contains("3000 PLog events"));
+
+    // Archive every 0.3 s beside a live run, which then resumes and checks whole.
+    let log = tmp.path().join("live.log");
+    let mut live = spawn_run(&url, "2", "4000", &log);
+    // Once the live run has appended past what was archived, every pass has work.
+    wait_for_events(&store, 1500 + 700, Duration::from_secs(60));
+    let out = run_host(&[
+        "archive", "--store", &url, "--every", "0.3", "--rounds", "4",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "archive beside a live run: {stdout}{stderr}"
+    );
+    let trimmed: u64 = (stdout.lines())
+        .filter_map(|l| {
+            l.split("trimmed ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert!(
+        trimmed > 0,
+        "the passes beside the live run trimmed nothing:\n{stdout}"
+    );
+    let status = wait_exit(&mut live, Duration::from_secs(120));
+    let run_log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "the live run failed:\n{run_log}");
+    let checked = check_passes(&url);
+    assert!(checked.contains("11000 PLog events"), "{checked}");
+    assert!(checked.contains("with its archive"), "{checked}");
+}

@@ -23,9 +23,13 @@ pub struct InspectArgs {
     /// The partition to show.
     #[arg(long, default_value_t = 0)]
     pub partition: u32,
-    /// How many of the last PLog events to show.
+    /// How many of the last PLog events to show (from --from on, if given).
     #[arg(long, default_value_t = 10)]
     pub tail: u64,
+    /// Show the events from this offset on instead of the last ones (old offsets are read
+    /// from the store's archive, if it has one).
+    #[arg(long)]
+    pub from: Option<u64>,
     /// How many rows of the sequences view to show (0: all).
     #[arg(long, default_value_t = 20)]
     pub rows: usize,
@@ -93,10 +97,18 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         println!("partition {p}: the PLog is empty");
         return Ok(ExitCode::SUCCESS);
     };
-    let from = last.saturating_sub(args.tail.saturating_sub(1)).max(first);
+    let from = match args.from {
+        Some(from) => from.max(first),
+        None => last.saturating_sub(args.tail.saturating_sub(1)).max(first),
+    };
     let events = store.events(p, from, usize::try_from(args.tail).unwrap_or(usize::MAX))?;
     println!(
-        "partition {p}: PLog tail ({} of {} events)",
+        "partition {p}: PLog {} ({} of {} events)",
+        if args.from.is_some() {
+            format!("from offset {from}")
+        } else {
+            "tail".into()
+        },
         events.len(),
         last - first + 1
     );

@@ -1,5 +1,6 @@
 //! The command line: arguments, the store choice, and the subcommands.
 
+pub mod archive;
 pub mod check;
 pub mod component;
 pub mod inspect;
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand};
-use sequencer_host::{DataDir, StoreReader};
+use sequencer_host::{ArchiveRecord, DataDir, StoreReader, WithArchive, open_recorded};
 
 use logging::Progress;
 
@@ -59,6 +60,8 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Prove every partition's PLog and view consistent; exits 1 on a violation.
     Check(check::CheckArgs),
+    /// Copy the PLog below the stored offsets into bundles in an archive, then trim the store.
+    Archive(archive::ArchiveArgs),
 }
 
 /// Where the data directory is.
@@ -165,9 +168,18 @@ pub fn no_etcd(url: &str) -> CliError {
 /// what `check` and `inspect` read, leaving the store's bytes unchanged.
 pub fn open_reader(kind: &StoreKind, data: &Path) -> CliResult<Box<dyn StoreReader>> {
     match kind {
-        StoreKind::Embedded => Ok(Box::new(DataDir::open_read_only(data)?)),
+        StoreKind::Embedded => {
+            DataDir::validate(data, sequencer_host::OpenMode::Existing)?;
+            let archive = open_recorded(ArchiveRecord::read(data)?)?;
+            let reader = DataDir::open_read_only(data)?;
+            Ok(Box::new(WithArchive::new(reader, archive)?))
+        }
         #[cfg(feature = "etcd")]
-        StoreKind::Etcd(url) => Ok(Box::new(sequencer_host::EtcdStorage::connect_url(url)?)),
+        StoreKind::Etcd(url) => {
+            let store = sequencer_host::EtcdStorage::connect_url(url)?;
+            let archive = open_recorded(store.read_archive()?)?;
+            Ok(Box::new(WithArchive::new(store, archive)?))
+        }
         #[cfg(not(feature = "etcd"))]
         StoreKind::Etcd(url) => Err(no_etcd(url)),
         StoreKind::Objects(_) => {
@@ -188,5 +200,6 @@ pub fn dispatch(cli: Cli, progress: &Progress) -> CliResult<ExitCode> {
         Command::Run(args) => run::run(&args, progress),
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Check(args) => check::check(&args),
+        Command::Archive(args) => archive::archive(&args, progress),
     }
 }

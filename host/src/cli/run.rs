@@ -16,7 +16,7 @@ use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use backon::ExponentialBackoff;
@@ -31,9 +31,13 @@ use sequencer_host::{
     PartitionSequencer, ReadAhead, RetryPolicy, Runtime, Storage, StoreReader, WarnLimiter,
     encoded_len,
 };
+use sequencer_host::{
+    Archive, ArchivePass, ArchiveRecord, Trim, WithArchive, archive_pass, check_lines_up,
+};
 #[cfg(feature = "etcd")]
 use sequencer_host::{EtcdConfig, EtcdStorage};
 
+use super::archive::{self, ArchiveSpec};
 use super::logging::Progress;
 use super::{CliError, CliResult, DEFAULT_DATA_DIR, StoreKind, check, component};
 
@@ -153,6 +157,17 @@ pub struct RunArgs {
     /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
     #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
     pub flush_interval_ms: f64,
+    /// The archive of the store's old PLog events, objects:DIR (recorded with the store the
+    /// first time; see `archive`). Without it, a recorded archive is used.
+    #[arg(long)]
+    pub archive: Option<ArchiveSpec>,
+    /// Archive and trim every SECS seconds while the workload runs (needs an archive,
+    /// recorded or --archive; embedded or etcd store).
+    #[arg(long, value_parser = archive::parse_secs)]
+    pub archive_every: Option<f64>,
+    /// Events per bundle of a new archive.
+    #[arg(long, default_value_t = sequencer_host::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    pub archive_bundle_events: u64,
 }
 
 fn parse_millis(s: &str) -> Result<f64, String> {
@@ -218,6 +233,16 @@ impl Backend {
             Self::Memory(m) => m,
             #[cfg(feature = "etcd")]
             Self::Etcd(e) => e,
+        }
+    }
+
+    /// The store as `archive` trims it (embedded and etcd stores).
+    fn trimmable(&self) -> Option<&dyn Trim> {
+        match self {
+            Self::Embedded(d) => Some(d.store()),
+            #[cfg(feature = "etcd")]
+            Self::Etcd(e) => Some(e),
+            _ => None,
         }
     }
 
@@ -860,6 +885,9 @@ struct Opened {
     /// read-ahead of numbers.
     read_ahead: Arc<ReadAhead>,
     storage: Arc<dyn Storage>,
+    /// The store's archive of old PLog events, if it has one (written to with
+    /// `--archive-every`).
+    archive: Option<Archive>,
 }
 
 /// The step that opens: validates the options and the recorded layout, loads the component,
@@ -894,6 +922,33 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
             &wanted,
             "start a new one with --data NEW_DIR",
         )?;
+    }
+    // The archive: the recorded one (which must be there), or the one asked for.
+    let embedded_record = match dir_state {
+        Some(DirState::Existing) => ArchiveRecord::read(&args.data)?,
+        _ => None,
+    };
+    let wants_archive = args.archive.is_some() || args.archive_every.is_some();
+    let archive_root = match &args.store {
+        StoreKind::Embedded if wants_archive || embedded_record.is_some() => {
+            Some(archive::choose(embedded_record, args.archive.as_ref())?)
+        }
+        StoreKind::Embedded => None,
+        #[cfg(feature = "etcd")]
+        StoreKind::Etcd(_) => None,
+        _ if wants_archive => {
+            return Err(CliError(format!(
+                "store {}: only the embedded and etcd stores are archived",
+                args.store
+            )));
+        }
+        _ => None,
+    };
+    // An archive that is there must line up with the store before anything is written.
+    if let (Some(DirState::Existing), Some((root, _))) = (dir_state, &archive_root)
+        && root.exists()
+    {
+        check_lines_up(&DataDir::open_read_only(&args.data)?, &Archive::open(root)?)?;
     }
     let loading = Instant::now();
     let runtime = component::load(&args.component, Limits::default())?;
@@ -959,8 +1014,13 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
             _ => Backend::Memory(MemoryStorage::new()),
         },
     };
+    let archive = open_archive(args, &backend, archive_root)?;
     let base: Arc<dyn Storage> = match &backend {
-        Backend::Embedded(d) => Arc::new(d.store().clone()),
+        Backend::Embedded(d) => Arc::new(WithArchive::new(d.store().clone(), archive.clone())?),
+        #[cfg(feature = "etcd")]
+        Backend::Etcd(e) if archive.is_some() => {
+            Arc::new(WithArchive::new(e.clone(), archive.clone())?)
+        }
         Backend::Objects(o) => Arc::new(o.clone()),
         Backend::Memory(m) => Arc::new(m.clone()),
         #[cfg(feature = "etcd")]
@@ -980,7 +1040,51 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
         wanted,
         read_ahead,
         storage,
+        archive,
     })
+}
+
+/// Opens the store's archive (`root`, and whether it is recorded; for etcd, read from the
+/// cluster), checks that it lines up with the store, and records it if it is new. Written to
+/// only with `--archive-every`.
+fn open_archive(
+    args: &RunArgs,
+    backend: &Backend,
+    root: Option<(PathBuf, bool)>,
+) -> CliResult<Option<Archive>> {
+    #[cfg(feature = "etcd")]
+    let root = match backend {
+        Backend::Etcd(e) if args.archive.is_some() || args.archive_every.is_some() => {
+            Some(archive::choose(e.read_archive()?, args.archive.as_ref())?)
+        }
+        Backend::Etcd(e) => e.read_archive()?.map(|r| (r, true)),
+        _ => root,
+    };
+    let Some((root, recorded)) = root else {
+        return Ok(None);
+    };
+    let hot: &dyn Trim = match backend {
+        Backend::Embedded(d) => d.store(),
+        #[cfg(feature = "etcd")]
+        Backend::Etcd(e) => e,
+        _ => return Ok(None),
+    };
+    let opened = if args.archive_every.is_some() || !recorded {
+        archive::open_for_writing(&root, args.archive_bundle_events, hot)?
+    } else {
+        let a = Archive::open(&root)?;
+        check_lines_up(hot, &a)?;
+        a
+    };
+    if !recorded {
+        match backend {
+            Backend::Embedded(_) => ArchiveRecord::write(&args.data, &root)?,
+            #[cfg(feature = "etcd")]
+            Backend::Etcd(e) => e.record_archive(&root)?,
+            _ => {}
+        }
+    }
+    Ok(Some(opened))
 }
 
 /// Every partition's sequencer, actualized from the PLog.
@@ -1091,6 +1195,8 @@ struct Ran {
     /// The store's counters during the workload.
     during: StoreSnapshot,
     reads: sequencer_host::ReadCounts,
+    /// What `--archive-every` did: passes, and their totals.
+    archived: Option<(u64, ArchivePass)>,
 }
 
 /// The step that runs the workload: one command-processor thread per partition.
@@ -1128,7 +1234,8 @@ fn run_workload(
     let counts_before = StoreSnapshot::take(backend);
     let reads_before = read_ahead.counts();
     let started = Instant::now();
-    let results: Vec<CliResult<Tally>> = std::thread::scope(|scope| {
+    let stop_archiving = AtomicBool::new(false);
+    let (results, archived): (Vec<CliResult<Tally>>, _) = std::thread::scope(|scope| {
         let handles: Vec<_> = seqs
             .iter()
             .map(|seq| {
@@ -1136,6 +1243,13 @@ fn run_workload(
                 scope.spawn(move || w.partition(seq))
             })
             .collect();
+        let archiver = match (args.archive_every, &opened.archive, backend.trimmable()) {
+            (Some(every), Some(a), Some(hot)) => {
+                let stop = &stop_archiving;
+                Some(scope.spawn(move || archive_while_running(hot, a, every, stop)))
+            }
+            _ => None,
+        };
         while !handles.iter().all(|h| h.is_finished()) {
             let rate = events_bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-3);
             let mut msg = format!(
@@ -1155,14 +1269,21 @@ fn run_workload(
             events_bar.set_message(msg);
             std::thread::sleep(Duration::from_millis(100));
         }
-        handles
+        stop_archiving.store(true, Ordering::Relaxed);
+        let archived = archiver.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(CliError("the archive thread panicked".into())))
+        });
+        let results = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(CliError("a partition thread panicked".into())))
             })
-            .collect()
+            .collect();
+        (results, archived)
     });
+    let archived = archived.transpose()?;
     let elapsed = started.elapsed();
     let during = StoreSnapshot::take(backend).since(&counts_before);
     let reads = read_ahead.counts().since(&reads_before);
@@ -1177,7 +1298,44 @@ fn run_workload(
         elapsed,
         during,
         reads,
+        archived,
     })
+}
+
+/// `--archive-every`: an archive pass every `every` seconds until `stop`; returns how many
+/// passes ran and their totals. A failed pass stops the archiving and, after the workload,
+/// the run (the store and the archive stay consistent: a pass interrupted anywhere is
+/// finished by the next).
+fn archive_while_running(
+    hot: &dyn Trim,
+    archive: &Archive,
+    every: f64,
+    stop: &AtomicBool,
+) -> CliResult<(u64, ArchivePass)> {
+    let mut totals = ArchivePass::default();
+    let mut passes = 0;
+    loop {
+        let due = Instant::now() + Duration::from_secs_f64(every);
+        while Instant::now() < due {
+            if stop.load(Ordering::Relaxed) {
+                return Ok((passes, totals));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pass = archive_pass(hot, archive, |_| {})
+            .map_err(|e| CliError(format!("archiving during the run failed: {e}")))?;
+        tracing::debug!(
+            "archive pass: {} events archived, {} trimmed",
+            pass.archived,
+            pass.trimmed
+        );
+        passes += 1;
+        totals.partitions = pass.partitions;
+        totals.bundles += pass.bundles;
+        totals.archived += pass.archived;
+        totals.trimmed += pass.trimmed;
+        totals.after = pass.after.or(totals.after);
+    }
 }
 
 /// The step that checks: proves the whole store (every partition, and across partitions)
@@ -1188,8 +1346,13 @@ fn check_stored(opened: &Opened, _stopped: &Recovered) -> CliResult<u64> {
     {
         return Err(CliError(format!("the merger stopped: {e}")));
     }
-    let (_, checked) =
-        check::check_store(opened.backend.reader(), Some(&opened.wanted), |_, _| {})?;
+    let hot = opened.backend.reader();
+    // Opened again: another process (etcd) may have archived more since the run began.
+    let archive = (opened.archive.as_ref())
+        .map(|a| Archive::open(a.root()))
+        .transpose()?;
+    let reader = WithArchive::new(hot, archive)?;
+    let (_, checked) = check::check_store(&reader, Some(&opened.wanted), |_, _| {})?;
     Ok(checked)
 }
 
@@ -1207,6 +1370,7 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
         elapsed,
         during,
         reads,
+        archived,
     } = ran;
     let store_line = match backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
@@ -1222,6 +1386,22 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mut rows: Vec<(String, String)> = vec![
         ("store".into(), store_line),
+        (
+            "archive".into(),
+            match (&opened.archive, archived) {
+                (Some(a), Some((passes, t))) => format!(
+                    "{}: {passes} passes during the run archived {} events in {} bundles, trimmed {}",
+                    a.root().display(),
+                    t.archived,
+                    t.bundles,
+                    t.trimmed
+                ),
+                (Some(a), None) => {
+                    format!("{} (old PLog events read from there)", a.root().display())
+                }
+                (None, _) => "none".into(),
+            },
+        ),
         (
             "started from".into(),
             if resumed_events == 0 {
@@ -1538,7 +1718,8 @@ fn open_partitions(
         .collect()
 }
 
-fn style(template: &str) -> ProgressStyle {
+/// The style of the CLI's progress bars, from an indicatif template.
+pub fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ")
