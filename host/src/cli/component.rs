@@ -60,8 +60,11 @@ pub fn load(args: &ComponentArgs, limits: Limits) -> Result<Runtime, CliError> {
             .load_bundled()
             .map_err(|e| CliError(format!("{e} (--component FILE or SEQUENCER_COMPONENT)")))?,
     };
+    // A damaged entry is worth a warning; a cache folder this user cannot write (a read-only
+    // home, another user's) only costs the compilation it would have saved, so it is said at
+    // debug level (-v), never as a line beside a run's one-line refusal.
     match runtime.cache_outcome() {
-        Some(outcome @ (CacheOutcome::Replaced(_) | CacheOutcome::NotStored(_))) => {
+        Some(outcome @ CacheOutcome::Replaced(_)) => {
             tracing::warn!("{}: {outcome}", args.describe());
         }
         Some(outcome) => tracing::debug!("{}: {outcome}", args.describe()),
