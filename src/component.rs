@@ -8,8 +8,8 @@ use core::cell::RefCell;
 
 use crate::shell::{BatchStop, EventStart, Host, Read, Shell};
 use crate::{
-    ContractLimits, Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, SeqId,
-    SeqValue, Start, Status, Ticket, Work, WsId, facade,
+    ContractLimits, Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, PlogWords,
+    SeqId, SeqValue, Start, Status, Ticket, Work, WsId, facade,
 };
 
 wit_bindgen::generate!({
@@ -96,6 +96,21 @@ impl GuestSequencer for Plugin {
         self.with(|s, h| s.start(kind, ws, h).and_then(start_outcome))
     }
 
+    fn start_status(
+        &self,
+        kind: u16,
+        ws: u64,
+    ) -> Result<(wit::StartOutcome, wit::Status), wit::Error> {
+        self.with(|s, h| {
+            let (start, status) = s.start_status(kind, ws, h)?;
+            Ok((start_outcome(start)?, to_wit_status(status)))
+        })
+    }
+
+    fn flush_status(&self) -> Result<wit::Status, wit::Error> {
+        self.with(|s, h| s.flush_status(h).map(to_wit_status))
+    }
+
     fn next(&self, seq: u16) -> Result<u64, wit::Error> {
         self.0.borrow_mut().next(seq).map_err(to_wit_error)
     }
@@ -152,6 +167,22 @@ impl GuestSequencer for Plugin {
 
     fn pump(&self) {
         self.0.borrow_mut().pump(&mut Imports);
+    }
+
+    fn deliver_plog_words(
+        &self,
+        op: u64,
+        words: Vec<u64>,
+        next: u64,
+        end: bool,
+    ) -> Result<(), wit::Error> {
+        // Read in place: the list is the guest's own buffer, written by the host's one copy.
+        let page = PlogWords {
+            words: &words,
+            next,
+            end,
+        };
+        self.with(|s, h| s.deliver(Ticket(op), Outcome::PlogWords(page), h))
     }
 
     fn start_next(

@@ -69,6 +69,6 @@ pub use shell::{Batch, BatchStop, EventStart, Host, Read, Shell};
 pub use types::{Instant, Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId, WsKind};
 pub use vocab::ErrorKind;
 pub use work::{
-    NotNowReason, Outcome, PlogPage, ReadNumbers, ReadNumbersMany, ReplayProgress, Start, Ticket,
-    Work, WriteRequest,
+    NotNowReason, Outcome, PLOG_WORDS_PER_VALUE, PlogPage, PlogWords, ReadNumbers, ReadNumbersMany,
+    ReplayProgress, Start, Ticket, Work, WriteRequest,
 };

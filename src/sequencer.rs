@@ -11,8 +11,8 @@ use crate::params::Params;
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
 use crate::unflushed::Unflushed;
 use crate::work::{
-    NotNowReason, PlogPage, ReadNumbers, ReplayProgress, Start, Ticket, Work, WriteRequest,
-    continue_from,
+    NotNowReason, PLOG_WORDS_PER_VALUE, PageValues, PlogPage, PlogWords, ReadNumbers,
+    ReplayProgress, Start, Ticket, Work, WriteRequest, continue_from,
 };
 
 /// What the sequencer is doing, as seen from outside.
@@ -671,6 +671,38 @@ impl Sequencer {
         page: PlogPage<'_>,
         now: Instant,
     ) -> Result<ReplayProgress, Error> {
+        let from = self.replay_from(ticket)?;
+        validate_offsets(from, page.next, page.values.iter().map(|&(o, _)| o))?;
+        Ok(self.replay(from, page.values, page.next, page.end, now))
+    }
+
+    /// [`complete_plog_read`](Self::complete_plog_read) for a page in the flat layout of
+    /// [`PlogWords`]: the same replay, value for value. A page whose length is not a multiple
+    /// of [`PLOG_WORDS_PER_VALUE`] or that names a sequence above `u16::MAX` is refused as
+    /// [`Error::MalformedPlogPage`], like any other broken promise of a page, and changes
+    /// nothing.
+    pub fn complete_plog_words(
+        &mut self,
+        ticket: Ticket,
+        page: PlogWords<'_>,
+        now: Instant,
+    ) -> Result<ReplayProgress, Error> {
+        let from = self.replay_from(ticket)?;
+        let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
+        let (values, rest) = page.words.as_chunks::<PLOG_WORDS_PER_VALUE>();
+        if !rest.is_empty() {
+            return bad("the flat page's length is not a whole number of values (4 words each)");
+        }
+        if values.iter().any(|v| v[2] > u64::from(SeqId::MAX)) {
+            return bad("a flat value's sequence does not fit 16 bits");
+        }
+        validate_offsets(from, page.next, values.iter().map(|v| v[0]))?;
+        Ok(self.replay(from, values, page.next, page.end, now))
+    }
+
+    /// The offset the PLog read under `ticket` was asked from, or the error for a report that
+    /// does not match it.
+    fn replay_from(&self, ticket: Ticket) -> Result<PLogOffset, Error> {
         self.check_alive()?;
         let from = match &self.phase {
             Phase::Actualizing(Actualization {
@@ -684,40 +716,49 @@ impl Sequencer {
             }) if *t == ticket => *from,
             _ => return Err(self.ticket_error(ticket, "a PLog read")),
         };
-        validate_page(from, &page)?;
+        Ok(from)
+    }
 
-        let values = page.values;
+    /// Replays a validated page read from `from`: consumes its events in order until
+    /// `max_unflushed_values` values wait.
+    fn replay<P: PageValues + ?Sized>(
+        &mut self,
+        from: PLogOffset,
+        values: &P,
+        next: PLogOffset,
+        end: bool,
+        now: Instant,
+    ) -> ReplayProgress {
+        let len = values.count();
         let mut i = 0;
         let mut cursor = from;
-        while i < values.len() {
-            let offset = values[i].0;
+        while i < len {
+            let offset = values.offset(i);
             if self.unflushed.count() >= self.max_unflushed {
                 cursor = offset;
                 break;
             }
             // The event's values, a run of one workspace at a time (one lookup per run).
-            while i < values.len() && values[i].0 == offset {
-                let ws = values[i].1.key.ws;
-                let run = values[i..]
-                    .iter()
-                    .take_while(|(o, v)| *o == offset && v.key.ws == ws)
-                    .count();
-                self.unflushed.raise_ws(
-                    ws,
-                    values[i..i + run].iter().map(|(_, v)| (v.key.seq, v.value)),
-                );
-                i += run;
+            while i < len && values.offset(i) == offset {
+                let ws = values.ws(i);
+                let mut run = i + 1;
+                while run < len && values.offset(run) == offset && values.ws(run) == ws {
+                    run += 1;
+                }
+                self.unflushed
+                    .raise_ws(ws, (i..run).map(|j| values.seq_value(j)));
+                i = run;
             }
             cursor = offset + 1;
         }
-        let whole_page = i == values.len();
+        let whole_page = i == len;
         if whole_page {
-            cursor = page.next;
+            cursor = next;
         }
         if cursor > from {
             self.unflushed.raise_offset(cursor);
         }
-        let finished = whole_page && page.end;
+        let finished = whole_page && end;
         if finished {
             self.phase = Phase::Ready;
             self.next_offset = cursor;
@@ -729,10 +770,10 @@ impl Sequencer {
                 recheck_at: (!whole_page).then(|| now.saturating_add(self.batcher_delay)),
             };
         }
-        Ok(ReplayProgress {
+        ReplayProgress {
             consumed: i,
             finished,
-        })
+        }
     }
 
     /// Reports that the work under `ticket` failed. A write or an actualization read is retried
@@ -841,20 +882,24 @@ impl Sequencer {
 
 /// Checks a page's promises: `next` not before `from`, value offsets within `[from, next)` and
 /// never going backwards.
-fn validate_page(from: PLogOffset, page: &PlogPage<'_>) -> Result<(), Error> {
+fn validate_offsets(
+    from: PLogOffset,
+    next: PLogOffset,
+    offsets: impl Iterator<Item = PLogOffset>,
+) -> Result<(), Error> {
     let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
-    if page.next < from {
+    if next < from {
         return bad("next offset is before the requested offset");
     }
-    if page.next == PLogOffset::MAX {
+    if next == PLogOffset::MAX {
         return bad("next offset is the last there is: no event could follow");
     }
     let mut last = from;
-    for &(offset, _) in page.values {
+    for offset in offsets {
         if offset < last {
             return bad("value offsets go backwards or start before the requested offset");
         }
-        if offset >= page.next {
+        if offset >= next {
             return bad("a value's offset is not below the page's next offset");
         }
         last = offset;

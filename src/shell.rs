@@ -110,6 +110,9 @@ pub struct Shell {
     wake: Option<Option<Instant>>,
     /// The status last reported; `None`: never reported.
     status: Option<Status>,
+    /// Inside a call that returns the status (`start_status`, `flush_status`): the status is
+    /// not reported through the host, the result carries it.
+    quiet: bool,
     /// The clock as last read.
     last_now: Instant,
     /// Scratch lists for a batch's cold workspaces and their kind's sequences.
@@ -125,6 +128,7 @@ impl Shell {
             core: Sequencer::new(params)?,
             wake: None,
             status: None,
+            quiet: false,
             last_now: Instant::default(),
             ahead: Vec::new(),
             kind_seqs: Vec::new(),
@@ -194,6 +198,29 @@ impl Shell {
         Ok(())
     }
 
+    /// `start-status`: [`start`](Self::start), with the status after the call returned instead
+    /// of reported through [`Host::status_changed`] (a host that keeps the status from the
+    /// result needs no import call). A refused start reports a change as `start` does.
+    pub fn start_status<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        host: &mut H,
+    ) -> Result<(Start, Status), Error> {
+        self.with_status(host, |s, h| s.start_core(kind, ws, h))
+    }
+
+    /// `flush-status`: [`flush`](Self::flush), with the status after the call returned instead
+    /// of reported (see [`start_status`](Self::start_status)).
+    pub fn flush_status<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<Status, Error> {
+        self.with_status(host, |s, h| {
+            s.core.flush()?;
+            s.pump_and_report(h);
+            Ok(())
+        })
+        .map(|((), status)| status)
+    }
+
     /// `stage`: ends the open event but not the transaction.
     pub fn stage(&mut self) -> Result<(), Error> {
         self.core.stage()
@@ -241,6 +268,10 @@ impl Shell {
             Outcome::PlogPage(page) => {
                 let now = self.read_clock(host);
                 self.core.complete_plog_read(ticket, page, now).map(|_| ())
+            }
+            Outcome::PlogWords(page) => {
+                let now = self.read_clock(host);
+                self.core.complete_plog_words(ticket, page, now).map(|_| ())
             }
             Outcome::Failed => {
                 let now = self.read_clock(host);
@@ -530,6 +561,29 @@ impl Shell {
         result
     }
 
+    /// Runs `call` without reporting the status through the host; on success the status after
+    /// it is returned (and counts as reported), on a refusal it is reported as usual.
+    fn with_status<H: Host + ?Sized, R>(
+        &mut self,
+        host: &mut H,
+        call: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
+    ) -> Result<(R, Status), Error> {
+        self.quiet = true;
+        let r = call(self, host);
+        self.quiet = false;
+        match r {
+            Ok(value) => {
+                let status = self.core.status();
+                self.status = Some(status);
+                Ok((value, status))
+            }
+            Err(e) => {
+                self.report(host);
+                Err(e)
+            }
+        }
+    }
+
     /// Drops the whole transaction (the caller cannot learn the numbers it held) and returns
     /// `error`.
     fn drop_transaction<H: Host + ?Sized>(&mut self, error: Error, host: &mut H) -> Error {
@@ -567,6 +621,9 @@ impl Shell {
     /// Reports the status if it differs from the one last reported.
     #[inline]
     fn report<H: Host + ?Sized>(&mut self, host: &mut H) {
+        if self.quiet {
+            return;
+        }
         let status = self.core.status();
         if self.status != Some(status) {
             self.status = Some(status);

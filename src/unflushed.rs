@@ -1,6 +1,9 @@
 //! Values waiting to reach storage: those of staged events (not yet in the PLog, so not yet
 //! writable), those not yet handed out, and the batch being written.
 
+use core::hash::BuildHasher;
+
+use hashbrown::DefaultHashBuilder;
 use hashbrown::HashMap;
 
 use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId};
@@ -8,13 +11,21 @@ use crate::work::Ticket;
 use crate::ws_numbers::WsNumbers;
 
 /// Values by workspace with a running count of values.
-#[derive(Default)]
 struct ValueSet {
     by_ws: HashMap<WsId, WsNumbers>,
     count: usize,
 }
 
 impl ValueSet {
+    /// An empty set hashing with `hasher`: every set of one [`Unflushed`] shares its hasher,
+    /// so a workspace's hash, computed once, finds it in any of them.
+    fn new(hasher: &DefaultHashBuilder) -> Self {
+        Self {
+            by_ws: HashMap::with_hasher(hasher.clone()),
+            count: 0,
+        }
+    }
+
     fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
         self.by_ws.get(&ws).and_then(|n| n.get(seq))
     }
@@ -60,8 +71,10 @@ struct InFlight {
 /// The flusher's memory: values and the next PLog offset waiting to be written, and at most one
 /// batch being written. Values leave memory only when their write is reported done. Values of
 /// staged events wait apart until their transaction is flushed, so no write carries them early.
-#[derive(Default)]
 pub(crate) struct Unflushed {
+    /// The hasher of every set below (they trade places: waiting becomes in flight, in flight
+    /// becomes spare, spare becomes waiting), so one hash of a workspace serves them all.
+    hasher: DefaultHashBuilder,
     staged: ValueSet,
     /// The offset of the last staged event, if any event is staged.
     staged_offset: Option<PLogOffset>,
@@ -75,7 +88,28 @@ pub(crate) struct Unflushed {
     spare: ValueSet,
 }
 
+impl Default for Unflushed {
+    fn default() -> Self {
+        let hasher = DefaultHashBuilder::default();
+        Self {
+            staged: ValueSet::new(&hasher),
+            staged_offset: None,
+            waiting: ValueSet::new(&hasher),
+            waiting_offset: None,
+            in_flight: None,
+            overlap: 0,
+            spare: ValueSet::new(&hasher),
+            hasher,
+        }
+    }
+}
+
 impl Unflushed {
+    /// An empty set with this flusher's hasher.
+    fn empty_set(&self) -> ValueSet {
+        ValueSet::new(&self.hasher)
+    }
+
     /// The newest unwritten number of a key, if one is held.
     #[inline]
     pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
@@ -90,9 +124,17 @@ impl Unflushed {
     /// A key that starts waiting again while the write in flight carries it starts from that
     /// write's number: what waits is never below what is being written (so a replay's maximum
     /// per key holds across the PLog pages a write fell between), and the key counts once.
+    ///
+    /// `ws` is hashed once, for both maps (they share a hasher).
     #[inline]
     pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
-        let nums = self.waiting.by_ws.entry(ws).or_default();
+        let hash = self.hasher.hash_one(ws);
+        let (_, nums) = self
+            .waiting
+            .by_ws
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(hash, &ws)
+            .or_insert_with(|| (ws, WsNumbers::default()));
         // The write in flight's numbers of `ws`, looked up only once a key is new.
         let mut in_flight: Option<Option<&WsNumbers>> = None;
         for (seq, value) in values {
@@ -101,9 +143,14 @@ impl Unflushed {
             }
             self.waiting.count += 1;
             let flying = *in_flight.get_or_insert_with(|| {
-                self.in_flight
-                    .as_ref()
-                    .and_then(|f| f.values.by_ws.get(&ws))
+                self.in_flight.as_ref().and_then(|f| {
+                    let found = f
+                        .values
+                        .by_ws
+                        .raw_entry()
+                        .from_key_hashed_nocheck(hash, &ws);
+                    found.map(|(_, n)| n)
+                })
             });
             if let Some(written) = flying.and_then(|f| f.get(seq)) {
                 nums.raise(seq, written);
@@ -141,7 +188,8 @@ impl Unflushed {
         let Some(offset) = self.staged_offset.take() else {
             return;
         };
-        let staged = core::mem::take(&mut self.staged);
+        let empty = self.empty_set();
+        let staged = core::mem::replace(&mut self.staged, empty);
         for (&ws, nums) in &staged.by_ws {
             self.raise_ws(ws, nums.iter());
         }
@@ -181,7 +229,9 @@ impl Unflushed {
         fallback_offset: PLogOffset,
     ) -> (Vec<SeqValue>, PLogOffset) {
         debug_assert!(self.in_flight.is_none());
-        let values = core::mem::replace(&mut self.waiting, core::mem::take(&mut self.spare));
+        let empty = self.empty_set();
+        let spare = core::mem::replace(&mut self.spare, empty);
+        let values = core::mem::replace(&mut self.waiting, spare);
         let offset = self.waiting_offset.take().unwrap_or(fallback_offset);
         let list = values.to_values();
         self.overlap = 0;
@@ -218,9 +268,9 @@ impl Unflushed {
     /// Forgets what waits and what is staged (the batch being written, if any, stays until it
     /// is reported).
     pub(crate) fn clear_waiting(&mut self) {
-        self.staged = ValueSet::default();
+        self.staged = self.empty_set();
         self.staged_offset = None;
-        self.waiting = ValueSet::default();
+        self.waiting = self.empty_set();
         self.waiting_offset = None;
         self.overlap = 0;
     }
@@ -229,6 +279,6 @@ impl Unflushed {
     pub(crate) fn clear_all(&mut self) {
         self.clear_waiting();
         self.in_flight = None;
-        self.spare = ValueSet::default();
+        self.spare = self.empty_set();
     }
 }

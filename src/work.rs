@@ -85,6 +85,9 @@ pub enum Outcome<'a> {
     NextOffset(PLogOffset),
     /// A [`Work::ReadPlog`] read this page.
     PlogPage(PlogPage<'a>),
+    /// A [`Work::ReadPlog`] read this page, in the flat layout (the WIT's
+    /// `deliver-plog-words`): replayed exactly as the same page as a [`PlogPage`].
+    PlogWords(PlogWords<'a>),
     /// The work failed; the sequencer retries it after a delay if it still needs it.
     Failed,
 }
@@ -121,6 +124,89 @@ pub struct PlogPage<'a> {
     pub next: PLogOffset,
     /// No event exists at or after `next`: the PLog ends here.
     pub end: bool,
+}
+
+/// How many `u64` words a [`PlogWords`] page gives each value: its event's offset, the
+/// workspace, the sequence (a `u16` widened) and the number.
+pub const PLOG_WORDS_PER_VALUE: usize = 4;
+
+/// A PLog page in the flat layout a host hands over with one copy (the WIT's
+/// `deliver-plog-words`): [`PLOG_WORDS_PER_VALUE`] words per value, `[offset, ws, seq, value]`,
+/// value after value in the order of a [`PlogPage`]'s `values`. A length that is not a multiple
+/// of [`PLOG_WORDS_PER_VALUE`] or a sequence above `u16::MAX` is a malformed page: refused
+/// whole, before anything changes.
+#[derive(Clone, Copy, Debug)]
+pub struct PlogWords<'a> {
+    /// The values, flat.
+    pub words: &'a [u64],
+    /// As [`PlogPage::next`].
+    pub next: PLogOffset,
+    /// As [`PlogPage::end`].
+    pub end: bool,
+}
+
+impl PlogWords<'_> {
+    /// The flat words of `values` (each with its event's offset), as a host lays a page out for
+    /// `deliver-plog-words`: appended to `out`, which is cleared first.
+    pub fn encode_into(values: &[(PLogOffset, SeqValue)], out: &mut Vec<u64>) {
+        out.clear();
+        out.reserve(values.len() * PLOG_WORDS_PER_VALUE);
+        for &(offset, v) in values {
+            out.extend_from_slice(&[offset, v.key.ws, u64::from(v.key.seq), v.value]);
+        }
+    }
+}
+
+/// The values of a PLog page however laid out: what replay reads, value by value.
+pub(crate) trait PageValues {
+    /// How many values.
+    fn count(&self) -> usize;
+    /// The offset of value `i`'s event.
+    fn offset(&self, i: usize) -> PLogOffset;
+    /// The workspace of value `i`.
+    fn ws(&self, i: usize) -> WsId;
+    /// The sequence and number of value `i`.
+    fn seq_value(&self, i: usize) -> (SeqId, Number);
+}
+
+impl PageValues for [(PLogOffset, SeqValue)] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn offset(&self, i: usize) -> PLogOffset {
+        self[i].0
+    }
+    #[inline]
+    fn ws(&self, i: usize) -> WsId {
+        self[i].1.key.ws
+    }
+    #[inline]
+    fn seq_value(&self, i: usize) -> (SeqId, Number) {
+        (self[i].1.key.seq, self[i].1.value)
+    }
+}
+
+/// Flat words already checked: every sequence word fits a `u16`.
+impl PageValues for [[u64; PLOG_WORDS_PER_VALUE]] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn offset(&self, i: usize) -> PLogOffset {
+        self[i][0]
+    }
+    #[inline]
+    fn ws(&self, i: usize) -> WsId {
+        self[i][1]
+    }
+    #[inline]
+    fn seq_value(&self, i: usize) -> (SeqId, Number) {
+        // Checked before replay to fit a `u16`: the cast loses nothing.
+        (self[i][2] as SeqId, self[i][3])
+    }
 }
 
 /// How far a PLog page was consumed.

@@ -24,8 +24,8 @@ use sequencer::{Instant, Params, Work, WriteRequest};
 use crate::bindings::Outcome;
 use crate::clock::Clock;
 use crate::error::HostError;
-use crate::link::{guest_params, wit_page};
-use crate::partition::{PartitionSequencer, Shared};
+use crate::link::{guest_params, plog_words};
+use crate::partition::{Delivery, PartitionSequencer, Shared};
 use crate::runtime::Runtime;
 use crate::storage::{PartitionId, Storage};
 
@@ -212,7 +212,7 @@ struct Done {
     generation: u64,
     op: u64,
     is_write: bool,
-    outcome: Option<Outcome>,
+    outcome: Option<Delivery>,
 }
 
 struct LoopState {
@@ -361,17 +361,17 @@ impl LoopState {
                         generation,
                         op,
                         is_write: true,
-                        outcome: Some(match r {
+                        outcome: Some(Delivery::Outcome(match r {
                             Ok(()) => Outcome::Written,
                             Err(e) => Outcome::Failed(e.0),
-                        }),
+                        })),
                     })
                     .boxed()
             }
             Work::ReadNextOffset { .. } => {
                 let read = storage.read_next_offset(partition).map(|r| match r {
-                    Ok(o) => Outcome::NextOffset(o),
-                    Err(e) => Outcome::Failed(e.0),
+                    Ok(o) => Delivery::Outcome(Outcome::NextOffset(o)),
+                    Err(e) => Delivery::Outcome(Outcome::Failed(e.0)),
                 });
                 abortable_read(part, partition, generation, op, read.boxed())
             }
@@ -379,8 +379,13 @@ impl LoopState {
                 let read = storage
                     .read_plog(partition, from, self.config.page_events)
                     .map(|r| match r {
-                        Ok(page) => Outcome::PlogPage(wit_page(&page.values, page.next, page.end)),
-                        Err(e) => Outcome::Failed(e.0),
+                        // The flat layout: one copy into the guest, read there in place.
+                        Ok(page) => Delivery::PlogWords {
+                            words: plog_words(&page.values),
+                            next: page.next,
+                            end: page.end,
+                        },
+                        Err(e) => Delivery::Outcome(Outcome::Failed(e.0)),
                     });
                 abortable_read(part, partition, generation, op, read.boxed())
             }
@@ -515,7 +520,7 @@ fn abortable_read(
     partition: PartitionId,
     generation: u64,
     op: u64,
-    read: BoxFuture<'static, Outcome>,
+    read: BoxFuture<'static, Delivery>,
 ) -> BoxFuture<'static, Done> {
     let (handle, registration) = AbortHandle::new_pair();
     part.reads.push((op, handle));

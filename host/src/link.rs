@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use sequencer::{
-    ContractLimits, Host, Instant, Params, Read, SeqValue, Status, Ticket, Work, WriteRequest,
+    ContractLimits, Host, Instant, Params, PlogWords, Read, SeqValue, Status, Ticket, Work,
+    WriteRequest,
 };
 use wasmtime::component::{Component, HasData, Linker, ResourceAny};
 use wasmtime::{
@@ -432,6 +433,14 @@ pub fn wit_page(values: &[(u64, SeqValue)], next: u64, end: bool) -> wit::PlogPa
         next,
         end,
     }
+}
+
+/// A PLog page's values in the flat layout of `deliver-plog-words` (four words per value:
+/// offset, workspace, sequence, number), which the host lowers into the guest with one copy.
+pub fn plog_words(values: &[(u64, SeqValue)]) -> Vec<u64> {
+    let mut words = Vec::new();
+    PlogWords::encode_into(values, &mut words);
+    words
 }
 
 /// Converts core params into the WIT record (the core's rules: kinds and sequences sorted,

@@ -18,6 +18,7 @@ use crate::bindings::{
 use crate::clock::Clock;
 use crate::driver::DriverMsg;
 use crate::error::HostError;
+use crate::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::storage::{PartitionId, Storage};
 
@@ -31,6 +32,22 @@ macro_rules! sequencer_call {
             .sequencer()
             .$method(&mut i.store, i.handle $(, $arg)*)
     }};
+}
+
+/// A storage outcome on its way to the guest.
+pub(crate) enum Delivery {
+    /// Through `deliver`.
+    Outcome(Outcome),
+    /// A PLog page through `deliver-plog-words`: its values in the flat layout
+    /// ([`sequencer::PlogWords`]), lowered into the guest with one copy.
+    PlogWords {
+        /// Four words per value: offset, workspace, sequence, number.
+        words: Vec<u64>,
+        /// The offset after the page.
+        next: u64,
+        /// No event at or after `next`.
+        end: bool,
+    },
 }
 
 /// Generations are unique across the process, so a partition re-opened after cleanup never
@@ -111,8 +128,15 @@ impl PartitionSequencer {
 
     /// Begins a transaction: the PLog offset of its event, or "not now".
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        self.shared
-            .call(|i| sequencer_call!(i, call_start(kind, ws)))
+        // `start-status`: the status comes back in the result (no observer import call) and
+        // is taken in as the observer's report would be.
+        self.shared.call(|i| {
+            let r = sequencer_call!(i, call_start_status(kind, ws))?;
+            Ok(r.map(|(outcome, status)| {
+                i.store.data_mut().host.status = Some(core_status(status));
+                outcome
+            }))
+        })
     }
 
     /// `start` and one `next` per sequence in `seqs`, in one guest call.
@@ -202,7 +226,11 @@ impl PartitionSequencer {
 
     /// Completes the transaction: its event is in the PLog.
     pub fn flush(&self) -> Result<(), HostError> {
-        self.shared.call(|i| sequencer_call!(i, call_flush()))
+        // `flush-status`, as in `start`.
+        self.shared.call(|i| {
+            let r = sequencer_call!(i, call_flush_status())?;
+            Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
+        })
     }
 
     /// Drops the transaction and recovers from storage and the PLog.
@@ -488,11 +516,16 @@ impl Shared {
     }
 
     /// Delivers a storage outcome to the instance of `generation`, if it is still the current one.
-    pub(crate) fn deliver(&self, generation: u64, op: u64, outcome: &Outcome) {
+    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: &Delivery) {
         if self.lock().generation != generation {
             return;
         }
-        let _ = self.call(|i| sequencer_call!(i, call_deliver(op, outcome)));
+        let _ = self.call(|i| match delivery {
+            Delivery::Outcome(outcome) => sequencer_call!(i, call_deliver(op, outcome)),
+            Delivery::PlogWords { words, next, end } => {
+                sequencer_call!(i, call_deliver_plog_words(op, words, *next, *end))
+            }
+        });
         self.after_task_step();
     }
 

@@ -12,10 +12,10 @@ use sequencer_host::bindings::{
     BatchNumbers, GuestError, GuestParams, NotNowReason as GuestNotNow, Outcome, QuadNumbers,
     SeqQuad, StartOutcome, Status as GuestStatus,
 };
-use sequencer_host::link::{Instance, Limits, Linked, wit_page};
+use sequencer_host::link::{Instance, Limits, Linked, plog_words, wit_page};
 
 use super::engine::{
-    BatchReply, Call, Delivery, Engine, EngineFault, Io, Quad, Refusal, Reply, Started,
+    BatchReply, Call, Delivery, Engine, EngineFault, Io, Quad, Refusal, Reply, Started, flat_layout,
 };
 
 /// Fuel for one guest call: far more than any call needs, so running out means a runaway guest.
@@ -130,6 +130,13 @@ impl ComponentEngine {
                     transaction: h.transaction as usize,
                 })
             }
+            Call::Deliver {
+                op,
+                outcome: Delivery::PlogPage { values, next, end },
+            } if flat_layout(*op) => Reply::Done(
+                api.call_deliver_plog_words(store, h, *op, &plog_words(values), *next, *end)?
+                    .map_err(refusal),
+            ),
             Call::Deliver { op, outcome } => Reply::Done(
                 api.call_deliver(store, h, *op, &outcome_to_guest(outcome))?
                     .map_err(refusal),

@@ -8,8 +8,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use sequencer::shell::{Batch, BatchStop, Host, Read, Shell};
 use sequencer::{
-    Error, HeldNumbers, Instant, NotNowReason, Outcome, PLogOffset, PlogPage, SeqValue, Start,
-    Status, Ticket, Work,
+    Error, HeldNumbers, Instant, NotNowReason, Outcome, PLogOffset, PlogPage, PlogWords, SeqValue,
+    Start, Status, Ticket, Work,
 };
 use sequencer_host::bindings::GuestParams;
 use sequencer_host::params_from_guest;
@@ -112,6 +112,13 @@ pub enum Effect {
     SetWake(Option<u64>),
     /// `status-changed`: the status is now this.
     Status(Status),
+}
+
+/// True if the engines hand a PLog page of operation `op` over in the flat layout
+/// (`deliver-plog-words`, [`PlogWords`]) rather than as records (`deliver`): odd operations
+/// do, even ones do not, so every simulation replays through both layouts and compares them.
+pub fn flat_layout(op: u64) -> bool {
+    op % 2 == 1
 }
 
 /// The outcome of a storage operation, as `deliver` takes it.
@@ -694,6 +701,16 @@ impl NativeEngine {
                 done(match outcome {
                     Delivery::Written => shell.deliver(ticket, Outcome::Written, io),
                     Delivery::NextOffset(o) => shell.deliver(ticket, Outcome::NextOffset(*o), io),
+                    Delivery::PlogPage { values, next, end } if flat_layout(*op) => {
+                        let mut words = Vec::new();
+                        PlogWords::encode_into(values, &mut words);
+                        let page = PlogWords {
+                            words: &words,
+                            next: *next,
+                            end: *end,
+                        };
+                        shell.deliver(ticket, Outcome::PlogWords(page), io)
+                    }
                     Delivery::PlogPage { values, next, end } => {
                         let page = PlogPage {
                             values,

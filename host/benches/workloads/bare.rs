@@ -26,8 +26,9 @@ impl Host for State {
 /// Nanoseconds per empty call, per `flush-start-next` and per `flush-start-next-quad`
 /// (W2's transaction in one call, with and without lists), `n` calls each, and per W2
 /// transaction one call per step (`start`, 3 `next`, `flush`: five calls, whose status changes
-/// twice, so the guest reports it twice), `n / 5` transactions.
-pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 4] {
+/// twice, so the guest reports it twice), `n / 5` transactions, and the same with
+/// `start-status` and `flush-status` (the status in the results, no import call).
+pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 5] {
     let limits = Limits {
         fuel_per_call: fuel.then_some(u64::MAX),
         ..Limits::default()
@@ -98,5 +99,20 @@ pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 4] {
             .expect("flush");
     }
     let per_step = t.elapsed().as_nanos() as f64 / steps as f64;
-    [empty, lists, fixed, per_step]
+    let t = std::time::Instant::now();
+    for _ in 0..steps {
+        let r = api.call_start_status(&mut store, handle, crate::KIND, 7);
+        std::hint::black_box(r.expect("call").expect("start-status"));
+        for s in seqs {
+            std::hint::black_box(
+                api.call_next(&mut store, handle, s)
+                    .expect("call")
+                    .expect("next"),
+            );
+        }
+        let r = api.call_flush_status(&mut store, handle);
+        std::hint::black_box(r.expect("call").expect("flush-status"));
+    }
+    let status_in_results = t.elapsed().as_nanos() as f64 / steps as f64;
+    [empty, lists, fixed, per_step, status_in_results]
 }
