@@ -68,10 +68,11 @@ if wanted jco examples; then
   step "npm packages for jco"
   # `npm install` from the lock file, not `npm ci`: npm 11's `npm ci` refuses this lock file
   # ("Missing: @rolldown/binding-...@ from lock file", optional platform bindings it never
-  # records); `npm install` installs the locked versions and leaves the lock file unchanged.
+  # records); `npm install --no-save` installs the locked versions and leaves the lock file
+  # unchanged (without --no-save, npm 11 rewrites it with those bindings added).
   stamp="$JCO/node_modules/.sequencer-lock-stamp"
   if [[ ! -f "$stamp" ]] || ! cmp -s "$stamp" "$JCO/package-lock.json"; then
-    (cd "$JCO" && npm install --no-audit --no-fund --loglevel=error)
+    (cd "$JCO" && npm install --no-save --no-audit --no-fund --loglevel=error)
     cp "$JCO/package-lock.json" "$stamp"
   else
     echo "node_modules: up to date" >&2
