@@ -22,6 +22,7 @@
 //! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
 //! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
+//! | `s3` | no | the object store's PLog on S3 ([`ObjectStorage::open_s3`], `--store objects:s3://BUCKET/PREFIX`); implies `objstore` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
 //! [`MemoryStorage`] only.
@@ -57,6 +58,8 @@ mod redb_reader;
 mod redb_storage;
 mod retry;
 mod runtime;
+#[cfg(feature = "s3")]
+mod s3;
 mod state;
 mod storage;
 mod store_reader;
@@ -87,7 +90,9 @@ pub use object_plog::{
     event_hash, event_object,
 };
 #[cfg(feature = "objstore")]
-pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};
+pub use object_storage::{
+    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemotePlog, VIEW_DB_FILE,
+};
 pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};
@@ -99,6 +104,8 @@ pub use redb_storage::{
 };
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::Runtime;
+#[cfg(feature = "s3")]
+pub use s3::{S3_SCHEME, S3Location, connect as connect_s3, connect_with as connect_s3_with};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

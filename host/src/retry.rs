@@ -44,6 +44,17 @@ impl RetryPolicy {
         deadline: Duration::MAX,
     };
 
+    /// One S3 request failing on the transport (a refused or lost connection, a timeout, a
+    /// server error): 50 ms doubling to 500 ms, jittered, at most 4 retries and 2 s of waiting.
+    /// Short, because the caller retries too (an append under [`APPEND`](Self::APPEND)), and
+    /// an object store that does not answer for seconds stops the run.
+    pub const S3_REQUEST: Self = Self {
+        first_wait: Duration::from_millis(50),
+        max_wait: Duration::from_millis(500),
+        max_retries: 4,
+        deadline: Duration::from_secs(2),
+    };
+
     /// The waits between tries, in order: `None` once the retries or the deadline are spent.
     /// `seed` seeds the jitter (a different one per caller keeps callers apart).
     pub fn waits(&self, seed: u64) -> ExponentialBackoff {
