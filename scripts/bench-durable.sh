@@ -17,8 +17,8 @@
 # BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
 # one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 5,000; s3 100 and 1,000.
-# Builds the component and the host (release, with the etcd and s3 features: protoc, etcd and
-# moto come into the project's tool cache).
+# Builds the component and the host (release, with the features the stores need: etcd brings
+# protoc and etcd into the project's tool cache, s3 brings moto).
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,12 +29,18 @@ scale="${BENCH_SCALE:-1}"
 stores="${BENCH_STORES:-redb etcd}"
 events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
 
-step "build: the component, the host (release, etcd and s3 features), etcd, moto"
-PROTOC="$(bash scripts/protoc.sh)"
-export PROTOC
+# The host's features: etcd (which needs protoc) and s3 only for the stores measured.
+features=()
+[[ " $stores " == *" etcd "* ]] && features+=(etcd)
+[[ " $stores " == *" s3 "* ]] && features+=(s3)
+step "build: the component, the host (release, features: ${features[*]:-default}), their servers"
+if [[ " $stores " == *" etcd "* ]]; then
+  PROTOC="$(bash scripts/protoc.sh)"
+  export PROTOC
+fi
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo build --release -p plog-sequencer-host --features etcd,s3
+cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
 host="$TARGET_DIR/release/sequencer-host"
 [[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
 [[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null

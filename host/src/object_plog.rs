@@ -1030,7 +1030,11 @@ impl Shared {
         max: usize,
         mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
-        let merged_to = lock(&self.part(p)).merged_to;
+        let (merged_to, known_next) = {
+            let part = self.part(p);
+            let st = lock(&part);
+            (st.merged_to, st.next)
+        };
         let mut o = from;
         let mut seen = 0;
         let mut link: Option<u64> = None;
@@ -1053,7 +1057,15 @@ impl Shared {
             } else {
                 // One-event objects, read ahead in parallel, used in order up to the first
                 // one not found.
-                let fetched = self.get_many(p, o, (max - seen).min(READ_CHUNK))?;
+                // Past the end this handle knows of, one object at a time: another host may
+                // have appended, but a store answers a missing object slowly (S3's 404), and
+                // a chunk read past the end would ask for hundreds of them.
+                let ahead = if o < known_next {
+                    (known_next - o).min(READ_CHUNK as u64) as usize
+                } else {
+                    1
+                };
+                let fetched = self.get_many(p, o, (max - seen).min(ahead))?;
                 let wanted = fetched.len();
                 let mut found = 0;
                 for e in fetched.into_iter().map_while(|e| e) {

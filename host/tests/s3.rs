@@ -530,7 +530,20 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
             .stderr(std::fs::File::create(&log).expect("log"))
             .spawn()
             .expect("start");
-        let delay = Duration::from_millis(800 + rng.below(1200));
+        // Start-up (compiling the component, scanning the PLog, actualizing) takes a while
+        // in a debug build on a loaded machine: wait (bounded) until this run has appended,
+        // then kill it at a random moment.
+        let before = stored(objects.as_ref());
+        let waited = std::time::Instant::now();
+        while stored(objects.as_ref()) <= before {
+            assert!(
+                waited.elapsed() < Duration::from_secs(60),
+                "round {round}: the run did not append within 60 s:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let delay = Duration::from_millis(100 + rng.below(1500));
         std::thread::sleep(delay);
         if let Some(status) = child.try_wait().expect("poll") {
             panic!(
@@ -568,6 +581,14 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
     eprintln!(
         "{rounds} kills on S3, {mid_merge} inside a merge, {events} events before the last run"
     );
+}
+
+/// How many events the kill test's PLog holds in objects and bundles of 16 (more while a
+/// merge has written a bundle and not yet deleted its events).
+fn stored(objects: &dyn ObjectStore) -> usize {
+    (0..4)
+        .map(|p| names(objects, "events", p).len() + 16 * names(objects, "bundles", p).len())
+        .sum()
 }
 
 /// Whether partition `p` holds a one-event object that a bundle also holds (what a merge
