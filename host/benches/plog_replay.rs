@@ -76,6 +76,7 @@ fn main() {
     let loose_append = fill(&loose, events);
     let loose_replay = replay(&loose, events);
 
+    #[cfg_attr(not(feature = "s3"), allow(unused_mut))] // the S3 row needs the feature
     let mut rows = vec![
         ("redb".to_string(), redb_append, redb_replay),
         (
