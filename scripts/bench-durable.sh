@@ -82,7 +82,7 @@ run() {
       ;;
     s3)
       [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 1000)"
-      s3dir="$work/s3-$mode-$round"
+      s3dir="$work/moto-$mode-$round"
       endpoint="$(bash scripts/s3-server.sh start "$s3dir")"
       target=(--store objects:s3://sequencer/bench --data "$work/data-$store-$mode-$round")
       ;;
