@@ -97,8 +97,13 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(5_120);
         let url = format!("s3://sequencer/plog-replay-{}", std::process::id());
-        let s3 = ObjectStorage::open_s3(&tmp.path().join("s3-view"), &url, Some(1024))
-            .expect("the PLog on S3");
+        let s3 = ObjectStorage::open_s3(
+            &tmp.path().join("s3-view"),
+            &url,
+            Some(1024),
+            std::time::Duration::from_secs(60),
+        )
+        .expect("the PLog on S3");
         let append = fill(&s3, n);
         s3.plog().merge_now().expect("merge");
         let bundled = replay(&s3, n);

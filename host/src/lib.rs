@@ -91,7 +91,8 @@ pub use object_plog::{
 };
 #[cfg(feature = "objstore")]
 pub use object_storage::{
-    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemotePlog, VIEW_DB_FILE,
+    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
+    VIEW_DB_FILE,
 };
 pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
@@ -105,7 +106,10 @@ pub use redb_storage::{
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::Runtime;
 #[cfg(feature = "s3")]
-pub use s3::{S3_SCHEME, S3Location, connect as connect_s3, connect_with as connect_s3_with};
+pub use s3::{
+    Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
+    connect_with as connect_s3_with,
+};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

@@ -78,6 +78,9 @@ fn parse_marker(text: &str, what: impl Fn(&str) -> StorageError) -> Result<Marke
     Ok(Marker { bundle, plog })
 }
 
+/// Says why a remote PLog takes no writes (it has not answered for too long), if it does not.
+pub type RemoteFailure = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// The PLog's objects when they are not in the root: an object store elsewhere (S3).
 #[derive(Clone)]
 pub struct RemotePlog {
@@ -85,6 +88,9 @@ pub struct RemotePlog {
     pub url: String,
     /// The objects, under that location.
     pub objects: Arc<dyn ObjectStore>,
+    /// The store's failure once the objects have stayed away too long (see
+    /// [`Storage::failure`]); `None`: never.
+    pub failure: Option<RemoteFailure>,
 }
 
 impl RemotePlog {
@@ -277,6 +283,7 @@ pub struct Objects<V> {
     root: PathBuf,
     /// Where the PLog is when not under `root` (`s3://BUCKET/PREFIX`).
     remote: Option<String>,
+    remote_failure: Option<RemoteFailure>,
     plog: ObjectPlog,
     view: V,
     created: bool,
@@ -341,17 +348,23 @@ impl ObjectStorage {
     /// the `AWS_*` environment variables) and whose view is in the local directory `data`
     /// (created as [`open`](Self::open) creates a root). The PLog's bundle size is its
     /// `FORMAT` object's (created with `bundle_events` if absent). A `data` directory that
-    /// holds the view of another PLog is refused before anything is written.
+    /// holds the view of another PLog is refused before anything is written. Once S3 has
+    /// answered no request for `wait` (each retried first), the store reports a failure
+    /// ([`Storage::failure`]), which stops a run.
     #[cfg(feature = "s3")]
     pub fn open_s3(
         data: &Path,
         url: &str,
         bundle_events: Option<u64>,
+        wait: std::time::Duration,
     ) -> Result<Self, StorageError> {
         let location = crate::s3::S3Location::parse(url)?;
+        let s3 = crate::s3::connect(&location)?;
+        let outage = s3.outage;
         let remote = RemotePlog {
             url: location.url(),
-            objects: crate::s3::connect(&location)?,
+            objects: s3.objects,
+            failure: Some(Arc::new(move || outage.longer_than(wait))),
         };
         Self::open_with(data, Some(remote), bundle_events)
     }
@@ -364,6 +377,7 @@ impl ObjectStorage {
         bundle_events: Option<u64>,
     ) -> Result<Self, StorageError> {
         let url = remote.as_ref().map(|r| r.url.clone());
+        let remote_failure = remote.as_ref().and_then(|r| r.failure.clone());
         let local = read_marker(root)?;
         if let Some(m) = &local {
             same_plog(root, m, url.as_deref())?;
@@ -427,6 +441,7 @@ impl ObjectStorage {
         Ok(Self {
             root: root.to_path_buf(),
             remote: url,
+            remote_failure,
             plog,
             view,
             created,
@@ -588,7 +603,9 @@ impl Storage for ObjectStorage {
     }
 
     fn failure(&self) -> Option<String> {
-        self.view.failure()
+        self.view
+            .failure()
+            .or_else(|| self.remote_failure.as_ref().and_then(|f| f()))
     }
 }
 
@@ -605,7 +622,8 @@ impl ObjectReader {
         let location = crate::s3::S3Location::parse(url)?;
         let remote = RemotePlog {
             url: location.url(),
-            objects: crate::s3::connect(&location)?,
+            objects: crate::s3::connect(&location)?.objects,
+            failure: None,
         };
         Self::open_with(data, Some(remote))
     }
@@ -638,6 +656,7 @@ impl ObjectReader {
         Ok(Self {
             root: root.to_path_buf(),
             remote: url,
+            remote_failure: None,
             plog,
             view,
             created: false,

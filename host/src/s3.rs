@@ -117,8 +117,52 @@ fn loopback(endpoint: &str) -> bool {
 
 /// The objects under `location`, through a client configured from the `AWS_*` environment
 /// variables (see the module documentation). Nothing is sent yet.
-pub fn connect(location: &S3Location) -> Result<Arc<dyn ObjectStore>, StorageError> {
+pub fn connect(location: &S3Location) -> Result<S3Objects, StorageError> {
     connect_with(location, std::env::vars())
+}
+
+/// A connected S3 location: its objects, and how long they have not answered.
+pub struct S3Objects {
+    /// The objects under the location (every request on the store's runtime, retried).
+    pub objects: Arc<dyn ObjectStore>,
+    /// Since when requests have failed with none answered in between.
+    pub outage: Arc<Outage>,
+}
+
+/// Since when a store's requests have failed on the transport (their retries spent) with no
+/// request answered in between: what turns an S3 that stays away into the store's failure.
+#[derive(Debug, Default)]
+pub struct Outage(std::sync::Mutex<Option<(std::time::Instant, String)>>);
+
+impl Outage {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, String)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn failed(&self, error: String) {
+        let mut g = self.lock();
+        match &mut *g {
+            Some((_, last)) => *last = error,
+            None => *g = Some((std::time::Instant::now(), error)),
+        }
+    }
+
+    fn answered(&self) {
+        *self.lock() = None;
+    }
+
+    /// The failure, once requests have failed for at least `wait` with none answered.
+    pub fn longer_than(&self, wait: Duration) -> Option<String> {
+        self.lock()
+            .as_ref()
+            .filter(|(since, _)| since.elapsed() >= wait)
+            .map(|(since, e)| {
+                format!(
+                    "S3 has not answered for {:.0} s (the last error: {e})",
+                    since.elapsed().as_secs_f64()
+                )
+            })
+    }
 }
 
 /// [`connect`] with the `AWS_*` settings taken from `vars` instead of the environment (other
@@ -126,7 +170,7 @@ pub fn connect(location: &S3Location) -> Result<Arc<dyn ObjectStore>, StorageErr
 pub fn connect_with(
     location: &S3Location,
     vars: impl IntoIterator<Item = (String, String)>,
-) -> Result<Arc<dyn ObjectStore>, StorageError> {
+) -> Result<S3Objects, StorageError> {
     let url = location.url();
     let vars: Vec<(String, String)> = vars
         .into_iter()
@@ -182,13 +226,16 @@ pub fn connect_with(
     } else {
         Arc::new(PrefixStore::new(s3, location.prefix.as_str()))
     };
-    Ok(Arc::new(OnRuntime {
+    let outage = Arc::new(Outage::default());
+    let objects = Arc::new(OnRuntime {
         inner,
         runtime: Arc::new(runtime),
         url,
         warnings: Arc::new(WarnLimiter::new(Duration::from_secs(5))),
         calls: AtomicU64::new(0),
-    }))
+        outage: outage.clone(),
+    });
+    Ok(S3Objects { objects, outage })
 }
 
 /// An object store whose every request runs (and is retried) on a tokio runtime of its own,
@@ -200,6 +247,7 @@ struct OnRuntime {
     warnings: Arc<WarnLimiter>,
     /// Requests made, seeding each one's jitter.
     calls: AtomicU64,
+    outage: Arc<Outage>,
 }
 
 impl fmt::Debug for OnRuntime {
@@ -234,6 +282,7 @@ impl OnRuntime {
         let warnings = self.warnings.clone();
         let url = self.url.clone();
         let seed = self.calls.fetch_add(1, Ordering::Relaxed) ^ u64::from(std::process::id());
+        let outage = self.outage.clone();
         let task = self.runtime.spawn(async move {
             let mut waits = RetryPolicy::S3_REQUEST.waits(seed);
             loop {
@@ -245,9 +294,16 @@ impl OnRuntime {
                             });
                             tokio::time::sleep(wait).await;
                         }
-                        None => return Err(e),
+                        None => {
+                            outage.failed(format!("{what}: {e}"));
+                            return Err(e);
+                        }
                     },
-                    done => return done,
+                    // Answered (a missing object and a failed precondition are answers too).
+                    done => {
+                        outage.answered();
+                        return done;
+                    }
                 }
             }
         });
@@ -412,6 +468,7 @@ impl OnRuntime {
             url: self.url.clone(),
             warnings: self.warnings.clone(),
             calls: AtomicU64::new(self.calls.fetch_add(1 << 32, Ordering::Relaxed)),
+            outage: self.outage.clone(),
         })
     }
 }

@@ -94,7 +94,9 @@ impl Server {
     /// The objects under `s3://sequencer/PREFIX`.
     fn objects(&self, prefix: &str) -> Arc<dyn ObjectStore> {
         let location = S3Location::parse(&format!("s3://{BUCKET}/{prefix}")).expect("location");
-        connect_s3_with(&location, self.vars()).expect("connect")
+        connect_s3_with(&location, self.vars())
+            .expect("connect")
+            .objects
     }
 
     /// The host command with this server's settings.
@@ -689,5 +691,66 @@ fn two_hosts_running_at_once_on_one_s3_plog_fence_each_other_and_check_passes() 
         "two hosts at once on S3: {fenced} of 2 were fenced at least once\n{}\n{}",
         text(&a).1,
         text(&b).1
+    );
+}
+
+#[test]
+fn a_run_whose_s3_goes_away_stops_in_one_line_once_the_store_wait_is_over() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("view");
+    let url = "objects:s3://sequencer/outage";
+    let objects = server.objects("outage");
+    let mut args = run_args(url, &data, 10_000_000, 64);
+    args.extend(["--store-wait-s".to_string(), "3".to_string()]);
+    let log = tmp.path().join("run.log");
+    let mut child = server
+        .host()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start");
+    let waited = std::time::Instant::now();
+    while stored(objects.as_ref()) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the run never appended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // The server goes away (everything it held with it: moto keeps objects in memory).
+    let _ = Command::new("bash")
+        .arg(SCRIPT)
+        .arg("stop")
+        .arg(server.dir.path())
+        .status();
+    let gone = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("poll") {
+            break s;
+        }
+        if gone.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!(
+                "the run did not stop within 60 s of losing S3:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("error") && last.contains("S3 has not answered"),
+        "{stderr}"
+    );
+    eprintln!(
+        "stopped {:.1} s after S3 went away: {last}",
+        gone.elapsed().as_secs_f64()
     );
 }

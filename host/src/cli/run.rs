@@ -145,9 +145,9 @@ pub struct RunArgs {
     /// store acknowledges them.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub rate: f64,
-    /// How long to wait for a store that lost its majority (etcd) before stopping, in
-    /// seconds: the run says so every few seconds meanwhile, and goes on by itself when the
-    /// majority is back.
+    /// How long to wait for a store that lost its majority (etcd), or a PLog on S3 that
+    /// answers nothing, before stopping, in seconds: the run goes on by itself when the store
+    /// is back.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub store_wait_s: u64,
     /// The shortest time between two flusher writes of a partition, in milliseconds: the
@@ -935,9 +935,12 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
                 let root = objects_root.as_deref().unwrap_or(&args.data);
                 let store = match &args.store {
                     #[cfg(feature = "s3")]
-                    StoreKind::ObjectsS3(url) => {
-                        ObjectStorage::open_s3(root, url, args.bundle_events)?
-                    }
+                    StoreKind::ObjectsS3(url) => ObjectStorage::open_s3(
+                        root,
+                        url,
+                        args.bundle_events,
+                        Duration::from_secs(args.store_wait_s),
+                    )?,
                     _ => ObjectStorage::open(root, args.bundle_events)?,
                 };
                 if recorded.is_none() {
