@@ -156,6 +156,19 @@ mod tests {
     }
 
     #[test]
+    fn s3_request_waits_stop_after_four_retries_within_two_seconds() {
+        let policy = RetryPolicy::S3_REQUEST;
+        let waits: Vec<Duration> = policy.waits(3).collect();
+        assert_eq!(waits.len(), 4);
+        assert!(waits.iter().sum::<Duration>() <= policy.deadline);
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= policy.first_wait && *w < policy.max_wait * 2)
+        );
+    }
+
+    #[test]
     fn etcd_request_waits_never_run_out_and_stay_between_the_first_wait_and_twice_the_cap() {
         let policy = RetryPolicy::ETCD_REQUEST;
         let waits: Vec<Duration> = policy.waits(1).take(1000).collect();

@@ -521,12 +521,15 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
     let objects = server.objects("kill");
     let mut events = 0;
     let mut mid_merge = 0;
-    for round in 1..=rounds {
+    // `rounds` kills, and up to 4 more until one has landed inside a merge.
+    let mut round = 0;
+    while round < rounds || (mid_merge == 0 && round < rounds + 4) {
+        round += 1;
         let log = tmp.path().join(format!("round-{round}.log"));
         let args = run_args(url, &data, 10_000_000, 16);
         let mut child = server
             .host()
-            .env(MERGE_PAUSE_ENV, "60")
+            .env(MERGE_PAUSE_ENV, "150")
             .args(&args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))
@@ -581,7 +584,7 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
     assert!(events > 0, "no kill hit a running workload");
     assert!(mid_merge > 0, "no kill landed inside a merge");
     eprintln!(
-        "{rounds} kills on S3, {mid_merge} inside a merge, {events} events before the last run"
+        "{round} kills on S3, {mid_merge} inside a merge, {events} events before the last run"
     );
 }
 
