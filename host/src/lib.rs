@@ -22,7 +22,7 @@
 //! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
 //! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
-//! | `s3` | no | the object store's PLog on S3 ([`ObjectStorage::open_s3`], `--store objects:s3://BUCKET/PREFIX`); implies `objstore` |
+//! | `s3` | no | the object store's PLog on S3 (`ObjectStorage::open_s3`, `--store objects:s3://BUCKET/PREFIX`); implies `objstore` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
 //! [`MemoryStorage`] only.
