@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job's durable path, side by side: `sequencer-host run` on the embedded redb store and
-# on a 3-member etcd cluster, one event per durable write (--batch-size 1) and batched (the
+# The main job's durable path, side by side: `sequencer-host run` on the embedded redb store, on
+# a 3-member etcd cluster, and (BENCH_STORES) on the object store's PLog in a local directory
+# (`objects`) or on S3 (`s3`: moto, scripts/s3-server.sh, one fresh server per run), one event per durable write (--batch-size 1) and batched (the
 # default), interleaved (redb 1, redb batched, etcd 1, etcd batched, then again) so that what
 # the machine does meanwhile falls on both alike. Each run starts from an empty store: a fresh
 # data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
@@ -11,11 +12,13 @@
 #   BENCH_RUNS=1 BENCH_SCALE=0.2 bash scripts/bench-durable.sh   # a quick smoke run
 #   bash scripts/bench-durable.sh --partitions 16   # arguments go to every run
 #
-# Knobs: BENCH_RUNS (rounds, 3), BENCH_SCALE (events factor, 1), BENCH_STORES ("redb etcd"),
+# Knobs: BENCH_RUNS (rounds, 3), BENCH_SCALE (events factor, 1), BENCH_STORES ("redb etcd";
+# also "objects" and "s3"),
 # BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
-# one and 5,000 batched (about 2 to 10 s per run here). Builds the component and the host
-# (release, with the etcd feature: protoc and etcd come into the project's tool cache).
+# one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 5,000; s3 100 and 1,000.
+# Builds the component and the host (release, with the features the stores need: etcd brings
+# protoc and etcd into the project's tool cache, s3 brings moto).
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,19 +29,28 @@ scale="${BENCH_SCALE:-1}"
 stores="${BENCH_STORES:-redb etcd}"
 events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
 
-step "build: the component, the host (release, etcd feature), etcd"
-PROTOC="$(bash scripts/protoc.sh)"
-export PROTOC
+# The host's features: etcd (which needs protoc) and s3 only for the stores measured.
+features=()
+[[ " $stores " == *" etcd "* ]] && features+=(etcd)
+[[ " $stores " == *" s3 "* ]] && features+=(s3)
+step "build: the component, the host (release, features: ${features[*]:-default}), their servers"
+if [[ " $stores " == *" etcd "* ]]; then
+  PROTOC="$(bash scripts/protoc.sh)"
+  export PROTOC
+fi
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo build --release -p plog-sequencer-host --features etcd
+cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
 host="$TARGET_DIR/release/sequencer-host"
 [[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
+[[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null
 
 work="$(mktemp -d)"
 cluster=""
+s3dir=""
 cleanup() {
   [[ -n "$cluster" ]] && bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null 2>&1 || true
+  [[ -n "$s3dir" ]] && bash scripts/s3-server.sh stop "$s3dir" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -64,13 +76,32 @@ run() {
       bash scripts/etcd-cluster.sh start "$cluster" >/dev/null
       target=(--store "etcd://$(sed 's#http://##g' "$cluster/endpoints")")
       ;;
+    objects)
+      [[ "$mode" == one ]] && n="$(events 500)" || n="$(events 5000)"
+      target=(--store objects --data "$work/data-$store-$mode-$round")
+      ;;
+    s3)
+      [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 1000)"
+      s3dir="$work/moto-$mode-$round"
+      endpoint="$(bash scripts/s3-server.sh start "$s3dir")"
+      target=(--store objects:s3://sequencer/bench --data "$work/data-$store-$mode-$round")
+      ;;
   esac
   echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >"$out"
-  "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
+  if [[ "$store" == s3 ]]; then
+    AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+      "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
+  else
+    "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
+  fi
   echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
   if [[ "$store" == etcd ]]; then
     bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null
     cluster=""
+  fi
+  if [[ "$store" == s3 ]]; then
+    bash scripts/s3-server.sh stop "$s3dir" >/dev/null
+    s3dir=""
   fi
   printf '%-5s %-8s round %d: %s events/s\n' "$store" "$mode" "$round" \
     "$(sed -n 's/^durable events\/s *//p' "$out")" >&2
@@ -104,6 +135,7 @@ for store in $stores; do
       /^ack latency/ { p50[n] = $4; p99[n] = $7 + 0 }
       /^commits \(1 fsync each\)/ { sub(/.*\(/, ""); w[n] = $1; unit = "per fsync" }
       /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append txn" }
+      /^event objects/ { w[n] = 1; unit = "(one object each)" }
       /^load / { l[++nl] = $2 }
       END {
         for (i = 1; i <= n; i++) { rr[i] = r[i]; a[i] = p50[i]; b[i] = p99[i]; c[i] = w[i] }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Every test: formatting and lints, the core, the host (with the etcd store against a real
-# 3-member cluster), the component under wasmtime, the JavaScript package in Node and headless
+# 3-member cluster and the object store's PLog on S3 against moto), the component under wasmtime, the JavaScript package in Node and headless
 # Chromium, and the conformance suite on four runtimes. Prints the time of each step at the end.
 #
 # Installs what it needs, saying so first, and is quick when it is all there:
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
 #     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
-#     (unpacked from Debian's packages, no service);
+#     (unpacked from Debian's packages, no service), moto[server] in a venv (PyPI; the S3 tests'
+#     server, started per test on a loopback port);
 #   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
 #     js/test/bundlers/node_modules and the jco runner's), the Python runner's venv;
 #   - system-wide, only when missing: the rustup targets wasm32-wasip2 and
@@ -39,10 +40,11 @@ bg_wait() {
 # apt-get or npm stopped half-way would leave a broken install behind.
 trap 'wait; rm -rf "$logs"' EXIT
 
-step "preparing in the background: etcd, chromium, npm and Python packages, wasm-bindgen-cli"
+step "preparing in the background: etcd, moto, chromium, npm and Python packages, wasm-bindgen-cli"
 [[ -x /usr/bin/chromium ]] ||
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
+bg s3 bash scripts/s3-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
 bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-npm.sh js/test/bundlers'
 bg conformance-deps bash scripts/test-conformance.sh --prepare
@@ -57,9 +59,9 @@ echo "$PROTOC" >&2
 step "formatting"
 cargo fmt --all -- --check
 
-step "build and lint (clippy -D warnings) the workspace with the etcd store: every target"
+step "build and lint (clippy -D warnings) the workspace with the etcd and S3 stores: every target"
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
-with_clippy cargo test --workspace --features plog-sequencer-host/etcd --all-targets --no-run
+with_clippy cargo test --workspace --features plog-sequencer-host/etcd,plog-sequencer-host/s3 --all-targets --no-run
 
 step "every feature at once (they are additive): cargo check --workspace --all-features"
 cargo check --quiet --workspace --all-features
@@ -85,7 +87,8 @@ cargo publish --quiet --dry-run --workspace --allow-dirty
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
-with_clippy cargo test --workspace --features plog-sequencer-host/etcd
+bg_wait s3
+with_clippy cargo test --workspace --features plog-sequencer-host/etcd,plog-sequencer-host/s3
 
 step "the examples an embedder starts from (host/examples), run"
 for example in embedded_store custom_storage facade; do

@@ -4,6 +4,10 @@
 //! (one partition, batches of 256 events of 128-byte payloads, every append synced).
 //!
 //! `cargo bench -p plog-sequencer-host --bench plog_replay` (`PLOG_REPLAY_EVENTS`, default 20,000).
+//!
+//! With the `s3` feature and an S3 server named by `AWS_ENDPOINT_URL` (and keys), also the PLog
+//! on S3 (bundles of 1,024; `PLOG_REPLAY_S3_EVENTS`, default 5,120: five bundles):
+//! `bash scripts/s3-server.sh run cargo bench -p plog-sequencer-host --features s3 --bench plog_replay`.
 
 use std::time::Instant;
 
@@ -72,16 +76,46 @@ fn main() {
     let loose_append = fill(&loose, events);
     let loose_replay = replay(&loose, events);
 
+    #[cfg_attr(not(feature = "s3"), allow(unused_mut))] // the S3 row needs the feature
+    let mut rows = vec![
+        ("redb".to_string(), redb_append, redb_replay),
+        (
+            "objects, bundles of 1024".into(),
+            bundled_append,
+            bundled_replay,
+        ),
+        (
+            "objects, one-event objects".into(),
+            loose_append,
+            loose_replay,
+        ),
+    ];
+    #[cfg(feature = "s3")]
+    if std::env::var_os("AWS_ENDPOINT_URL").is_some() {
+        let n: u64 = std::env::var("PLOG_REPLAY_S3_EVENTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5_120);
+        let url = format!("s3://sequencer/plog-replay-{}", std::process::id());
+        let s3 = ObjectStorage::open_s3(
+            &tmp.path().join("s3-view"),
+            &url,
+            Some(1024),
+            std::time::Duration::from_secs(60),
+        )
+        .expect("the PLog on S3");
+        let append = fill(&s3, n);
+        s3.plog().merge_now().expect("merge");
+        let bundled = replay(&s3, n);
+        rows.push((format!("S3 {url}, bundles ({n} events)"), append, bundled));
+    }
+
     println!("{events} events, pages of {PAGE}, appends of {BATCH} events (durable)");
     println!(
         "{:<34} {:>14} {:>14}",
         "store", "append ev/s", "replay ev/s"
     );
-    for (name, a, r) in [
-        ("redb", redb_append, redb_replay),
-        ("objects, bundles of 1024", bundled_append, bundled_replay),
-        ("objects, one-event objects", loose_append, loose_replay),
-    ] {
+    for (name, a, r) in rows {
         println!("{name:<34} {a:>14.0} {r:>14.0}");
     }
 }

@@ -23,6 +23,7 @@
 //! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
 //! | `bundled-component` | yes (through `cli`) | [`Runtime::bundled`]: the component compiled into the crate at build time (needs the `wasm32-wasip2` rustup target then; without it the build goes on with no component and says so) |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
+//! | `s3` | no | the object store's PLog on S3 (`ObjectStorage::open_s3`, `--store objects:s3://BUCKET/PREFIX`); implies `objstore` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
 //! [`MemoryStorage`] only.
@@ -66,6 +67,8 @@ mod redb_reader;
 mod redb_storage;
 mod retry;
 mod runtime;
+#[cfg(feature = "s3")]
+mod s3;
 mod state;
 mod storage;
 mod store_reader;
@@ -103,7 +106,10 @@ pub use object_plog::{
     bundle_object, event_hash, event_object,
 };
 #[cfg(feature = "objstore")]
-pub use object_storage::{OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, VIEW_DB_FILE};
+pub use object_storage::{
+    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
+    VIEW_DB_FILE,
+};
 pub use partition::PartitionSequencer;
 pub use plog_check::{CheckReport, PlogChecker, Violation};
 pub use read_ahead::{ReadAhead, ReadCounts};
@@ -116,6 +122,11 @@ pub use redb_storage::{
 };
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use runtime::{Runtime, RuntimeBuilder, bundled_component};
+#[cfg(feature = "s3")]
+pub use s3::{
+    Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
+    connect_with as connect_s3_with,
+};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

@@ -255,7 +255,8 @@ pub struct ObjectStats {
     pub bundles_written: AtomicU64,
     /// One-event objects the merger deleted after bundling them.
     pub merged_events: AtomicU64,
-    /// Leftovers of an interrupted merge removed at open (identical to their bundle's).
+    /// Leftovers removed at open: of an interrupted merge (identical to their bundle's), or a
+    /// stale writer's object under a bundle (created after the merge deleted the name).
     pub leftovers_removed: AtomicU64,
     /// Creates that found their object there already and were found to be their own.
     pub own_retries: AtomicU64,
@@ -667,6 +668,21 @@ pub enum PutBundleError {
     #[error("{0}")]
     Io(StorageError),
 }
+/// Why a scan stopped.
+enum Scan {
+    /// An object listed was gone when read (merged meanwhile): scan again.
+    Vanished(StorageError),
+    Failed(StorageError),
+}
+
+impl From<StorageError> for Scan {
+    fn from(e: StorageError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+/// Scans of a partition tried when objects vanish under them.
+const SCAN_TRIES: u32 = 3;
 
 /// Why a create did not write.
 enum CreateError {
@@ -938,10 +954,35 @@ impl Shared {
 
     /// Reads a partition's PLog from its objects: bundles from offset 1 until a hole, then
     /// one-event objects, verifying every link. With write access, one-event objects that a
-    /// bundle also holds with the same bytes (an interrupted merge) are deleted; with
-    /// different bytes they are an error, as are a hole with objects after it and a broken
-    /// link.
+    /// bundle also holds are deleted: with the same bytes an interrupted merge left them, with
+    /// other bytes a stale writer did (never acknowledged: the bundle was there first). A hole
+    /// with objects after it and a broken link are errors.
     fn scan(&self, p: PartitionId) -> Result<Part, StorageError> {
+        // A merger (this handle's or another host's) may bundle and delete objects between
+        // the listing and the reads: the scan then starts again, a few times at most.
+        let mut tries = 0;
+        loop {
+            match self.scan_once(p) {
+                Ok(part) => return Ok(part),
+                Err(Scan::Vanished(_)) if tries < SCAN_TRIES => tries += 1,
+                Err(Scan::Vanished(e) | Scan::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// One pass of [`scan`](Self::scan).
+    fn scan_once(&self, p: PartitionId) -> Result<Part, Scan> {
+        // Events are listed before bundles: a merger writes a bundle before it deletes the
+        // events it holds, so an event missing from this listing is in a bundle listed next.
+        let mut events: BTreeSet<PLogOffset> = BTreeSet::new();
+        for name in self.list_names("events", p)? {
+            match name.parse::<u64>() {
+                Ok(o) if name.len() == 20 && o > 0 => {
+                    events.insert(o);
+                }
+                _ => tracing::warn!("object store: ignoring events/{p:05}/{name}"),
+            }
+        }
         let mut bundles: Vec<(PLogOffset, PLogOffset, String)> = Vec::new();
         for name in self.list_names("bundles", p)? {
             let parsed = name
@@ -953,15 +994,6 @@ impl Shared {
             }
         }
         bundles.sort();
-        let mut events: BTreeSet<PLogOffset> = BTreeSet::new();
-        for name in self.list_names("events", p)? {
-            match name.parse::<u64>() {
-                Ok(o) if name.len() == 20 && o > 0 => {
-                    events.insert(o);
-                }
-                _ => tracing::warn!("object store: ignoring events/{p:05}/{name}"),
-            }
-        }
         let mut part = Part {
             next: 1,
             ..Part::default()
@@ -976,12 +1008,12 @@ impl Shared {
             // leftovers of an interrupted merge with it.
             let (prev, last_hash) = self.bundle_link(p, *first, *last, name)?;
             if prev != part.last_hash {
-                return Err(StorageError(format!(
+                return Err(Scan::Failed(StorageError(format!(
                     "object store: partition {p}: broken link at offset {first}: bundles/{p:05}/{name} does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
                     first - 1,
                     prev,
                     part.last_hash
-                )));
+                ))));
             }
             // Events the bundle also holds: leftovers of an interrupted merge.
             for &o in events.range(first..=last) {
@@ -1002,11 +1034,26 @@ impl Shared {
                     }
                     // Read-only: the leftover stays where it is.
                     Some(e) if e.hash == b.hashes[i] && e.event == b.event(i) => {}
-                    Some(_) => {
-                        return Err(StorageError(format!(
-                            "object store: partition {p}: two different objects for offset {o}: {} and bundles/{p:05}/{name}",
-                            event_object(p, o)
-                        )));
+                    // Other bytes under a bundle: a stale writer re-created the name after the
+                    // merger deleted it and stopped (killed, or its answer lost) before it saw
+                    // the bundle and took its object back. The bundle existed before that
+                    // create, so the append holding it was never acknowledged.
+                    Some(e) => {
+                        tracing::warn!(
+                            "object store: partition {p}: {} (writer {}) differs from bundles/{p:05}/{name}, which was written before it: a stale writer's unacknowledged object{}",
+                            event_object(p, o),
+                            e.writer,
+                            if self.access == Access::Write {
+                                "; removed"
+                            } else {
+                                "; ignored"
+                            }
+                        );
+                        if self.access == Access::Write {
+                            block_on(self.objects.delete(&ObjPath::from(event_object(p, o))))
+                                .map_err(|e| os_err(format!("delete {}", event_object(p, o)), e))?;
+                            self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     None => {}
                 }
@@ -1023,17 +1070,20 @@ impl Shared {
                 break;
             }
             let e = self.get_one(p, o)?.ok_or_else(|| {
-                StorageError(format!("object store: {} vanished", event_object(p, o)))
+                Scan::Vanished(StorageError(format!(
+                    "object store: {} vanished",
+                    event_object(p, o)
+                )))
             })?;
             if e.prev != part.last_hash {
-                return Err(StorageError(format!(
+                return Err(Scan::Failed(StorageError(format!(
                     "object store: partition {p}: broken link at offset {o}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
                     event_object(p, o),
                     e.writer,
                     o - 1,
                     e.prev,
                     part.last_hash
-                )));
+                ))));
             }
             part.next = o + 1;
             part.last_hash = e.hash;
@@ -1050,12 +1100,12 @@ impl Shared {
                 .map(|(_, _, n)| format!("bundles/{p:05}/{n}")),
         );
         if !after.is_empty() {
-            return Err(StorageError(format!(
+            return Err(Scan::Failed(StorageError(format!(
                 "object store: partition {p}: hole at offset {}: neither {} nor a bundle holds it, yet objects exist after it: {}",
                 part.next,
                 event_object(p, part.next),
                 after.join(", ")
-            )));
+            ))));
         }
         Ok(part)
     }
@@ -1069,7 +1119,11 @@ impl Shared {
         max: usize,
         mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
-        let merged_to = lock(&self.part(p)).merged_to;
+        let (merged_to, known_next) = {
+            let part = self.part(p);
+            let st = lock(&part);
+            (st.merged_to, st.next)
+        };
         let mut o = from;
         let mut seen = 0;
         let mut link: Option<u64> = None;
@@ -1092,7 +1146,15 @@ impl Shared {
             } else {
                 // One-event objects, read ahead in parallel, used in order up to the first
                 // one not found.
-                let fetched = self.get_many(p, o, (max - seen).min(READ_CHUNK))?;
+                // Past the end this handle knows of, one object at a time: another host may
+                // have appended, but a store answers a missing object slowly (S3's 404), and
+                // a chunk read past the end would ask for hundreds of them.
+                let ahead = if o < known_next {
+                    (known_next - o).min(READ_CHUNK as u64) as usize
+                } else {
+                    1
+                };
+                let fetched = self.get_many(p, o, (max - seen).min(ahead))?;
                 let wanted = fetched.len();
                 let mut found = 0;
                 for e in fetched.into_iter().map_while(|e| e) {

@@ -3,19 +3,27 @@
 //!
 //! ```text
 //! ROOT/
-//!   FORMAT      one line: "sequencer-objects format=1 bundle-events=N"
+//!   FORMAT      one line: "sequencer-objects format=1 bundle-events=N[ plog=s3://BUCKET/PREFIX]"
 //!   view.redb   the sequences view and the stored next offsets (redb; its plog table unused)
 //!   LAYOUT      the numbering layout, as in a data directory
 //!   events/     one object per event (see `object_plog`)
 //!   bundles/    the merged bundles
 //! ```
+//!
+//! With the PLog on S3 (feature `s3`, [`ObjectStorage::open_s3`]) `events/` and `bundles/` are
+//! under `s3://BUCKET/PREFIX/` beside a `FORMAT` object (the bundle size every host of that PLog
+//! uses, created if absent), and ROOT (the run's `--data` directory) keeps the view, the
+//! layout and a `FORMAT` file naming the PLog it belongs to (`plog=`).
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use futures::executor::block_on;
 use futures::future::{BoxFuture, FutureExt};
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::data_dir::{DataDir, sync_dir, write_synced};
@@ -35,8 +43,96 @@ pub const OBJECTS_FORMAT_FILE: &str = "FORMAT";
 pub const VIEW_DB_FILE: &str = "view.redb";
 const MARKER: &str = "sequencer-objects";
 
-fn marker_line(bundle_events: u64) -> String {
-    format!("{MARKER} format=1 bundle-events={bundle_events}\n")
+fn marker_line(bundle_events: u64, plog: Option<&str>) -> String {
+    match plog {
+        Some(url) => format!("{MARKER} format=1 bundle-events={bundle_events} plog={url}\n"),
+        None => format!("{MARKER} format=1 bundle-events={bundle_events}\n"),
+    }
+}
+
+/// What a marker says: the bundle size, and where the PLog is when not in the root itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Marker {
+    bundle: u64,
+    plog: Option<String>,
+}
+
+/// Parses a marker's text (`what` names it in errors).
+fn parse_marker(text: &str, what: impl Fn(&str) -> StorageError) -> Result<Marker, StorageError> {
+    let line = text.lines().next().unwrap_or_default();
+    let mut words = line.split_whitespace();
+    if words.next() != Some(MARKER) || !line.contains("format=1") {
+        return Err(what("is not an object store marker of format 1"));
+    }
+    let words: Vec<&str> = words.collect();
+    let bundle = words
+        .iter()
+        .find_map(|w| w.strip_prefix("bundle-events="))
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&n| n >= 2)
+        .ok_or_else(|| what("names no bundle size"))?;
+    let plog = words
+        .iter()
+        .find_map(|w| w.strip_prefix("plog="))
+        .map(str::to_string);
+    Ok(Marker { bundle, plog })
+}
+
+/// Says why a remote PLog takes no writes (it has not answered for too long), if it does not.
+pub type RemoteFailure = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// The PLog's objects when they are not in the root: an object store elsewhere (S3).
+#[derive(Clone)]
+pub struct RemotePlog {
+    /// Where, as a URL (`s3://BUCKET/PREFIX`).
+    pub url: String,
+    /// The objects, under that location.
+    pub objects: Arc<dyn ObjectStore>,
+    /// The store's failure once the objects have stayed away too long (see
+    /// [`Storage::failure`]); `None`: never.
+    pub failure: Option<RemoteFailure>,
+}
+
+impl RemotePlog {
+    /// The PLog's bundle size from its `FORMAT` object; with `create`, the object is created
+    /// first if absent (with `bundle_events`, else the default), so that every host of one
+    /// PLog agrees on the size. `Ok(None)`: no store there (and `create` was not asked).
+    fn marker(&self, create: Option<Option<u64>>) -> Result<Option<u64>, StorageError> {
+        let path = ObjPath::from(OBJECTS_FORMAT_FILE);
+        let e = |what: &dyn std::fmt::Display| {
+            StorageError(format!("object store {}: {what}", self.url))
+        };
+        if let Some(asked) = create {
+            let n = asked.unwrap_or(DEFAULT_BUNDLE_EVENTS).max(2);
+            let put = block_on(self.objects.put_opts(
+                &path,
+                PutPayload::from(marker_line(n, None)),
+                PutOptions::from(PutMode::Create),
+            ));
+            match put {
+                Ok(_) => return Ok(Some(n)),
+                // There already (or our own create, retried after a lost answer): read it.
+                Err(object_store::Error::AlreadyExists { .. }) => {}
+                Err(object_store::Error::NotFound { .. }) => {
+                    return Err(e(&"the bucket does not exist"));
+                }
+                Err(err) => {
+                    return Err(e(&format_args!(
+                        "cannot create {OBJECTS_FORMAT_FILE}: {err}"
+                    )));
+                }
+            }
+        }
+        let text = match block_on(async { self.objects.get(&path).await?.bytes().await }) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(err) => return Err(e(&format_args!("cannot read {OBJECTS_FORMAT_FILE}: {err}"))),
+        };
+        let m = parse_marker(&text, |what| {
+            e(&format_args!("{OBJECTS_FORMAT_FILE} {what}"))
+        })?;
+        Ok(Some(m.bundle))
+    }
 }
 
 fn err(root: &Path, what: impl std::fmt::Display) -> StorageError {
@@ -45,7 +141,7 @@ fn err(root: &Path, what: impl std::fmt::Display) -> StorageError {
 
 /// Reads the root's marker: `Ok(None)` when the root is missing, empty, or holds only what an
 /// interrupted creation leaves (no marker yet); its bundle size otherwise.
-fn read_marker(root: &Path) -> Result<Option<u64>, StorageError> {
+fn read_marker(root: &Path) -> Result<Option<Marker>, StorageError> {
     if !root.exists() {
         return Ok(None);
     }
@@ -53,22 +149,10 @@ fn read_marker(root: &Path) -> Result<Option<u64>, StorageError> {
         return Err(err(root, "not a directory"));
     }
     match fs::read_to_string(root.join(OBJECTS_FORMAT_FILE)) {
-        Ok(text) => {
-            let line = text.lines().next().unwrap_or_default();
-            let mut words = line.split_whitespace();
-            if words.next() != Some(MARKER) || !line.contains("format=1") {
-                return Err(err(
-                    root,
-                    format!("{OBJECTS_FORMAT_FILE} is not an object store marker of format 1"),
-                ));
-            }
-            let bundle = words
-                .find_map(|w| w.strip_prefix("bundle-events="))
-                .and_then(|v| v.parse::<u64>().ok())
-                .filter(|&n| n >= 2)
-                .ok_or_else(|| err(root, format!("{OBJECTS_FORMAT_FILE} names no bundle size")))?;
-            Ok(Some(bundle))
-        }
+        Ok(text) => parse_marker(&text, |what| {
+            err(root, format!("{OBJECTS_FORMAT_FILE} {what}"))
+        })
+        .map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let others: Vec<String> = fs::read_dir(root)
                 .map_err(|e| err(root, e))?
@@ -197,6 +281,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Clone)]
 pub struct Objects<V> {
     root: PathBuf,
+    /// Where the PLog is when not under `root` (`s3://BUCKET/PREFIX`).
+    remote: Option<String>,
+    remote_failure: Option<RemoteFailure>,
     plog: ObjectPlog,
     view: V,
     created: bool,
@@ -222,6 +309,31 @@ impl<V> Objects<V> {
     pub fn plog(&self) -> &ObjectPlog {
         &self.plog
     }
+
+    /// Where the PLog is when it is not under [`root`](Self::root) (`s3://BUCKET/PREFIX`):
+    /// then other hosts, each with a view of its own, may append to it too.
+    pub fn remote(&self) -> Option<&str> {
+        self.remote.as_deref()
+    }
+}
+
+/// Refuses a root whose marker names another PLog than `url` (`None`: the root's own).
+fn same_plog(root: &Path, m: &Marker, url: Option<&str>) -> Result<(), StorageError> {
+    if m.plog.as_deref() == url {
+        return Ok(());
+    }
+    let name = |p: Option<&str>| match p {
+        Some(u) => u.to_string(),
+        None => format!("the PLog in {}", root.display()),
+    };
+    Err(err(
+        root,
+        format!(
+            "holds the view of {}, not of {}: give another --data directory",
+            name(m.plog.as_deref()),
+            name(url)
+        ),
+    ))
 }
 
 impl ObjectStorage {
@@ -229,7 +341,52 @@ impl ObjectStorage {
     /// with bundles of `bundle_events` events (default [`DEFAULT_BUNDLE_EVENTS`]) when it is
     /// missing or empty; an existing store keeps the bundle size it was created with.
     pub fn open(root: &Path, bundle_events: Option<u64>) -> Result<Self, StorageError> {
-        let created = match read_marker(root)? {
+        Self::open_with(root, None, bundle_events)
+    }
+
+    /// Opens the store whose PLog is on S3 at `url` (`s3://BUCKET/PREFIX`, configured from
+    /// the `AWS_*` environment variables) and whose view is in the local directory `data`
+    /// (created as [`open`](Self::open) creates a root). The PLog's bundle size is its
+    /// `FORMAT` object's (created with `bundle_events` if absent). A `data` directory that
+    /// holds the view of another PLog is refused before anything is written. Once S3 has
+    /// answered no request for `wait` (each retried first), the store reports a failure
+    /// ([`Storage::failure`]), which stops a run.
+    #[cfg(feature = "s3")]
+    pub fn open_s3(
+        data: &Path,
+        url: &str,
+        bundle_events: Option<u64>,
+        wait: std::time::Duration,
+    ) -> Result<Self, StorageError> {
+        let location = crate::s3::S3Location::parse(url)?;
+        let s3 = crate::s3::connect(&location)?;
+        let outage = s3.outage;
+        let remote = RemotePlog {
+            url: location.url(),
+            objects: s3.objects,
+            failure: Some(Arc::new(move || outage.longer_than(wait))),
+        };
+        Self::open_with(data, Some(remote), bundle_events)
+    }
+
+    /// Opens the store with its view in `root` and its PLog in `root` (`remote` `None`) or
+    /// on `remote`.
+    pub fn open_with(
+        root: &Path,
+        remote: Option<RemotePlog>,
+        bundle_events: Option<u64>,
+    ) -> Result<Self, StorageError> {
+        let url = remote.as_ref().map(|r| r.url.clone());
+        let remote_failure = remote.as_ref().and_then(|r| r.failure.clone());
+        let local = read_marker(root)?;
+        if let Some(m) = &local {
+            same_plog(root, m, url.as_deref())?;
+        }
+        let remote_bundle = match &remote {
+            Some(r) => r.marker(Some(bundle_events))?,
+            None => None,
+        };
+        let created = match local {
             Some(_) => false,
             None => {
                 let parent = match root.parent() {
@@ -246,32 +403,45 @@ impl ObjectStorage {
                 // An interrupted creation may have left a view database: start again.
                 let _ = fs::remove_file(root.join(VIEW_DB_FILE));
                 drop(RedbStorage::create(&root.join(VIEW_DB_FILE))?);
-                let n = bundle_events.unwrap_or(DEFAULT_BUNDLE_EVENTS).max(2);
+                let n = remote_bundle
+                    .or(bundle_events)
+                    .unwrap_or(DEFAULT_BUNDLE_EVENTS)
+                    .max(2);
                 let tmp = root.join(format!("{OBJECTS_FORMAT_FILE}.tmp"));
-                write_synced(&tmp, marker_line(n).as_bytes()).map_err(|e| err(root, e))?;
+                write_synced(&tmp, marker_line(n, url.as_deref()).as_bytes())
+                    .map_err(|e| err(root, e))?;
                 fs::rename(&tmp, root.join(OBJECTS_FORMAT_FILE)).map_err(|e| err(root, e))?;
                 sync_dir(root).map_err(|e| err(root, e))?;
                 sync_dir(&parent).map_err(|e| err(root, e))?;
                 true
             }
         };
-        let bundle = read_marker(root)?.unwrap_or(DEFAULT_BUNDLE_EVENTS);
+        let bundle = match remote_bundle {
+            Some(n) => n,
+            None => read_marker(root)?.map_or(DEFAULT_BUNDLE_EVENTS, |m| m.bundle),
+        };
         if let Some(asked) = bundle_events
             && asked != bundle
         {
             tracing::warn!(
                 "object store {}: keeps the bundle size it was created with ({bundle} events), not {asked}",
-                root.display()
+                url.clone().unwrap_or_else(|| root.display().to_string())
             );
         }
+        let open_plog = |access| match &remote {
+            Some(r) => ObjectPlog::open(r.objects.clone(), None, bundle, access),
+            None => ObjectPlog::open_local(root, bundle, access),
+        };
         // The PLog is scanned read-only first: a hole or a broken link refuses the store
         // before anything is written. Then the view (whose lock keeps a second process off
         // the store), then the PLog for writing (which repairs an interrupted merge).
-        drop(ObjectPlog::open_local(root, bundle, Access::ReadOnly)?);
+        drop(open_plog(Access::ReadOnly)?);
         let view = RedbStorage::open(&root.join(VIEW_DB_FILE)).map_err(|e| e.error)?;
-        let plog = ObjectPlog::open_local(root, bundle, Access::Write)?;
+        let plog = open_plog(Access::Write)?;
         Ok(Self {
             root: root.to_path_buf(),
+            remote: url,
+            remote_failure,
             plog,
             view,
             created,
@@ -433,20 +603,60 @@ impl Storage for ObjectStorage {
     }
 
     fn failure(&self) -> Option<String> {
-        self.view.failure()
+        self.view
+            .failure()
+            .or_else(|| self.remote_failure.as_ref().and_then(|f| f()))
     }
 }
 
 impl ObjectReader {
     /// Opens the store at `root` for reading only.
     pub fn open(root: &Path) -> Result<Self, StorageError> {
-        let bundle = read_marker(root)?
-            .ok_or_else(|| err(root, "no sequencer object store there (no FORMAT file)"))?;
+        Self::open_with(root, None)
+    }
+
+    /// Opens for reading only the store whose PLog is on S3 at `url` and whose view is in
+    /// `data` (see [`ObjectStorage::open_s3`]); nothing is created or changed.
+    #[cfg(feature = "s3")]
+    pub fn open_s3(data: &Path, url: &str) -> Result<Self, StorageError> {
+        let location = crate::s3::S3Location::parse(url)?;
+        let remote = RemotePlog {
+            url: location.url(),
+            objects: crate::s3::connect(&location)?.objects,
+            failure: None,
+        };
+        Self::open_with(data, Some(remote))
+    }
+
+    /// Opens for reading only the store with its view in `root` and its PLog in `root`
+    /// (`remote` `None`) or on `remote`.
+    pub fn open_with(root: &Path, remote: Option<RemotePlog>) -> Result<Self, StorageError> {
+        let url = remote.as_ref().map(|r| r.url.clone());
+        let marker = read_marker(root)?.ok_or_else(|| {
+            err(
+                root,
+                format!("no sequencer object store there (no {OBJECTS_FORMAT_FILE} file)"),
+            )
+        })?;
+        same_plog(root, &marker, url.as_deref())?;
         let layout = ObjectStorage::read_layout(root)?;
         let view = RedbReader::open(&root.join(VIEW_DB_FILE), layout).map_err(|e| e.error)?;
-        let plog = ObjectPlog::open_local(root, bundle, Access::ReadOnly)?;
+        let plog = match &remote {
+            Some(r) => {
+                let bundle = r.marker(None)?.ok_or_else(|| {
+                    StorageError(format!(
+                        "object store {}: no sequencer PLog there (no {OBJECTS_FORMAT_FILE} object)",
+                        r.url
+                    ))
+                })?;
+                ObjectPlog::open(r.objects.clone(), None, bundle, Access::ReadOnly)?
+            }
+            None => ObjectPlog::open_local(root, marker.bundle, Access::ReadOnly)?,
+        };
         Ok(Self {
             root: root.to_path_buf(),
+            remote: url,
+            remote_failure: None,
             plog,
             view,
             created: false,
@@ -457,11 +667,18 @@ impl ObjectReader {
 
 impl<V: StoreReader> StoreReader for Objects<V> {
     fn describe(&self) -> String {
-        format!(
-            "object store {} (PLog objects read in place, view: {})",
-            self.root.display(),
-            self.view.describe()
-        )
+        match &self.remote {
+            Some(url) => format!(
+                "object store {url} (PLog objects read in place, view in {}: {})",
+                self.root.display(),
+                self.view.describe()
+            ),
+            None => format!(
+                "object store {} (PLog objects read in place, view: {})",
+                self.root.display(),
+                self.view.describe()
+            ),
+        }
     }
 
     fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
@@ -506,8 +723,11 @@ impl<V: StoreReader> StoreReader for Objects<V> {
         let parts = plog.partitions();
         let merged: u64 = parts.iter().map(|&p| plog.bounds(p).1).sum();
         let events: u64 = parts.iter().map(|&p| plog.bounds(p).0 - 1).sum();
-        vec![
-            ("root".into(), self.root.display().to_string()),
+        let mut rows = vec![("root".into(), self.root.display().to_string())];
+        if let Some(url) = &self.remote {
+            rows.push(("PLog".into(), url.clone()));
+        }
+        rows.extend([
             (
                 "bundle size".into(),
                 format!("{} events", plog.bundle_events()),
@@ -519,6 +739,7 @@ impl<V: StoreReader> StoreReader for Objects<V> {
                     events - merged
                 ),
             ),
-        ]
+        ]);
+        rows
     }
 }

@@ -44,6 +44,17 @@ impl RetryPolicy {
         deadline: Duration::MAX,
     };
 
+    /// One S3 request failing on the transport (a refused or lost connection, a timeout, a
+    /// server error): 50 ms doubling to 500 ms, jittered, at most 4 retries and 2 s of waiting.
+    /// Short, because the caller retries too (an append under [`APPEND`](Self::APPEND)), and
+    /// an object store that does not answer for seconds stops the run.
+    pub const S3_REQUEST: Self = Self {
+        first_wait: Duration::from_millis(50),
+        max_wait: Duration::from_millis(500),
+        max_retries: 4,
+        deadline: Duration::from_secs(2),
+    };
+
     /// The waits between tries, in order: `None` once the retries or the deadline are spent.
     /// `seed` seeds the jitter (a different one per caller keeps callers apart).
     pub fn waits(&self, seed: u64) -> ExponentialBackoff {
@@ -142,6 +153,19 @@ mod tests {
         assert!(waits.iter().sum::<Duration>() <= RetryPolicy::APPEND.deadline);
         let other: Vec<Duration> = RetryPolicy::APPEND.waits(8).collect();
         assert_ne!(waits, other, "another seed, other jitter");
+    }
+
+    #[test]
+    fn s3_request_waits_stop_after_four_retries_within_two_seconds() {
+        let policy = RetryPolicy::S3_REQUEST;
+        let waits: Vec<Duration> = policy.waits(3).collect();
+        assert_eq!(waits.len(), 4);
+        assert!(waits.iter().sum::<Duration>() <= policy.deadline);
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= policy.first_wait && *w < policy.max_wait * 2)
+        );
     }
 
     #[test]

@@ -19,7 +19,8 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub data: DataArgs,
     /// The store to check: embedded (redb in --data), objects (an object store in --data),
-    /// objects:DIR, or etcd://HOST:PORT,... (memory keeps nothing to check).
+    /// objects:DIR, objects:s3://BUCKET/PREFIX (its view in --data), or etcd://HOST:PORT,...
+    /// (memory keeps nothing to check).
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
 }

@@ -17,7 +17,7 @@ pub struct InspectArgs {
     #[command(flatten)]
     pub data: DataArgs,
     /// The store to read: embedded (redb in --data), objects (an object store in --data),
-    /// objects:DIR, or etcd://HOST:PORT,...
+    /// objects:DIR, objects:s3://BUCKET/PREFIX (its view in --data), or etcd://HOST:PORT,...
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
     /// The partition to show.

@@ -84,6 +84,9 @@ pub enum StoreKind {
     /// The PLog on object storage in a local directory (`objects`: the one `--data` names;
     /// `objects:DIR`: DIR), one object per event merged into bundles, the view in redb beside it.
     Objects(Option<PathBuf>),
+    /// The PLog on S3, `objects:s3://BUCKET/PREFIX` (feature `s3`; configured from the
+    /// `AWS_*` environment variables), the view in redb in the `--data` directory.
+    ObjectsS3(String),
 }
 
 impl StoreKind {
@@ -91,6 +94,8 @@ impl StoreKind {
     pub fn objects_root(&self, data: &Path) -> Option<PathBuf> {
         match self {
             Self::Objects(dir) => Some(dir.clone().unwrap_or_else(|| data.to_path_buf())),
+            // The view (and the layout) are in the data directory; the PLog is on S3.
+            Self::ObjectsS3(_) => Some(data.to_path_buf()),
             _ => None,
         }
     }
@@ -105,11 +110,14 @@ impl FromStr for StoreKind {
             "memory" => Ok(Self::Memory),
             "objects" => Ok(Self::Objects(None)),
             _ if s.starts_with("etcd://") => Ok(Self::Etcd(s.to_string())),
+            _ if s.starts_with("objects:s3://") => {
+                Ok(Self::ObjectsS3(s["objects:".len()..].into()))
+            }
             _ if s.starts_with("objects:") && s.len() > "objects:".len() => {
                 Ok(Self::Objects(Some(PathBuf::from(&s["objects:".len()..]))))
             }
             _ => Err(format!(
-                "unknown store {s:?}: expected embedded, memory, objects, objects:DIR or etcd://HOST:PORT"
+                "unknown store {s:?}: expected embedded, memory, objects, objects:DIR, objects:s3://BUCKET/PREFIX or etcd://HOST:PORT"
             )),
         }
     }
@@ -123,6 +131,7 @@ impl fmt::Display for StoreKind {
             Self::Etcd(url) => f.write_str(url),
             Self::Objects(None) => f.write_str("objects"),
             Self::Objects(Some(dir)) => write!(f, "objects:{}", dir.display()),
+            Self::ObjectsS3(url) => write!(f, "objects:{url}"),
         }
     }
 }
@@ -164,6 +173,14 @@ pub fn no_etcd(url: &str) -> CliError {
     ))
 }
 
+/// The refusal of an `objects:s3://` store by a build without the `s3` feature.
+#[cfg(not(feature = "s3"))]
+pub fn no_s3(url: &str) -> CliError {
+    CliError(format!(
+        "store objects:{url}: this sequencer-host was built without S3 support; rebuild it with `--features s3`"
+    ))
+}
+
 /// Opens the store `kind` for reading only (the embedded one in the data directory `data`):
 /// what `check` and `inspect` read, leaving the store's bytes unchanged.
 pub fn open_reader(kind: &StoreKind, data: &Path) -> CliResult<Box<dyn StoreReader>> {
@@ -188,6 +205,12 @@ pub fn open_reader(kind: &StoreKind, data: &Path) -> CliResult<Box<dyn StoreRead
                 .unwrap_or_else(|| data.to_path_buf());
             Ok(Box::new(sequencer_host::ObjectReader::open(&root)?))
         }
+        #[cfg(feature = "s3")]
+        StoreKind::ObjectsS3(url) => {
+            Ok(Box::new(sequencer_host::ObjectReader::open_s3(data, url)?))
+        }
+        #[cfg(not(feature = "s3"))]
+        StoreKind::ObjectsS3(url) => Err(no_s3(url)),
         StoreKind::Memory => Err(CliError(
             "the memory store keeps nothing to read (use --store embedded or etcd://...)".into(),
         )),

@@ -108,8 +108,9 @@ pub struct RunArgs {
     #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Storage backend: embedded (redb in --data), memory, objects (the PLog as one object per
-    /// event, merged into bundles, in --data; objects:DIR in DIR), or etcd://HOST:PORT,... (an
-    /// etcd cluster shared by many hosts; --data is not used).
+    /// event, merged into bundles, in --data; objects:DIR in DIR; objects:s3://BUCKET/PREFIX on
+    /// S3 with the view in --data, feature `s3`), or etcd://HOST:PORT,... (an etcd cluster
+    /// shared by many hosts; --data is not used).
     #[arg(long, default_value = "embedded")]
     pub store: StoreKind,
     /// Events per bundle of a new object store (an existing one keeps its own).
@@ -148,9 +149,9 @@ pub struct RunArgs {
     /// store acknowledges them.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub rate: f64,
-    /// How long to wait for a store that lost its majority (etcd) before stopping, in
-    /// seconds: the run says so every few seconds meanwhile, and goes on by itself when the
-    /// majority is back.
+    /// How long to wait for a store that lost its majority (etcd), or a PLog on S3 that
+    /// answers nothing, before stopping, in seconds: the run goes on by itself when the store
+    /// is back.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub store_wait_s: u64,
     /// The shortest time between two flusher writes of a partition, in milliseconds: the
@@ -246,9 +247,15 @@ impl Backend {
         }
     }
 
-    /// Another host may hold the same partition (etcd), so an append refused by the fence
+    /// Another host may hold the same partition (etcd, a PLog on S3), so an append refused by the fence
     /// means "actualize and go on", not a bug.
     fn shared(&self) -> bool {
+        // A PLog on S3 may have other hosts (each with a view of its own) appending to it.
+        if let Self::Objects(o) = self
+            && o.remote().is_some()
+        {
+            return true;
+        }
         #[cfg(feature = "etcd")]
         if matches!(self, Self::Etcd(_)) {
             return true;
@@ -904,6 +911,10 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
     let dir_state = match &args.store {
         StoreKind::Embedded => Some(DataDir::validate(&args.data, OpenMode::OpenOrCreate)?),
         StoreKind::Memory | StoreKind::Etcd(_) | StoreKind::Objects(_) => None,
+        #[cfg(not(feature = "s3"))]
+        StoreKind::ObjectsS3(url) => return Err(super::no_s3(url)),
+        #[cfg(feature = "s3")]
+        StoreKind::ObjectsS3(_) => None,
     };
     let objects_root = args.store.objects_root(&args.data);
     let wanted = layout(args);
@@ -975,16 +986,27 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
             Backend::Embedded(dir)
         }
         None => match &args.store {
-            StoreKind::Objects(_) => {
+            StoreKind::Objects(_) | StoreKind::ObjectsS3(_) => {
                 let root = objects_root.as_deref().unwrap_or(&args.data);
-                let store = ObjectStorage::open(root, args.bundle_events)?;
+                let store = match &args.store {
+                    #[cfg(feature = "s3")]
+                    StoreKind::ObjectsS3(url) => ObjectStorage::open_s3(
+                        root,
+                        url,
+                        args.bundle_events,
+                        Duration::from_secs(args.store_wait_s),
+                    )?,
+                    _ => ObjectStorage::open(root, args.bundle_events)?,
+                };
                 if recorded.is_none() {
                     store.record_layout(&wanted)?;
                 }
                 tracing::info!(
                     "{} object store {}",
                     if store.created() { "created" } else { "opened" },
-                    root.display()
+                    store
+                        .remote()
+                        .map_or_else(|| root.display().to_string(), str::to_string)
                 );
                 Backend::Objects(store)
             }
@@ -1374,11 +1396,18 @@ fn report(args: &RunArgs, opened: &Opened, recovered: &Recovered, ran: Ran, chec
     } = ran;
     let store_line = match backend {
         Backend::Embedded(d) => format!("embedded redb, {}", d.store().path().display()),
-        Backend::Objects(o) => format!(
-            "object store {} (one object per event, bundles of {}; view in redb)",
-            o.root().display(),
-            o.plog().bundle_events()
-        ),
+        Backend::Objects(o) => match o.remote() {
+            Some(url) => format!(
+                "object store {url} (one object per event, bundles of {}; view in redb in {})",
+                o.plog().bundle_events(),
+                o.root().display()
+            ),
+            None => format!(
+                "object store {} (one object per event, bundles of {}; view in redb)",
+                o.root().display(),
+                o.plog().bundle_events()
+            ),
+        },
         Backend::Memory(_) => "memory (nothing kept)".to_string(),
         #[cfg(feature = "etcd")]
         Backend::Etcd(e) => format!("{} (3-way replicated, fenced appends)", e.label()),
