@@ -83,6 +83,10 @@ bg js-pkg nice -n 5 bash scripts/js-build.sh
 step "the crates as they would be published (cargo publish --dry-run --workspace)"
 # Packages every publishable crate in dependency order (an unpublished sibling comes from a
 # local overlay registry), builds each from its package alone, and uploads nothing.
+# cargo unpacks each packaged crate into $CARGO_HOME/registry/src/-<hash>/ (the overlay
+# registries have no host name) and reuses an unpacked one of the same version: a previous
+# run's copy of plog-sequencer 0.1.0 would then stand in for this tree's. Ours only are removed.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/plog-sequencer-*
 cargo publish --quiet --dry-run --workspace --allow-dirty
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
