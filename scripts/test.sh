@@ -83,10 +83,16 @@ bg js-pkg nice -n 5 bash scripts/js-build.sh
 step "the crates as they would be published (cargo publish --dry-run --workspace)"
 # Packages every publishable crate in dependency order (an unpublished sibling comes from a
 # local overlay registry), builds each from its package alone, and uploads nothing.
-# cargo unpacks each packaged crate into $CARGO_HOME/registry/src/-<hash>/ (the overlay
-# registries have no host name) and reuses an unpacked one of the same version: a previous
-# run's copy of plog-sequencer 0.1.0 would then stand in for this tree's. Ours only are removed.
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/plog-sequencer-*
+# The dry run verifies the host against the core as a registry crate, and cargo never checks a
+# registry crate's files again once built (a registry's crates do not change): an earlier run's
+# build of plog-sequencer 0.1.0 would stand in for this tree's. So the builds of our packaged
+# crates are forgotten first: those from a registry (their dep-info lists no file) and those
+# from target/package/ (whose files carry the package's fixed mtime). Nothing else.
+for dep_info in "$TARGET_DIR"/debug/.fingerprint/plog-sequencer*/dep-*; do
+  if grep -aqs "package/plog-sequencer" "$dep_info" || ! grep -aqs '\.rs' "$dep_info"; then
+    rm -rf "$(dirname "$dep_info")"
+  fi
+done
 cargo publish --quiet --dry-run --workspace --allow-dirty
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
