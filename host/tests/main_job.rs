@@ -216,7 +216,7 @@ fn rust_log_overrides_quiet_and_no_color_keeps_a_terminals_log_plain() {
     let out = run(&data).env("RUST_LOG", "debug").output().expect("run");
     let (_, stderr) = common::text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("compiled component"), "{stderr}");
+    assert!(stderr.contains("loaded component"), "{stderr}");
     // Without it, --quiet shows nothing.
     let quiet = run(&data).env_remove("RUST_LOG").output().expect("run");
     assert_eq!(common::text(&quiet).1, "", "--quiet: no log lines");
