@@ -16,7 +16,7 @@ profile="${SEQUENCER_PROFILE:-release}"
 bin_dir="$TARGET_DIR/$([[ "$profile" == dev ]] && echo debug || echo "$profile")"
 
 if [[ ! -x "$bin_dir/sequencer-host" ]]; then
-  echo "run.sh: first build of the component and the host (profile $profile); on a 2-core machine this takes about 3 to 4 minutes, later runs start at once" >&2
+  echo "run.sh: first build of the component and the host (profile $profile); on a 2-core machine this takes about 4 to 5 minutes, later runs start at once" >&2
 fi
 echo "run.sh: building the component (cargo build -p plog-sequencer --target wasm32-wasip2)" >&2
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
