@@ -40,28 +40,10 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Starts a cluster, or `None` (skip) when etcd is unavailable outside CI.
+    /// Starts a cluster, or `None` (skip) when etcd is unavailable outside CI. Puts etcd in
+    /// the project's tool cache if it is not on PATH (no system install).
     fn start() -> Option<Self> {
-        let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        // Puts etcd in the project's tool cache if it is not on PATH (no system install).
-        let have_etcd = Command::new("bash")
-            .arg(ENSURE)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !have_etcd && !in_ci {
-            eprintln!(
-                "SKIPPED: etcd is not available (scripts/etcd-ensure.sh could not provide it; under CI=true these tests fail instead)"
-            );
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("temp dir");
-        let out = Command::new("bash")
-            .arg(SCRIPT)
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .expect("run etcd-cluster.sh");
+        let (dir, out) = common::start_service("etcd", ENSURE, SCRIPT)?;
         let (stdout, stderr) = text(&out);
         let cluster = Self {
             endpoints: stdout.trim().split(',').map(str::to_string).collect(),

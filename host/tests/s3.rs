@@ -47,25 +47,7 @@ struct Server {
 impl Server {
     /// Starts a server, or `None` (skip) when moto is unavailable outside CI.
     fn start() -> Option<Self> {
-        let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        let have_moto = Command::new("bash")
-            .arg(ENSURE)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !have_moto && !in_ci {
-            eprintln!(
-                "SKIPPED: moto is not available (scripts/s3-ensure.sh could not provide it; under CI=true these tests fail instead)"
-            );
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("temp dir");
-        let out = Command::new("bash")
-            .arg(SCRIPT)
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .expect("run s3-server.sh");
+        let (dir, out) = common::start_service("moto", ENSURE, SCRIPT)?;
         let (stdout, stderr) = text(&out);
         let server = Self {
             endpoint: stdout.trim().to_string(),

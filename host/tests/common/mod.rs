@@ -138,3 +138,38 @@ pub fn ready(driver: &sequencer_host::Driver, seq: &sequencer_host::PartitionSeq
     }
     panic!("the sequencer never became ready: {:?}", seq.status());
 }
+
+/// Starts a test service with one of the project's scripts: `ensure` provides its program
+/// (in the tool cache), then `script start DIR` starts it in a new temporary folder and prints
+/// where it listens. Returns the folder and what the start printed (its exit status included,
+/// for the caller's assertions), or `None` when the program cannot be had outside CI (the test
+/// then skips, saying so); under `CI=true` a missing program is not skipped but fails.
+pub fn start_service(
+    what: &str,
+    ensure: &str,
+    script: &str,
+) -> Option<(tempfile::TempDir, Output)> {
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+    let have = Command::new("bash")
+        .arg(ensure)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have && !in_ci {
+        let name = Path::new(ensure)
+            .file_name()
+            .map_or(ensure.into(), |n| n.to_string_lossy());
+        eprintln!(
+            "SKIPPED: {what} is not available (scripts/{name} could not provide it; under CI=true these tests fail instead)"
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg("start")
+        .arg(dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    Some((dir, out))
+}
