@@ -21,6 +21,26 @@ fn component() -> Vec<u8> {
     fs::read(component_path()).expect("the component (bash scripts/build-component.sh)")
 }
 
+/// A sequencer opened over storage whose reads are held at the gate: it stays actualizing
+/// until the test opens the gate.
+fn opened_with_reads_held() -> (Harness, sequencer_host::PartitionSequencer) {
+    let storage = MemoryStorage::new();
+    storage.read_gate.close();
+    let h = Harness::with(storage, runtime());
+    let seq = h.open(P, &params());
+    h.storage.read_gate.wait_for_waiters(1);
+    (h, seq)
+}
+
+/// A waker that records whether it was woken.
+struct Flag(std::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Polls `fut` once: whether it is done yet.
 fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(Waker::noop()))
@@ -28,11 +48,7 @@ fn poll_once<F: Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
 
 #[test]
 fn ready_resolves_once_actualization_finishes_and_not_before() {
-    let storage = MemoryStorage::new();
-    storage.read_gate.close(); // the actualization's first read is held
-    let h = Harness::with(storage, runtime());
-    let seq = h.open(P, &params());
-    h.storage.read_gate.wait_for_waiters(1);
+    let (h, seq) = opened_with_reads_held(); // the actualization's first read is held
     let mut ready = pin!(seq.ready());
     assert!(poll_once(ready.as_mut()).is_pending(), "still actualizing");
 
@@ -46,34 +62,31 @@ fn ready_resolves_once_actualization_finishes_and_not_before() {
 
 #[test]
 fn ready_fails_with_closed_when_the_sequencer_is_cleaned_up_first() {
-    let storage = MemoryStorage::new();
-    storage.read_gate.close();
-    let h = Harness::with(storage, runtime());
-    let seq = h.open(P, &params());
-    h.storage.read_gate.wait_for_waiters(1);
-    let waiter = std::thread::spawn({
-        let seq = seq.clone();
-        move || futures::executor::block_on(seq.ready())
-    });
-    while !waiter.is_finished() && seq.storage_ops_in_flight() == 0 {
-        std::thread::yield_now();
-    }
-    seq.cleanup();
-    let outcome = waiter.join().expect("the waiter returns");
+    let (h, seq) = opened_with_reads_held();
+    let mut ready = pin!(seq.ready());
+    let flag = std::sync::Arc::new(Flag(std::sync::atomic::AtomicBool::new(false)));
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
     assert!(
-        matches!(outcome, Err(HostError::Closed(P))),
-        "cleanup wakes the waiter with Closed: {outcome:?}"
+        ready.as_mut().poll(&mut cx).is_pending(),
+        "waiting, subscribed"
+    );
+    seq.cleanup();
+    assert!(
+        flag.0.load(std::sync::atomic::Ordering::SeqCst),
+        "cleanup wakes the waiting future"
+    );
+    let outcome = ready.as_mut().poll(&mut cx);
+    assert!(
+        matches!(outcome, Poll::Ready(Err(HostError::Closed(P)))),
+        "the waiter learns of the cleanup: {outcome:?}"
     );
     h.storage.read_gate.open();
 }
 
 #[test]
 fn wait_ready_gives_up_after_its_time_on_the_hosts_clock() {
-    let storage = MemoryStorage::new();
-    storage.read_gate.close();
-    let h = Harness::with(storage, runtime());
-    let seq = h.open(P, &params());
-    h.storage.read_gate.wait_for_waiters(1);
+    let (h, seq) = opened_with_reads_held();
     let waiter = std::thread::spawn({
         let seq = seq.clone();
         move || seq.wait_ready(Duration::from_secs(5))
