@@ -87,6 +87,18 @@ pub fn component_path() -> PathBuf {
         .join("bundled-component/wasm32-wasip2/wasm/sequencer.wasm")
 }
 
+/// Reads the component file at `path` and hands its bytes to `load`; an error of either names
+/// the file.
+pub(crate) fn load_file<T>(
+    path: &Path,
+    load: impl FnOnce(&[u8]) -> Result<T, HostError>,
+) -> Result<T, HostError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        HostError::Component(format!("cannot read component {}: {e}", path.display()))
+    })?;
+    load(&bytes).map_err(|e| HostError::Component(format!("{}: {e}", path.display())))
+}
+
 /// A store's data: the host view the imports reach, and the memory accounting of its limits.
 pub struct StoreData<H> {
     /// What the imports reach.
@@ -246,11 +258,7 @@ pub struct Instance<H: 'static> {
 impl<H: Host + Send + 'static> Linked<H> {
     /// Compiles the component at `path`.
     pub fn from_file(path: &Path, limits: Limits) -> Result<Self, HostError> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            HostError::Component(format!("cannot read component {}: {e}", path.display()))
-        })?;
-        Self::from_bytes(&bytes, limits)
-            .map_err(|e| HostError::Component(format!("{}: {e}", path.display())))
+        load_file(path, |bytes| Self::from_bytes(bytes, limits))
     }
 
     /// Compiles and links a component from its bytes.

@@ -90,11 +90,7 @@ impl RuntimeBuilder {
 
     /// Compiles (or reads from the cache) the component at `path`.
     pub fn load_file(self, path: &Path) -> Result<Runtime, HostError> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            HostError::Component(format!("cannot read component {}: {e}", path.display()))
-        })?;
-        self.load_bytes(&bytes)
-            .map_err(|e| HostError::Component(format!("{}: {e}", path.display())))
+        crate::link::load_file(path, |bytes| self.load_bytes(bytes))
     }
 
     /// Compiles (or reads from the cache) the component `bytes`.
