@@ -3,7 +3,11 @@
 //! object-store bundles and from one-event objects; and the durable append rate of each
 //! (one partition, batches of 256 events of 128-byte payloads, every append synced).
 //!
-//! `cargo bench -p plog-sequencer-host --bench plog_replay` (`PLOG_REPLAY_EVENTS`, default 20,000).
+//! `cargo bench -p plog-sequencer-host --bench plog_replay`. Appends are timed on
+//! `PLOG_REPLAY_EVENTS` events (default 20,000); replay from redb and from bundles on
+//! `PLOG_REPLAY_LONG` events (default 1,048,576; the bundles written as `archive` writes them,
+//! since appending a million one-event objects would take minutes), replay from one-event
+//! objects on the appended ones.
 //!
 //! With the `s3` feature and an S3 server named by `AWS_ENDPOINT_URL` (and keys), also the PLog
 //! on S3 (bundles of 1,024; `PLOG_REPLAY_S3_EVENTS`, default 5,120: five bundles):
@@ -13,10 +17,18 @@ use std::time::Instant;
 
 use futures::executor::block_on;
 use sequencer::SeqValue;
-use sequencer_host::{EventBatch, ObjectStorage, RedbStorage, Storage};
+use sequencer_host::{EventBatch, ObjectStorage, RedbStorage, Storage, encode_event};
 
 const PAGE: usize = 4096;
 const BATCH: u64 = 256;
+
+/// The values of the event at offset `o`: two numbers of one of 500 workspaces.
+fn values(o: u64) -> [SeqValue; 2] {
+    [
+        SeqValue::new(o % 500 + 1, 1, o),
+        SeqValue::new(o % 500 + 1, 2, 1_000_000 + o),
+    ]
+}
 
 fn fill(storage: &dyn Storage, events: u64) -> f64 {
     let started = Instant::now();
@@ -25,16 +37,25 @@ fn fill(storage: &dyn Storage, events: u64) -> f64 {
     while first <= events {
         batch.reset(first);
         for o in first..(first + BATCH).min(events + 1) {
-            let values = [
-                SeqValue::new(o % 500 + 1, 1, o),
-                SeqValue::new(o % 500 + 1, 2, 1_000_000 + o),
-            ];
-            batch.push(&values, &[b'.'; 128]);
+            batch.push(&values(o), &[b'.'; 128]);
         }
         storage.append_events(0, &batch).expect("append");
         first = batch.next();
     }
     events as f64 / started.elapsed().as_secs_f64()
+}
+
+/// `events` events (a multiple of the bundle size) written as bundles, the way `archive` does.
+fn fill_bundles(storage: &ObjectStorage, events: u64) {
+    let per = storage.plog().bundle_events();
+    let mut o = 1;
+    while o <= events {
+        let bundle: Vec<Vec<u8>> = (o..o + per)
+            .map(|o| encode_event(&values(o), &[b'.'; 128]))
+            .collect();
+        storage.plog().put_bundle(0, &bundle).expect("bundle");
+        o += per;
+    }
 }
 
 /// The best of three full replays, in events per second.
@@ -62,15 +83,26 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
+    let long: u64 = std::env::var("PLOG_REPLAY_LONG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1u64 << 20)
+        .div_ceil(1024)
+        * 1024;
     let tmp = tempfile::tempdir().expect("temp dir");
     let redb = RedbStorage::create(&tmp.path().join("store.redb")).expect("redb");
     let redb_append = fill(&redb, events);
-    let redb_replay = replay(&redb, events);
+    drop(redb);
+    let redb = RedbStorage::create(&tmp.path().join("long.redb")).expect("redb");
+    fill(&redb, long);
+    let redb_replay = replay(&redb, long);
 
     let bundled = ObjectStorage::open(&tmp.path().join("bundled"), Some(1024)).expect("objects");
     let bundled_append = fill(&bundled, events);
-    bundled.plog().merge_now().expect("merge");
-    let bundled_replay = replay(&bundled, events);
+    drop(bundled);
+    let bundled = ObjectStorage::open(&tmp.path().join("long"), Some(1024)).expect("objects");
+    fill_bundles(&bundled, long);
+    let bundled_replay = replay(&bundled, long);
 
     let loose = ObjectStorage::open(&tmp.path().join("loose"), Some(1 << 40)).expect("objects");
     let loose_append = fill(&loose, events);
@@ -110,7 +142,10 @@ fn main() {
         rows.push((format!("S3 {url}, bundles ({n} events)"), append, bundled));
     }
 
-    println!("{events} events, pages of {PAGE}, appends of {BATCH} events (durable)");
+    println!(
+        "appends: {events} events in appends of {BATCH} (durable); replay: pages of {PAGE}, \
+         {long} events from redb and bundles, {events} from one-event objects"
+    );
     println!(
         "{:<34} {:>14} {:>14}",
         "store", "append ev/s", "replay ev/s"

@@ -431,6 +431,38 @@ impl ObjectPlog {
         parts.iter().find_map(|p| lock(p).merge_error.clone())
     }
 
+    /// Bundles the merger still owes: complete bundle-sized ranges of one-event objects not
+    /// yet merged, over every partition whose merging has not stopped on an error.
+    pub fn merge_backlog(&self) -> u64 {
+        let parts: Vec<_> = lock(&self.shared.parts).values().cloned().collect();
+        parts
+            .iter()
+            .map(|p| {
+                let st = lock(p);
+                match st.merge_error {
+                    Some(_) => 0,
+                    None => st.next.saturating_sub(st.merged_to + 1) / self.shared.bundle_events,
+                }
+            })
+            .sum()
+    }
+
+    /// A record every host of this PLog shares (its numbering layout), as the object `name`
+    /// beside the partitions' objects: created holding `bytes` if absent (create-if-absent,
+    /// so of two hosts recording at once one wins); returns what it holds then, the winner's
+    /// bytes.
+    pub fn record_shared(&self, name: &str, bytes: Vec<u8>) -> Result<Vec<u8>, StorageError> {
+        match self.shared.create(name, bytes.clone()) {
+            Ok(()) => Ok(bytes),
+            Err(CreateError::Taken) => self.shared.get(name)?.ok_or_else(|| {
+                StorageError(format!(
+                    "object store: {name} was there when created, and gone when read"
+                ))
+            }),
+            Err(CreateError::Storage(e)) => Err(e),
+        }
+    }
+
     /// Merges every complete bundle-sized range now (the merger thread does so in the
     /// background); returns how many bundles it wrote.
     pub fn merge_now(&self) -> Result<u64, StorageError> {

@@ -464,6 +464,27 @@ impl ObjectStorage {
         DataDir::read_layout(root).map_err(|e| StorageError(e.to_string()))
     }
 
+    /// With the PLog on S3, the numbering layout every host of that PLog shares: a `LAYOUT`
+    /// object beside its `FORMAT`, created holding `wanted` if absent (so a second host with
+    /// another partition count is refused even with a data directory of its own). `None`
+    /// for a local PLog, whose layout is its root's `LAYOUT` file.
+    pub fn shared_layout(&self, wanted: &Layout) -> Result<Option<Layout>, StorageError> {
+        let Some(url) = &self.remote else {
+            return Ok(None);
+        };
+        let held = self
+            .plog
+            .record_shared(crate::LAYOUT_FILE, wanted.to_text().into_bytes())?;
+        Layout::parse(&String::from_utf8_lossy(&held))
+            .map(Some)
+            .map_err(|e| {
+                StorageError(format!(
+                    "object store {url}: its {} object is not a layout: {e}",
+                    crate::LAYOUT_FILE
+                ))
+            })
+    }
+
     /// Records `layout` in the root, durably.
     pub fn record_layout(&self, layout: &Layout) -> Result<(), StorageError> {
         let tmp = self.root.join("LAYOUT.tmp");

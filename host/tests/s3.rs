@@ -247,6 +247,32 @@ fn the_main_job_runs_resumes_and_checks_on_s3_and_inspect_reads_it() {
         "{stderr}"
     );
     assert!(names(server.objects("other").as_ref(), "events", 0).is_empty());
+    // The layout is recorded in the bucket too: a second host, with a data directory of its
+    // own, that would number the PLog with another partition count is refused before it
+    // appends anything.
+    let (before, layout) = (stored(objects.as_ref()), get(objects.as_ref(), "LAYOUT"));
+    assert!(String::from_utf8_lossy(&layout).contains("partitions 4"));
+    let mut args = run_args(url, &tmp.path().join("second"), 10, 32);
+    let at = args
+        .iter()
+        .position(|a| a == "--partitions")
+        .expect("partitions")
+        + 1;
+    args[at] = "2".into();
+    let out = server.run_host(&args);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr
+            .contains("object store s3://sequencer/main: it was numbered with 4 partitions, not 2"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stored(objects.as_ref()),
+        before,
+        "the refused host wrote events"
+    );
+    assert_eq!(server.checked(url, &data, "after the refused host"), 800);
 }
 
 #[test]
@@ -570,8 +596,8 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
     );
 }
 
-/// How many events the kill test's PLog holds in objects and bundles of 16 (more while a
-/// merge has written a bundle and not yet deleted its events).
+/// How many events a PLog holds in objects and bundles (counted as 16 events each, the kill
+/// test's size; more while a merge has written a bundle and not yet deleted its events).
 fn stored(objects: &dyn ObjectStore) -> usize {
     (0..4)
         .map(|p| names(objects, "events", p).len() + 16 * names(objects, "bundles", p).len())

@@ -998,6 +998,14 @@ fn open(args: &RunArgs) -> CliResult<Opened> {
                     )?,
                     _ => ObjectStorage::open(root, args.bundle_events)?,
                 };
+                if let (Some(shared), Some(url)) = (store.shared_layout(&wanted)?, store.remote()) {
+                    refuse_another_layout(
+                        &format!("object store {url}"),
+                        &shared,
+                        &wanted,
+                        "use another s3://BUCKET/PREFIX",
+                    )?;
+                }
                 if recorded.is_none() {
                     store.record_layout(&wanted)?;
                 }
@@ -1242,6 +1250,7 @@ fn run_workload(
         "{prefix:>12} [{bar:40}] {pos}/{len} events ({elapsed}, eta {eta}) {msg}",
     ));
     events_bar.set_prefix("running");
+    let merge_bar = MergeBar::new(backend, progress);
     let actualizations = AtomicU64::new(0);
     let warnings = WarnLimiter::new(WARN_INTERVAL);
     let workload = Workload {
@@ -1289,6 +1298,9 @@ fn run_workload(
                 _ => {}
             }
             events_bar.set_message(msg);
+            if let Some(m) = &merge_bar {
+                m.update();
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
         stop_archiving.store(true, Ordering::Relaxed);
@@ -1307,6 +1319,9 @@ fn run_workload(
     });
     let archived = archived.transpose()?;
     let elapsed = started.elapsed();
+    if let Some(m) = merge_bar {
+        m.drain()?;
+    }
     let during = StoreSnapshot::take(backend).since(&counts_before);
     let reads = read_ahead.counts().since(&reads_before);
     events_bar.finish_and_clear();
@@ -1322,6 +1337,68 @@ fn run_workload(
         reads,
         archived,
     })
+}
+
+/// The progress bar of an object store's merger: bundles written since the run began out
+/// of those written plus those owed (complete ranges of one-event objects not yet merged).
+struct MergeBar<'a> {
+    plog: &'a sequencer_host::ObjectPlog,
+    bar: ProgressBar,
+    written_before: u64,
+}
+
+impl<'a> MergeBar<'a> {
+    /// A bar for an object store's merger; `None` for other stores.
+    fn new(backend: &'a Backend, progress: &Progress) -> Option<Self> {
+        let Backend::Objects(o) = backend else {
+            return None;
+        };
+        let plog = o.plog();
+        let bar = progress.multi.add(ProgressBar::new(0));
+        bar.set_style(style(
+            "{prefix:>12} [{bar:40}] {pos}/{len} bundles written ({elapsed}) {msg}",
+        ));
+        bar.set_prefix("merging");
+        let merge = Self {
+            written_before: plog.stats().bundles_written.load(Ordering::Relaxed),
+            plog,
+            bar,
+        };
+        merge.update();
+        Some(merge)
+    }
+
+    /// Draws what the merger has done and owes now.
+    fn update(&self) {
+        let written =
+            self.plog.stats().bundles_written.load(Ordering::Relaxed) - self.written_before;
+        self.bar.set_length(written + self.plog.merge_backlog());
+        self.bar.set_position(written);
+    }
+
+    /// Merges what the merger still owes, the bar showing it, before the run checks the
+    /// store: a run ends with every complete range in a bundle. A merge that fails (a hole,
+    /// a broken link, a conflicting object) stops the run with the merger's error.
+    fn drain(self) -> CliResult<()> {
+        if self.plog.merge_backlog() > 0 {
+            self.bar.set_message("finishing the merge before the check");
+        }
+        let merged = std::thread::scope(|scope| {
+            let merging = scope.spawn(|| self.plog.merge_now());
+            while !merging.is_finished() {
+                self.update();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            merging
+                .join()
+                .unwrap_or_else(|_| Err(sequencer_host::StorageError("the merge panicked".into())))
+        });
+        self.update();
+        self.bar.finish_and_clear();
+        merged
+            .map(drop)
+            .map_err(|e| CliError(format!("the merger stopped: {e}")))
+    }
 }
 
 /// `--archive-every`: an archive pass every `every` seconds until `stop`; returns how many
