@@ -1,8 +1,10 @@
 //! `BenchStorage`: in memory like `MemoryStorage`, without its per-write log (which would grow
 //! by millions of records), its PLog a vector (fast pages for W3), with an optional write
-//! latency (W5).
+//! latency (W5). Writes are applied on a writer thread of the storage's own, as a real store
+//! (redb, etcd) performs them off its caller's thread and as the native engine's writer thread
+//! does: the driver that begins a write goes on with its next step meanwhile.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
@@ -18,11 +20,22 @@ pub struct Data {
     pub plog: Vec<Vec<SeqValue>>,
 }
 
+/// A write for the writer thread: partition, values, next offset, and where to say it is done.
+type WriteJob = (
+    PartitionId,
+    Vec<SeqValue>,
+    PLogOffset,
+    futures::channel::oneshot::Sender<()>,
+);
+
 /// In-memory storage, optionally slow to write.
 #[derive(Clone, Default)]
 pub struct BenchStorage {
     pub data: Arc<Mutex<Data>>,
     pub write_delay: Option<Duration>,
+    /// The writer thread's queue, started by the first write; the thread ends once every
+    /// clone of the storage is gone.
+    writer: Arc<OnceLock<Mutex<mpsc::Sender<WriteJob>>>>,
 }
 
 impl BenchStorage {
@@ -68,11 +81,26 @@ impl BenchStorage {
     }
 
     pub fn apply(&self, partition: PartitionId, values: &[SeqValue], next_offset: PLogOffset) {
-        let mut d = self.lock();
-        for v in values {
-            d.view.insert((partition, v.key.ws, v.key.seq), v.value);
-        }
-        d.next_offset.insert(partition, next_offset);
+        apply(&self.data, partition, values, next_offset);
+    }
+
+    /// The writer thread's queue (started on first use).
+    fn writer(&self) -> mpsc::Sender<WriteJob> {
+        let queue = self.writer.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<WriteJob>();
+            let data = self.data.clone();
+            std::thread::Builder::new()
+                .name("bench-writer".into())
+                .spawn(move || {
+                    for (partition, values, next_offset, done) in rx {
+                        apply(&data, partition, &values, next_offset);
+                        let _ = done.send(());
+                    }
+                })
+                .expect("start the bench storage's writer thread");
+            Mutex::new(tx)
+        });
+        queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn page(&self, partition: PartitionId, from: PLogOffset, max_events: usize) -> PlogPage {
@@ -100,6 +128,14 @@ impl BenchStorage {
         page.end = last >= d.plog.len();
         page
     }
+}
+
+fn apply(data: &Mutex<Data>, partition: PartitionId, values: &[SeqValue], next_offset: PLogOffset) {
+    let mut d = data.lock().unwrap_or_else(|p| p.into_inner());
+    for v in values {
+        d.view.insert((partition, v.key.ws, v.key.seq), v.value);
+    }
+    d.next_offset.insert(partition, next_offset);
 }
 
 impl Storage for BenchStorage {
@@ -141,8 +177,18 @@ impl Storage for BenchStorage {
         let this = self.clone();
         match self.write_delay {
             None => {
-                this.apply(partition, &values, next_offset);
-                futures::future::ready(Ok(())).boxed()
+                let (done, applied) = futures::channel::oneshot::channel();
+                let queued = self
+                    .writer()
+                    .send((partition, values, next_offset, done))
+                    .is_ok();
+                async move {
+                    match queued && applied.await.is_ok() {
+                        true => Ok(()),
+                        false => Err(StorageError("the bench writer thread is gone".into())),
+                    }
+                }
+                .boxed()
             }
             Some(delay) => async move {
                 futures_timer::Delay::new(delay).await;
