@@ -9,7 +9,7 @@ use core::cell::RefCell;
 use crate::shell::{BatchStop, EventStart, Host, Read, Shell};
 use crate::{
     ContractLimits, Error, Instant, NotNowReason, Number, Outcome, Params, PlogPage, PlogWords,
-    SeqId, SeqValue, Start, Status, Ticket, Work, WsId, facade,
+    SeqId, SeqValue, Start, Status, Ticket, Work, WriteWords, WsId, facade,
 };
 
 wit_bindgen::generate!({
@@ -53,8 +53,9 @@ impl Host for Imports {
     fn begin(&mut self, work: Work) {
         match work {
             Work::Write(w) => {
-                let values: Vec<wit::SeqValue> = w.values.iter().map(to_wit_value).collect();
-                storage::begin_write(w.ticket.0, &values, w.next_plog_offset);
+                let mut words = Vec::new();
+                WriteWords::encode_into(&w.values, &mut words);
+                storage::begin_write(w.ticket.0, &words, w.next_plog_offset);
             }
             Work::ReadNextOffset { ticket } => storage::begin_read_next_offset(ticket.0),
             Work::ReadPlog { ticket, from } => storage::begin_read_plog(ticket.0, from),
@@ -332,14 +333,6 @@ fn quad_numbers(outcome: wit::StartOutcome, n: [u64; 4]) -> wit::QuadNumbers {
         n1: n[1],
         n2: n[2],
         n3: n[3],
-    }
-}
-
-fn to_wit_value(v: &SeqValue) -> wit::SeqValue {
-    wit::SeqValue {
-        ws: v.key.ws,
-        seq: v.key.seq,
-        value: v.value,
     }
 }
 

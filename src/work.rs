@@ -55,6 +55,54 @@ pub struct WriteRequest {
     pub next_plog_offset: PLogOffset,
 }
 
+/// How many `u64` words a write's values take in the flat layout of the WIT's `begin-write`:
+/// the workspace, the sequence (a `u16` widened) and the number.
+pub const WRITE_WORDS_PER_VALUE: usize = 3;
+
+/// A write's values in the flat layout the WIT's `begin-write` carries (one copy across the
+/// boundary instead of a record per value): [`WRITE_WORDS_PER_VALUE`] words per value,
+/// `[ws, seq, value]`, value after value.
+pub struct WriteWords;
+
+/// Why flat write words are not a write's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MalformedWrite(pub &'static str);
+
+impl core::fmt::Display for MalformedWrite {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "malformed write: {}", self.0)
+    }
+}
+
+impl WriteWords {
+    /// The flat words of `values`, appended to `out` (cleared first).
+    pub fn encode_into(values: &[SeqValue], out: &mut Vec<u64>) {
+        out.clear();
+        out.reserve(values.len() * WRITE_WORDS_PER_VALUE);
+        for v in values {
+            out.extend_from_slice(&[v.key.ws, u64::from(v.key.seq), v.value]);
+        }
+    }
+
+    /// The values `words` lay out; refused whole when their length is not a multiple of
+    /// [`WRITE_WORDS_PER_VALUE`] or a sequence does not fit 16 bits.
+    pub fn decode(words: &[u64]) -> Result<Vec<SeqValue>, MalformedWrite> {
+        let (values, rest) = words.as_chunks::<WRITE_WORDS_PER_VALUE>();
+        if !rest.is_empty() {
+            return Err(MalformedWrite(
+                "its length is not a whole number of values (3 words each)",
+            ));
+        }
+        values
+            .iter()
+            .map(|&[ws, seq, value]| match SeqId::try_from(seq) {
+                Ok(seq) => Ok(SeqValue::new(ws, seq, value)),
+                Err(_) => Err(MalformedWrite("a sequence does not fit 16 bits")),
+            })
+            .collect()
+    }
+}
+
 /// A storage read `start` needs before it can begin a transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadNumbers {
@@ -221,4 +269,31 @@ pub struct ReplayProgress {
 /// The number a sequence of a loaded workspace continues from.
 pub(crate) fn continue_from(stored: Number, initial: Number) -> Number {
     stored.max(initial - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_words_decode_to_the_values_they_were_encoded_from() {
+        let values = [
+            SeqValue::new(7, 1, 42),
+            SeqValue::new(u64::MAX, u16::MAX, u64::MAX),
+            SeqValue::new(0, 0, 0),
+        ];
+        let mut words = vec![99];
+        WriteWords::encode_into(&values, &mut words);
+        assert_eq!(words.len(), 3 * WRITE_WORDS_PER_VALUE);
+        assert_eq!(&words[..3], &[7, 1, 42]);
+        assert_eq!(WriteWords::decode(&words), Ok(values.to_vec()));
+        assert_eq!(WriteWords::decode(&[]), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn write_words_of_a_broken_length_or_a_wide_sequence_are_refused_whole() {
+        assert!(WriteWords::decode(&[1, 2, 3, 4]).is_err());
+        let wide = WriteWords::decode(&[1, 2, 3, 1, 1 << 16, 3]).unwrap_err();
+        assert!(wide.to_string().contains("16 bits"), "{wide}");
+    }
 }

@@ -13,10 +13,10 @@ fn the_component_imports_only_its_own_interfaces_and_what_std_forces() {
     assert_eq!(
         ours,
         [
-            "sequencer:plugin/clock@0.2.0",
-            "sequencer:plugin/observer@0.2.0",
-            "sequencer:plugin/storage@0.2.0",
-            "sequencer:plugin/types@0.2.0"
+            "sequencer:plugin/clock@0.3.0",
+            "sequencer:plugin/observer@0.3.0",
+            "sequencer:plugin/storage@0.3.0",
+            "sequencer:plugin/types@0.3.0"
         ]
     );
     let wasi: Vec<&str> = imports

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sequencer::{
     ContractLimits, Host, Instant, Params, PlogWords, Read, SeqValue, Status, Ticket, Work,
-    WriteRequest,
+    WriteRequest, WriteWords,
 };
 use wasmtime::component::{Component, HasData, Linker, ResourceAny};
 use wasmtime::{
@@ -23,8 +23,7 @@ use wasmtime::{
 
 use crate::bindings::sequencer::plugin::types::{self as wit, KindSequences};
 use crate::bindings::{
-    GuestError, GuestParams, GuestSeqValue, SequencerPlugin, SequencerPluginPre, clock, observer,
-    storage,
+    GuestError, GuestParams, SequencerPlugin, SequencerPluginPre, clock, observer, storage,
 };
 use crate::compile_cache::{CacheOutcome, ComponentCache};
 use crate::error::HostError;
@@ -153,15 +152,22 @@ impl<H: Host> storage::Host for StoreData<H> {
         self.host.begin(Work::ReadNextOffset { ticket: Ticket(op) });
     }
 
-    fn begin_write(&mut self, op: u64, values: Vec<GuestSeqValue>, next_plog_offset: u64) {
+    /// Words that are not a write's values trap the guest call that sent them (only a broken
+    /// guest sends them): the caller gets a `Trapped` error and a fresh instance.
+    fn begin_write(
+        &mut self,
+        op: u64,
+        words: Vec<u64>,
+        next_plog_offset: u64,
+    ) -> wasmtime::Result<()> {
+        let values = WriteWords::decode(&words)
+            .map_err(|e| wasmtime::format_err!("storage.begin-write: {e}"))?;
         self.host.begin(Work::Write(WriteRequest {
             ticket: Ticket(op),
-            values: values
-                .iter()
-                .map(|v| SeqValue::new(v.ws, v.seq, v.value))
-                .collect(),
+            values,
             next_plog_offset,
         }));
+        Ok(())
     }
 
     fn begin_read_plog(&mut self, op: u64, first: u64) {
@@ -255,6 +261,10 @@ pub struct Instance<H: 'static> {
     pub handle: ResourceAny,
 }
 
+/// Set to `1`, every engine this crate makes writes a perf map (`/tmp/perf-PID.map`), so that
+/// `perf record` / `perf report` name the guest's functions.
+pub const PERF_MAP_ENV: &str = "SEQUENCER_PERF_MAP";
+
 impl<H: Host + Send + 'static> Linked<H> {
     /// Compiles the component at `path`.
     pub fn from_file(path: &Path, limits: Limits) -> Result<Self, HostError> {
@@ -313,6 +323,11 @@ impl<H: Host + Send + 'static> Linked<H> {
                     .linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY);
             }
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
+        // `SEQUENCER_PERF_MAP=1`: write /tmp/perf-PID.map so that `perf report` names the
+        // guest's compiled functions (for profiling; off by default).
+        if std::env::var_os(PERF_MAP_ENV).is_some_and(|v| v == "1") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         tune(&mut config);
         let engine = Engine::new(&config).map_err(component_error)?;
@@ -480,4 +495,68 @@ pub fn params_from_guest(p: &GuestParams) -> Params {
         retry_jitter_percent: p.retry_jitter_percent,
     };
     Params::from_contract(limits, p.kinds.iter().map(|k| (k.kind, &k.sequences[..])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::storage::Host as _;
+
+    /// A host that keeps the work begun.
+    #[derive(Default)]
+    struct Begun(Vec<Work>);
+
+    impl Host for Begun {
+        fn now(&mut self) -> Instant {
+            Instant::from_nanos(0)
+        }
+        fn read_numbers(&mut self, _: u64, _: &[u16]) -> Read {
+            Read::Numbers(Vec::new())
+        }
+        fn read_numbers_many(&mut self, _: &[u64], _: &[u16]) -> Read {
+            Read::Numbers(Vec::new())
+        }
+        fn begin(&mut self, work: Work) {
+            self.0.push(work);
+        }
+        fn set_wake(&mut self, _: Option<Instant>) {}
+        fn status_changed(&mut self, _: Status) {}
+    }
+
+    fn data() -> StoreData<Begun> {
+        StoreData {
+            host: Begun::default(),
+            max_memory: 0,
+            peak_memory: 0,
+        }
+    }
+
+    #[test]
+    fn a_flat_write_begins_the_write_of_the_values_it_lays_out() {
+        let mut d = data();
+        d.begin_write(5, vec![7, 1, 42, 8, 2, 43], 99)
+            .expect("a sound write");
+        assert_eq!(
+            d.host.0,
+            vec![Work::Write(WriteRequest {
+                ticket: Ticket(5),
+                values: vec![SeqValue::new(7, 1, 42), SeqValue::new(8, 2, 43)],
+                next_plog_offset: 99,
+            })]
+        );
+    }
+
+    #[test]
+    fn malformed_write_words_trap_the_call_and_begin_nothing() {
+        let mut d = data();
+        for words in [vec![7, 1], vec![7, 1 << 16, 42]] {
+            let e = d.begin_write(5, words, 99).expect_err("a trap");
+            assert!(
+                e.to_string()
+                    .contains("storage.begin-write: malformed write"),
+                "{e}"
+            );
+        }
+        assert!(d.host.0.is_empty());
+    }
 }

@@ -94,7 +94,7 @@ fn a_component_of_another_wit_version_is_refused_naming_both_versions() {
         let end = (start..patched.len())
             .find(|&j| patched[j] == b'@')
             .expect("a versioned name");
-        assert_eq!(&patched[end..end + 6], b"@0.2.0");
+        assert_eq!(&patched[end..end + 6], b"@0.3.0");
         patched[end..end + 6].copy_from_slice(b"@0.9.0");
         i = end;
     }
@@ -108,7 +108,7 @@ fn a_component_of_another_wit_version_is_refused_naming_both_versions() {
         &[
             "sequencer-v9.wasm",
             "incompatible WIT version",
-            "sequencer:plugin/sequencer-api@0.2.0",
+            "sequencer:plugin/sequencer-api@0.3.0",
             "sequencer:plugin/sequencer-api@0.9.0",
         ],
     );

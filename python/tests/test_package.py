@@ -80,6 +80,17 @@ def test_a_transaction_numbers_flushes_and_the_flusher_writes_values_then_offset
     assert storage.writes == writes + 1
 
 
+def test_write_words_that_are_not_values_trap_and_queue_nothing(plugin):
+    seq = ready(plugin)
+    pending = list(seq.pending)
+    for words in ([1000, 1], [1000, 1 << 16, 5]):
+        with pytest.raises(Exception, match="malformed write"):
+            seq._import_begin_write(None, 9, words, 43)
+    assert list(seq.pending) == pending
+    seq._import_begin_write(None, 9, [1000, 1, 14, 1000, 2, 100], 43)
+    assert seq.pending[-1].values == (ps.SeqValue(1000, 1, 14), ps.SeqValue(1000, 2, 100))
+
+
 def test_a_refused_call_raises_sequencer_error_with_the_wit_code_and_changes_nothing(plugin):
     seq = ready(plugin)
     with pytest.raises(ps.SequencerError) as e:

@@ -16,7 +16,7 @@ const imports = {
     readNumbersMany: (wss, seqs) =>
       BigUint64Array.from([...wss].flatMap((ws) => [...seqs].map((s) => view.get(`${ws}/${s}`) ?? 0n))),
     beginReadNextOffset: (op) => ops.push({ op, kind: 'offset' }),
-    beginWrite: (op, values, next) => ops.push({ op, kind: 'write', values, next }),
+    beginWrite: (op, words, next) => ops.push({ op, kind: 'write', words, next }),
     beginReadPlog: (op, first) => ops.push({ op, kind: 'plog', first }),
   },
   // A real host calls seq.pump() once now() reaches `at`.
@@ -43,7 +43,8 @@ function runTasks() { // perform what the guest began and report each outcome
   for (let o; (o = ops.shift()); ) {
     if (o.kind === 'offset') seq.deliver(o.op, { tag: 'next-offset', val: storedOffset });
     if (o.kind === 'write') {
-      for (const v of o.values) view.set(`${v.ws}/${v.seq}`, v.value);
+      const w = o.words; // flat: workspace, sequence, number, value after value
+      for (let i = 0; i < w.length; i += 3) view.set(`${w[i]}/${w[i + 1]}`, w[i + 2]);
       storedOffset = o.next;
       seq.deliver(o.op, { tag: 'written' });
     }

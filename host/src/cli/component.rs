@@ -11,7 +11,7 @@ use wasmtime::{Config, Engine};
 use super::{CliError, one_line};
 
 /// The interface the host needs the component to export.
-pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.2.0";
+pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.3.0";
 
 /// Which component to run and where compiled components are kept.
 #[derive(clap::Args, Debug, Clone)]

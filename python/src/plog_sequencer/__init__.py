@@ -3,7 +3,7 @@ WLog offsets, record ids) for an event-sourced command processor, recovered from
 after a failure.
 
 The numbering is done by the sequencer's WASI component (bundled in this package, contract
-`sequencer:plugin@0.2.0`) under wasmtime; this package links it to Python objects and converts
+`sequencer:plugin@0.3.0`) under wasmtime; this package links it to Python objects and converts
 types. Start with::
 
     from plog_sequencer import MemoryStorage, Params, Plugin

@@ -139,7 +139,7 @@ class Plugin:
     `fuel_per_call` fuel (None: unmetered) and the guest's memory is capped at
     `max_memory_bytes` (None: uncapped); exhausting either traps (`Trapped`). Raises
     `LoadError` if the file is missing, is not a component, or does not export
-    `sequencer:plugin@0.2.0`."""
+    `sequencer:plugin@0.3.0`."""
 
     def __init__(self, path: Union[str, Path, None] = None, *,
                  fuel_per_call: Optional[int] = DEFAULT_FUEL_PER_CALL,
@@ -336,10 +336,15 @@ class Sequencer:
         """The import `storage.begin-read-next-offset`: queued."""
         self.pending.append(Operation(op, "read-next-offset"))
 
-    def _import_begin_write(self, _store: Any, op: int, values: List[Any], next_plog_offset: int) -> None:
-        """The import `storage.begin-write`: queued."""
-        self.pending.append(Operation(op, "write", tuple(SeqValue(v.ws, v.seq, v.value) for v in values),
-                                      next_offset=next_plog_offset))
+    def _import_begin_write(self, _store: Any, op: int, words: List[int], next_plog_offset: int) -> None:
+        """The import `storage.begin-write`: its flat words (workspace, sequence, number per
+        value) read as values, then queued. Words that are not values trap the call (only a
+        broken guest sends them), as in the Rust host."""
+        if len(words) % 3 != 0 or any(s > 0xFFFF for s in words[1::3]):
+            raise wasmtime.WasmtimeError(
+                "storage.begin-write: malformed write: not whole values of 3 words with 16-bit sequences")
+        values = tuple(SeqValue(words[i], words[i + 1], words[i + 2]) for i in range(0, len(words), 3))
+        self.pending.append(Operation(op, "write", values, next_offset=next_plog_offset))
 
     def _import_begin_read_plog(self, _store: Any, op: int, first: int) -> None:
         """The import `storage.begin-read-plog`: queued."""

@@ -1,5 +1,5 @@
 """The contract's types in Python shape: what the wrapper takes and gives back. Each mirrors a
-type of `wit/sequencer.wit` (package `sequencer:plugin@0.2.0`); names are the WIT's in
+type of `wit/sequencer.wit` (package `sequencer:plugin@0.3.0`); names are the WIT's in
 snake_case, enum values are the WIT's case names."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Dict, Literal, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-WIT_VERSION = "0.2.0"
-"""The version of the WIT package this wrapper is written against (`sequencer:plugin@0.2.0`)."""
+WIT_VERSION = "0.3.0"
+"""The version of the WIT package this wrapper is written against (`sequencer:plugin@0.3.0`)."""
 
 WIT_PACKAGE = f"sequencer:plugin@{WIT_VERSION}"
 """The WIT package the bundled component implements."""

@@ -80,8 +80,14 @@ export function makeBinding(host) {
         return BigUint64Array.from(out.map(BigInt));
       },
       beginReadNextOffset: (op) => host.begin('read-next-offset', num(op), []),
-      beginWrite: (op, values, next) =>
-        host.begin('write', num(op), [values.map((v) => [num(v.ws), v.seq, num(v.value)]), num(next)]),
+      // The write's values are flat: workspace, sequence, number, value after value.
+      beginWrite: (op, words, next) => {
+        const values = [];
+        for (let i = 0; i + 2 < words.length; i += 3) {
+          values.push([num(words[i]), num(words[i + 1]), num(words[i + 2])]);
+        }
+        host.begin('write', num(op), [values, num(next)]);
+      },
       beginReadPlog: (op, first) => host.begin('read-plog', num(op), [num(first)]),
     },
     'sequencer:plugin/clock': {
