@@ -33,12 +33,8 @@ pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 5] {
         fuel_per_call: fuel.then_some(u64::MAX),
         ..Limits::default()
     };
-    let linked = Linked::with_config(bytes, limits, |config| {
-        if std::env::var_os("BENCH_PERFMAP").is_some() {
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
-    })
-    .expect("component");
+    // `SEQUENCER_PERF_MAP=1` names the guest's functions for `perf report`.
+    let linked = Linked::from_bytes(bytes, limits).expect("component");
     let params = sequencer_host::guest_params(&crate::params());
     let instance = linked
         .create(State, &params)
