@@ -457,7 +457,11 @@ impl Shared {
     }
 
     fn refuel(&self, instance: &mut Instance) {
-        let injected = self.next_call_fuel.swap(0, Ordering::SeqCst);
+        // A plain load first: the swap (a locked instruction) only when a test injected fuel.
+        let injected = match self.next_call_fuel.load(Ordering::Relaxed) {
+            0 => 0,
+            _ => self.next_call_fuel.swap(0, Ordering::SeqCst),
+        };
         let fuel = match (injected, self.runtime.linked.limits().fuel_per_call) {
             (0, fuel) => fuel,
             (injected, Some(_)) => Some(injected),
