@@ -228,7 +228,7 @@ checks = {
     "copied component": (hashlib.sha256((d / "sequencer.wasm").read_bytes()).hexdigest(), m["component"]["sha256"]),
     "copied WIT": ((d / "wit" / "sequencer.wit").read_text(), wit),
     "provide": (m["imports"]["provide"], [f"sequencer:plugin/{i}@{version}" for i in ("clock", "observer", "storage")]),
-    "exports": (m["exports"], [f"sequencer:plugin/{i}@{version}" for i in ("events", "sequencer-api")]),
+    "exports": (m["exports"], [f"sequencer:plugin/{i}@{version}" for i in ("events", "instance", "sequencer-api")]),
 }
 bad = [f"{k}: {got!r} != {want!r}" for k, (got, want) in checks.items() if got != want]
 if not m["imports"]["wasi_unused"] or bad:

@@ -5,6 +5,7 @@
 //! on bad input; refused calls come back as the WIT `error` variant.
 
 use core::cell::RefCell;
+use std::rc::Rc;
 
 use crate::shell::{BatchStop, EventStart, Host, Read, Shell};
 use crate::{
@@ -18,6 +19,7 @@ wit_bindgen::generate!({
 });
 
 use self::exports::sequencer::plugin::events::{self as wit_events, Guest as GuestEvents};
+use self::exports::sequencer::plugin::instance::Guest as GuestInstance;
 use self::exports::sequencer::plugin::sequencer_api::{
     Guest, GuestSequencer, Sequencer as Handle, SequencerBorrow,
 };
@@ -31,8 +33,33 @@ impl Guest for Component {
     type Sequencer = Plugin;
 }
 
-/// One sequencer resource.
-struct Plugin(RefCell<Shell>);
+/// One sequencer resource: its shell, also the instance's sequencer (`CURRENT`) from its
+/// `create` until it is dropped or another is created.
+struct Plugin(Seq);
+
+/// A sequencer's shell and its calls, each written once: the resource's methods and the
+/// `instance` interface's functions both delegate to them (see `calls!`).
+#[derive(Clone)]
+struct Seq(Rc<RefCell<Shell>>);
+
+thread_local! {
+    /// The instance's sequencer: the one `create` made last, until its resource is dropped.
+    static CURRENT: RefCell<Option<Seq>> = const { RefCell::new(None) };
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        CURRENT.with(|c| {
+            let mut current = c.borrow_mut();
+            if current
+                .as_ref()
+                .is_some_and(|s| Rc::ptr_eq(&s.0, &(self.0).0))
+            {
+                *current = None;
+            }
+        });
+    }
+}
 
 /// The imports, as the shell's host.
 struct Imports;
@@ -78,7 +105,7 @@ fn read(r: Result<Vec<Number>, String>) -> Read {
     }
 }
 
-impl Plugin {
+impl Seq {
     fn with<R>(
         &self,
         f: impl FnOnce(&mut Shell, &mut Imports) -> Result<R, Error>,
@@ -87,12 +114,99 @@ impl Plugin {
     }
 }
 
-impl GuestSequencer for Plugin {
+impl Plugin {
     fn create(params: wit::Params) -> Result<Handle, wit::Error> {
         let shell = Shell::create(from_wit_params(&params), &mut Imports).map_err(to_wit_error)?;
-        Ok(Handle::new(Plugin(RefCell::new(shell))))
+        let seq = Seq(Rc::new(RefCell::new(shell)));
+        CURRENT.with(|c| *c.borrow_mut() = Some(seq.clone()));
+        Ok(Handle::new(Plugin(seq)))
     }
+}
 
+/// What an `instance` function answers when the instance has no sequencer.
+trait NoSequencer {
+    fn no_sequencer() -> Self;
+}
+
+impl<T> NoSequencer for Result<T, wit::Error> {
+    fn no_sequencer() -> Self {
+        Err(wit::Error::CleanedUp)
+    }
+}
+
+impl NoSequencer for wit::Status {
+    fn no_sequencer() -> Self {
+        wit::Status::CleanedUp
+    }
+}
+
+impl NoSequencer for wit::HeldNumbers {
+    fn no_sequencer() -> Self {
+        wit::HeldNumbers {
+            cached: 0,
+            unflushed: 0,
+            transaction: 0,
+        }
+    }
+}
+
+impl NoSequencer for () {
+    fn no_sequencer() -> Self {}
+}
+
+/// Runs `f` on the instance's sequencer (a clone of its handle to the shell, so no borrow of
+/// `CURRENT` is held while the call runs).
+fn with_current<R: NoSequencer>(f: impl FnOnce(&Seq) -> R) -> R {
+    match CURRENT.with(|c| c.borrow().clone()) {
+        Some(seq) => f(&seq),
+        None => R::no_sequencer(),
+    }
+}
+
+/// The sequencer's calls: the resource's methods and the `instance` functions, each a
+/// delegation to the `Seq` method of the same name.
+macro_rules! calls {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        impl GuestSequencer for Plugin {
+            fn create(params: wit::Params) -> Result<Handle, wit::Error> {
+                Plugin::create(params)
+            }
+            $(fn $name(&self, $($arg: $ty),*) -> $ret {
+                self.0.$name($($arg),*)
+            })*
+        }
+
+        impl GuestInstance for Component {
+            $(fn $name($($arg: $ty),*) -> $ret {
+                with_current(|s| s.$name($($arg),*))
+            })*
+        }
+    };
+}
+
+calls! {
+    fn start(kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error>;
+    fn start_status(kind: u16, ws: u64) -> Result<(wit::StartOutcome, wit::Status), wit::Error>;
+    fn next(seq: u16) -> Result<u64, wit::Error>;
+    fn flush() -> Result<(), wit::Error>;
+    fn flush_status() -> Result<wit::Status, wit::Error>;
+    fn actualize() -> Result<(), wit::Error>;
+    fn cleanup() -> ();
+    fn status() -> wit::Status;
+    fn held_numbers() -> wit::HeldNumbers;
+    fn deliver(op: u64, outcome: wit::Outcome) -> Result<(), wit::Error>;
+    fn pump() -> ();
+    fn deliver_plog_words(op: u64, words: Vec<u64>, next: u64, end: bool) -> Result<(), wit::Error>;
+    fn start_next(kind: u16, ws: u64, seqs: Vec<u16>) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error>;
+    fn flush_start_next(kind: u16, ws: u64, seqs: Vec<u16>) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error>;
+    fn start_next_quad(kind: u16, ws: u64, seqs: wit::SeqQuad) -> Result<wit::QuadNumbers, wit::Error>;
+    fn flush_start_next_quad(kind: u16, ws: u64, seqs: wit::SeqQuad) -> Result<wit::QuadNumbers, wit::Error>;
+    fn stage() -> Result<(), wit::Error>;
+    fn start_batch(kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad) -> Result<wit::BatchNumbers, wit::Error>;
+    fn flush_start_batch(kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad) -> Result<wit::BatchNumbers, wit::Error>;
+}
+
+impl Seq {
     fn start(&self, kind: u16, ws: u64) -> Result<wit::StartOutcome, wit::Error> {
         self.with(|s, h| s.start(kind, ws, h).and_then(start_outcome))
     }
@@ -408,36 +522,40 @@ impl GuestEvents for Component {
     }
 
     fn start_event(s: SequencerBorrow<'_>, ws: u64) -> Result<wit_events::EventStart, wit::Error> {
-        s.get::<Plugin>().with(|s, h| match s.start_event(ws, h)? {
-            EventStart::Started(o) => {
-                Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
-                    plog_offset: o.plog_offset,
-                    wlog_offset: o.wlog_offset,
-                }))
-            }
-            EventStart::NotNow(reason) => Ok(wit_events::EventStart::NotNow(to_wit_reason(reason))),
-            EventStart::Load(_) => Err(not_answered()),
-        })
+        s.get::<Plugin>()
+            .0
+            .with(|s, h| match s.start_event(ws, h)? {
+                EventStart::Started(o) => {
+                    Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
+                        plog_offset: o.plog_offset,
+                        wlog_offset: o.wlog_offset,
+                    }))
+                }
+                EventStart::NotNow(reason) => {
+                    Ok(wit_events::EventStart::NotNow(to_wit_reason(reason)))
+                }
+                EventStart::Load(_) => Err(not_answered()),
+            })
     }
 
     fn next_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
-        s.get::<Plugin>().with(|s, _| s.next_rec_id())
+        s.get::<Plugin>().0.with(|s, _| s.next_rec_id())
     }
 
     fn next_c_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {
-        s.get::<Plugin>().with(|s, _| s.next_c_rec_id())
+        s.get::<Plugin>().0.with(|s, _| s.next_c_rec_id())
     }
 
     fn finish_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
-        s.get::<Plugin>().with(|s, h| s.finish_event(h))
+        s.get::<Plugin>().0.with(|s, h| s.finish_event(h))
     }
 
     fn cancel_event(s: SequencerBorrow<'_>) -> Result<(), wit::Error> {
-        s.get::<Plugin>().with(|s, h| s.cancel_event(h))
+        s.get::<Plugin>().0.with(|s, h| s.cancel_event(h))
     }
 
     fn status(s: SequencerBorrow<'_>) -> wit_events::SequenceStatus {
-        match s.get::<Plugin>().0.borrow().sequence_status() {
+        match s.get::<Plugin>().0.0.borrow().sequence_status() {
             facade::SequenceStatus::None => wit_events::SequenceStatus::None,
             facade::SequenceStatus::Recover => wit_events::SequenceStatus::Recover,
             facade::SequenceStatus::Ready => wit_events::SequenceStatus::Ready,

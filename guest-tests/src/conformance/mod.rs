@@ -93,6 +93,10 @@ type Answer = Result<Value, (String, String)>;
 type Fail = String;
 
 /// The sequencer a scenario drives.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one engine per scenario, held for its length: its size costs nothing"
+)]
 enum Engine {
     Component(Instance<WorldHandle>),
     Native(Shell),

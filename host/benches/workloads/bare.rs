@@ -27,8 +27,10 @@ impl Host for State {
 /// (W2's transaction in one call, with and without lists), `n` calls each, and per W2
 /// transaction one call per step (`start`, 3 `next`, `flush`: five calls, whose status changes
 /// twice, so the guest reports it twice), `n / 5` transactions, and the same with
-/// `start-status` and `flush-status` (the status in the results, no import call).
-pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 5] {
+/// `start-status` and `flush-status` (the status in the results, no import call); all through
+/// the WIT's `instance` interface, as the host calls; last, the empty call through the
+/// `sequencer` resource's method (a handle lent per call).
+pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 6] {
     let limits = Limits {
         fuel_per_call: fuel.then_some(u64::MAX),
         ..Limits::default()
@@ -41,15 +43,23 @@ pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 5] {
         .expect("call")
         .expect("create");
     let (mut store, handle) = (instance.store, instance.handle);
-    let api = instance.plugin.sequencer_plugin_sequencer_api().sequencer();
+    // The host's path: the `instance` interface (no handle lent); the resource's method for
+    // comparison.
+    let api = instance.plugin.sequencer_plugin_instance();
     let t = std::time::Instant::now();
     for _ in 0..n {
-        std::hint::black_box(api.call_status(&mut store, handle).expect("status"));
+        std::hint::black_box(api.call_status(&mut store).expect("status"));
     }
     let empty = t.elapsed().as_nanos() as f64 / n as f64;
+    let resource = instance.plugin.sequencer_plugin_sequencer_api().sequencer();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(resource.call_status(&mut store, handle).expect("status"));
+    }
+    let through_handle = t.elapsed().as_nanos() as f64 / n as f64;
     // Actualize from empty storage, then W2's transactions on the batched path. Writes are
     // begun but never reported: no driver, the numbers stay in memory (three keys).
-    api.call_deliver(&mut store, handle, 0, &types::Outcome::NextOffset(0))
+    api.call_deliver(&mut store, 0, &types::Outcome::NextOffset(0))
         .expect("call")
         .expect("offset");
     let page = types::PlogPage {
@@ -57,58 +67,53 @@ pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 5] {
         next: 1,
         end: true,
     };
-    api.call_deliver(&mut store, handle, 1, &types::Outcome::PlogPage(page))
+    api.call_deliver(&mut store, 1, &types::Outcome::PlogPage(page))
         .expect("call")
         .expect("page");
     let seqs = crate::SEQS;
-    let _ = api.call_start_next(&mut store, handle, crate::KIND, 7, &seqs);
+    let _ = api.call_start_next(&mut store, crate::KIND, 7, &seqs);
     let t = std::time::Instant::now();
     for _ in 0..n {
-        let r = api.call_flush_start_next(&mut store, handle, crate::KIND, 7, &seqs);
+        let r = api.call_flush_start_next(&mut store, crate::KIND, 7, &seqs);
         std::hint::black_box(r.expect("call").expect("flush-start-next"));
     }
     let lists = t.elapsed().as_nanos() as f64 / n as f64;
     let quad = crate::seq_quad();
     let t = std::time::Instant::now();
     for _ in 0..n {
-        let r = api.call_flush_start_next_quad(&mut store, handle, crate::KIND, 7, quad);
+        let r = api.call_flush_start_next_quad(&mut store, crate::KIND, 7, quad);
         std::hint::black_box(r.expect("call").expect("flush-start-next-quad"));
     }
     let fixed = t.elapsed().as_nanos() as f64 / n as f64;
-    api.call_flush(&mut store, handle)
-        .expect("call")
-        .expect("flush");
+    api.call_flush(&mut store).expect("call").expect("flush");
     let steps = (n / 5).max(1);
     let t = std::time::Instant::now();
     for _ in 0..steps {
-        let r = api.call_start(&mut store, handle, crate::KIND, 7);
+        let r = api.call_start(&mut store, crate::KIND, 7);
         std::hint::black_box(r.expect("call").expect("start"));
         for s in seqs {
-            std::hint::black_box(
-                api.call_next(&mut store, handle, s)
-                    .expect("call")
-                    .expect("next"),
-            );
+            std::hint::black_box(api.call_next(&mut store, s).expect("call").expect("next"));
         }
-        api.call_flush(&mut store, handle)
-            .expect("call")
-            .expect("flush");
+        api.call_flush(&mut store).expect("call").expect("flush");
     }
     let per_step = t.elapsed().as_nanos() as f64 / steps as f64;
     let t = std::time::Instant::now();
     for _ in 0..steps {
-        let r = api.call_start_status(&mut store, handle, crate::KIND, 7);
+        let r = api.call_start_status(&mut store, crate::KIND, 7);
         std::hint::black_box(r.expect("call").expect("start-status"));
         for s in seqs {
-            std::hint::black_box(
-                api.call_next(&mut store, handle, s)
-                    .expect("call")
-                    .expect("next"),
-            );
+            std::hint::black_box(api.call_next(&mut store, s).expect("call").expect("next"));
         }
-        let r = api.call_flush_status(&mut store, handle);
+        let r = api.call_flush_status(&mut store);
         std::hint::black_box(r.expect("call").expect("flush-status"));
     }
     let status_in_results = t.elapsed().as_nanos() as f64 / steps as f64;
-    [empty, lists, fixed, per_step, status_in_results]
+    [
+        empty,
+        lists,
+        fixed,
+        per_step,
+        status_in_results,
+        through_handle,
+    ]
 }

@@ -186,14 +186,14 @@ impl Bench {
         self.empty = (fuel, no_fuel);
         let bytes = std::fs::read(&self.cfg.component).expect("component");
         for fuel in [true, false] {
-            let runs: Vec<[f64; 5]> = (0..self.cfg.runs)
+            let runs: Vec<[f64; 6]> = (0..self.cfg.runs)
                 .map(|_| bare::empty_call_ns(&bytes, fuel, raw_calls()))
                 .collect();
             let fuel_text = if fuel { "on" } else { "off" };
             let calls = [
                 (
                     "status()",
-                    "wasmtime alone: no lock, refuel or driver hand-off",
+                    "wasmtime alone (instance interface): no lock, refuel or driver hand-off",
                 ),
                 (
                     "flush-start-next (lists)",
@@ -208,14 +208,22 @@ impl Bench {
                     "per step (start-status, 3 next, flush-status), per tx",
                     "the same, the status in the results: no import call",
                 ),
+                (
+                    "status() through the resource handle",
+                    "the sequencer resource's method: a handle lent per call",
+                ),
             ];
             for (i, (call, note)) in calls.into_iter().enumerate() {
                 self.rows.push(Row {
                     workload: "empty call",
                     engine: "component",
                     path: format!("{call}, bare store, fuel {fuel_text}"),
-                    ops: if i >= 3 { raw_calls() / 5 } else { raw_calls() },
-                    unit: if i >= 3 { "tx" } else { "call" },
+                    ops: if (3..5).contains(&i) {
+                        raw_calls() / 5
+                    } else {
+                        raw_calls()
+                    },
+                    unit: if (3..5).contains(&i) { "tx" } else { "call" },
                     ns: median(runs.iter().map(|r| r[i]).collect()),
                     bound: None,
                     target: None,

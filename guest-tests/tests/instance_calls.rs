@@ -1,0 +1,190 @@
+//! The WIT's `instance` interface through the compiled component: the calls of the `sequencer`
+//! resource without a handle reach the sequencer `create` made last in the instance, with the
+//! same outcomes; with no sequencer (before `create`, after its resource is dropped) they are
+//! refused with `cleaned-up`, never a trap, and the instance stays usable.
+
+use std::sync::OnceLock;
+
+use sequencer::Params;
+use sequencer_guest_tests::sim::engine::{Effect, Io};
+use sequencer_host::bindings::{GuestError, Outcome, PlogPage, StartOutcome, Status};
+use sequencer_host::link::{Limits, Linked};
+use sequencer_host::{component_path, guest_params};
+
+fn linked() -> &'static Linked<Io> {
+    static LINKED: OnceLock<Linked<Io>> = OnceLock::new();
+    LINKED.get_or_init(|| {
+        Linked::from_file(&component_path(), Limits::default())
+            .expect("the component (build it first: bash scripts/build-component.sh)")
+    })
+}
+
+fn params() -> Params {
+    Params::new().with_seq(1, 1, 1).with_seq(1, 2, 50)
+}
+
+/// Actualizes the instance's sequencer from an empty store through the `instance` calls: the
+/// stored offset is 0, the PLog is empty.
+fn actualize_empty(i: &mut sequencer_host::link::Instance<Io>) {
+    let api = i.plugin.sequencer_plugin_instance();
+    let ops = begun(&mut i.store);
+    assert_eq!(ops.len(), 1, "create asked for the stored offset");
+    api.call_deliver(&mut i.store, ops[0], &Outcome::NextOffset(0))
+        .expect("no trap")
+        .expect("offset delivered");
+    let ops = begun(&mut i.store);
+    let page = PlogPage {
+        values: Vec::new(),
+        next: 1,
+        end: true,
+    };
+    api.call_deliver(&mut i.store, ops[0], &Outcome::PlogPage(page))
+        .expect("no trap")
+        .expect("page delivered");
+}
+
+/// The operations of the work the guest began since the last look.
+fn begun(store: &mut wasmtime::Store<sequencer_host::link::StoreData<Io>>) -> Vec<u64> {
+    let effects = std::mem::take(&mut store.data_mut().host.effects);
+    effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Begin(w) => Some(op(w)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn op(w: sequencer::Work) -> u64 {
+    match w {
+        sequencer::Work::Write(w) => w.ticket.0,
+        sequencer::Work::ReadNextOffset { ticket } | sequencer::Work::ReadPlog { ticket, .. } => {
+            ticket.0
+        }
+    }
+}
+
+#[test]
+fn instance_calls_reach_the_sequencer_create_made_and_number_as_its_methods_do() {
+    let mut i = linked()
+        .create(Io::default(), &guest_params(&params()))
+        .expect("no trap")
+        .expect("created");
+    actualize_empty(&mut i);
+    let api = i.plugin.sequencer_plugin_instance();
+    let (started, status) = api
+        .call_start_status(&mut i.store, 1, 7)
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(
+        (started, status),
+        (StartOutcome::Started(1), Status::InTransaction)
+    ));
+    let n1 = api.call_next(&mut i.store, 1).expect("no trap");
+    let n2 = api.call_next(&mut i.store, 2).expect("no trap");
+    assert!(matches!((n1, n2), (Ok(1), Ok(50))));
+    // The resource's method sees the same sequencer, mid-transaction.
+    let resource = i.plugin.sequencer_plugin_sequencer_api().sequencer();
+    assert!(matches!(
+        resource
+            .call_status(&mut i.store, i.handle)
+            .expect("no trap"),
+        Status::InTransaction
+    ));
+    assert!(matches!(
+        api.call_flush_status(&mut i.store).expect("no trap"),
+        Ok(Status::Ready)
+    ));
+    // A refusal is the method's refusal.
+    assert!(matches!(
+        api.call_next(&mut i.store, 1).expect("no trap"),
+        Err(GuestError::NoTransaction)
+    ));
+    let (started, _) = api
+        .call_start_status(&mut i.store, 1, 7)
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(started, StartOutcome::Started(2)));
+    assert!(matches!(
+        api.call_next(&mut i.store, 1).expect("no trap"),
+        Ok(2)
+    ));
+}
+
+#[test]
+fn without_a_sequencer_instance_calls_are_refused_as_cleaned_up_and_nothing_traps() {
+    let (mut store, plugin) = linked().instantiate(Io::default()).expect("instantiated");
+    let api = plugin.sequencer_plugin_instance();
+    // Before `create`.
+    assert!(matches!(
+        api.call_status(&mut store).expect("no trap"),
+        Status::CleanedUp
+    ));
+    assert!(matches!(
+        api.call_start(&mut store, 1, 7).expect("no trap"),
+        Err(GuestError::CleanedUp)
+    ));
+    api.call_pump(&mut store).expect("no trap");
+    api.call_cleanup(&mut store).expect("no trap");
+    let held = api.call_held_numbers(&mut store).expect("no trap");
+    assert_eq!((held.cached, held.unflushed, held.transaction), (0, 0, 0));
+    // After `create`, the sequencer answers; once its resource is dropped, it is gone again.
+    let handle = plugin
+        .sequencer_plugin_sequencer_api()
+        .sequencer()
+        .call_create(&mut store, &guest_params(&params()))
+        .expect("no trap")
+        .expect("created");
+    assert!(matches!(
+        api.call_status(&mut store).expect("no trap"),
+        Status::Actualizing
+    ));
+    handle.resource_drop(&mut store).expect("dropped");
+    assert!(matches!(
+        api.call_status(&mut store).expect("no trap"),
+        Status::CleanedUp
+    ));
+    assert!(matches!(
+        api.call_flush(&mut store).expect("no trap"),
+        Err(GuestError::CleanedUp)
+    ));
+}
+
+#[test]
+fn a_second_create_makes_the_new_sequencer_the_instances() {
+    let mut i = linked()
+        .create(Io::default(), &guest_params(&params()))
+        .expect("no trap")
+        .expect("created");
+    actualize_empty(&mut i);
+    let api = i.plugin.sequencer_plugin_instance();
+    assert!(matches!(
+        api.call_status(&mut i.store).expect("no trap"),
+        Status::Ready
+    ));
+    let second = i
+        .plugin
+        .sequencer_plugin_sequencer_api()
+        .sequencer()
+        .call_create(&mut i.store, &guest_params(&params()))
+        .expect("no trap")
+        .expect("created");
+    assert!(
+        matches!(
+            api.call_status(&mut i.store).expect("no trap"),
+            Status::Actualizing
+        ),
+        "the instance's sequencer is the new one"
+    );
+    // Dropping the first one's resource leaves the second the instance's.
+    i.handle.resource_drop(&mut i.store).expect("dropped");
+    assert!(matches!(
+        api.call_status(&mut i.store).expect("no trap"),
+        Status::Actualizing
+    ));
+    second.resource_drop(&mut i.store).expect("dropped");
+    assert!(matches!(
+        api.call_status(&mut i.store).expect("no trap"),
+        Status::CleanedUp
+    ));
+}
