@@ -45,6 +45,8 @@ struct Seq(Rc<RefCell<Shell>>);
 thread_local! {
     /// The instance's sequencer: the one `create` made last, until its resource is dropped.
     static CURRENT: RefCell<Option<Seq>> = const { RefCell::new(None) };
+    /// The flat words of the write being begun (see `Imports::begin`).
+    static WRITE_WORDS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Drop for Plugin {
@@ -80,9 +82,13 @@ impl Host for Imports {
     fn begin(&mut self, work: Work) {
         match work {
             Work::Write(w) => {
-                let mut words = Vec::new();
-                WriteWords::encode_into(&w.values, &mut words);
-                storage::begin_write(w.ticket.0, &words, w.next_plog_offset);
+                // One buffer for every write's words: a write of a replayed page holds tens of
+                // thousands of values, not worth a fresh allocation each.
+                WRITE_WORDS.with(|words| {
+                    let mut words = words.borrow_mut();
+                    WriteWords::encode_into(&w.values, &mut words);
+                    storage::begin_write(w.ticket.0, &words, w.next_plog_offset);
+                });
             }
             Work::ReadNextOffset { ticket } => storage::begin_read_next_offset(ticket.0),
             Work::ReadPlog { ticket, from } => storage::begin_read_plog(ticket.0, from),

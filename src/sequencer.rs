@@ -693,10 +693,16 @@ impl Sequencer {
         if !rest.is_empty() {
             return bad("the flat page's length is not a whole number of values (4 words each)");
         }
-        if values.iter().any(|v| v[2] > u64::from(SeqId::MAX)) {
+        // One pass over the page checks both the offsets and the sequences.
+        let mut wide_seq = false;
+        let offsets = values.iter().map(|v| {
+            wide_seq |= v[2] > u64::from(SeqId::MAX);
+            v[0]
+        });
+        validate_offsets(from, page.next, offsets)?;
+        if wide_seq {
             return bad("a flat value's sequence does not fit 16 bits");
         }
-        validate_offsets(from, page.next, values.iter().map(|v| v[0]))?;
         Ok(self.replay(from, values, page.next, page.end, now))
     }
 
