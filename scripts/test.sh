@@ -93,6 +93,12 @@ for dep_info in "$TARGET_DIR"/debug/.fingerprint/plog-sequencer*/dep-*; do
     rm -rf "$(dirname "$dep_info")"
   fi
 done
+# Cargo also unpacks each packaged crate into $CARGO_HOME/registry/src once and never again
+# (it skips a folder holding `.cargo-ok`): another tree's plog-sequencer 0.1.0 would be
+# compiled in place of this one. So those copies of our own crates go too (never published to
+# crates.io, they exist only from earlier dry runs).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-* \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-host-*
 cargo publish --quiet --dry-run --workspace --allow-dirty
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
