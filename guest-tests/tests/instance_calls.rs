@@ -23,6 +23,16 @@ fn params() -> Params {
     Params::new().with_seq(1, 1, 1).with_seq(1, 2, 50)
 }
 
+/// An instance whose sequencer is ready: created, then actualized from an empty store.
+fn ready() -> sequencer_host::link::Instance<Io> {
+    let mut i = linked()
+        .create(Io::default(), &guest_params(&params()))
+        .expect("no trap")
+        .expect("created");
+    actualize_empty(&mut i);
+    i
+}
+
 /// Actualizes the instance's sequencer from an empty store through the `instance` calls: the
 /// stored offset is 0, the PLog is empty.
 fn actualize_empty(i: &mut sequencer_host::link::Instance<Io>) {
@@ -66,11 +76,7 @@ fn op(w: sequencer::Work) -> u64 {
 
 #[test]
 fn instance_calls_reach_the_sequencer_create_made_and_number_as_its_methods_do() {
-    let mut i = linked()
-        .create(Io::default(), &guest_params(&params()))
-        .expect("no trap")
-        .expect("created");
-    actualize_empty(&mut i);
+    let mut i = ready();
     let api = i.plugin.sequencer_plugin_instance();
     let (started, status) = api
         .call_start_status(&mut i.store, 1, 7)
@@ -152,11 +158,7 @@ fn without_a_sequencer_instance_calls_are_refused_as_cleaned_up_and_nothing_trap
 
 #[test]
 fn a_second_create_makes_the_new_sequencer_the_instances() {
-    let mut i = linked()
-        .create(Io::default(), &guest_params(&params()))
-        .expect("no trap")
-        .expect("created");
-    actualize_empty(&mut i);
+    let mut i = ready();
     let api = i.plugin.sequencer_plugin_instance();
     assert!(matches!(
         api.call_status(&mut i.store).expect("no trap"),
