@@ -545,10 +545,7 @@ impl Sequencer {
         if matches!(self.phase, Phase::CleanedUp) {
             return None;
         }
-        if self.unflushed.in_flight().is_none()
-            && self.unflushed.has_waiting()
-            && self.write_retry.ready(now)
-        {
+        if self.write_wanted() && self.write_retry.ready(now) {
             let ticket = self.new_ticket();
             let (values, next_plog_offset) = self.unflushed.begin_write(ticket, self.stored_offset);
             return Some(Work::Write(WriteRequest {
@@ -596,10 +593,25 @@ impl Sequencer {
         Some(work)
     }
 
+    /// Whether the flusher wants to begin a write (once its retry delay, if any, has passed):
+    /// nothing is in flight and values wait; and while actualizing, at least half of
+    /// `max_unflushed_values` of them. A replay so writes the view in large batches, not once
+    /// per page: a page's values are durable in the PLog already, and a write per page would
+    /// write nearly every value it replays (per key, only the maximum of a batch is written).
+    /// Before the replay could stall on backpressure the threshold is reached, and the replay's
+    /// end (the phase leaves actualizing) writes what is left.
+    fn write_wanted(&self) -> bool {
+        self.unflushed.in_flight().is_none()
+            && self.unflushed.has_waiting()
+            && (!matches!(self.phase, Phase::Actualizing(_))
+                || self.unflushed.count() >= (self.max_unflushed / 2).max(1))
+    }
+
     /// The latest instant by which the driver must call [`poll_work`](Self::poll_work) again,
     /// if no outcome is reported before then; `None` when only a report can make work due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let write = (self.unflushed.in_flight().is_none() && self.unflushed.has_waiting())
+        let write = self
+            .write_wanted()
             .then_some(self.write_retry.not_before)
             .flatten();
         let actualizer = match &self.phase {

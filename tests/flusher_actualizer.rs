@@ -169,7 +169,8 @@ fn replay_keeps_the_largest_number_of_a_key_across_pages_a_write_falls_between()
     let mut storage = MemStorage::new();
     storage.seed_event(1, &[SeqValue::new(5, 1, 100)]);
     storage.seed_event(2, &[SeqValue::new(5, 1, 50)]);
-    let mut d = Driver::new(params(), storage).unwrap();
+    // A limit of 2: a replay writes once one value waits, so page 1's write falls between.
+    let mut d = Driver::new(params().with_max_unflushed_values(2), storage).unwrap();
     d.page_events = 1;
     d.storage.faults.hold_writes = true;
     d.run().unwrap();
@@ -192,6 +193,47 @@ fn replay_keeps_the_largest_number_of_a_key_across_pages_a_write_falls_between()
         d.storage.read_numbers(5, &[1]),
         vec![100],
         "the view never goes back to 50"
+    );
+}
+
+/// The stored offsets a replay of `events` one-value events (pages of one event, every key
+/// new) writes under `max_unflushed`, in order.
+fn replay_writes(events: u64, max_unflushed: usize) -> (Vec<u64>, Driver) {
+    let mut storage = MemStorage::new();
+    for o in 1..=events {
+        storage.seed_event(o, &[SeqValue::new(o, 1, 7)]);
+    }
+    let mut d = Driver::new(params().with_max_unflushed_values(max_unflushed), storage).unwrap();
+    d.page_events = 1;
+    d.run().unwrap();
+    let offsets = d
+        .storage
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            sequencer::testkit::StorageOp::Offset(o) => Some(*o),
+            sequencer::testkit::StorageOp::Value(_) => None,
+        })
+        .collect();
+    (offsets, d)
+}
+
+#[test]
+fn a_replay_writes_once_half_the_unflushed_limit_waits_and_at_its_end_not_once_per_page() {
+    // Limit 10: a write each time 5 values wait (the one in flight completes before the next
+    // page is replayed here), then what is left at the end.
+    let (offsets, d) = replay_writes(23, 10);
+    assert_eq!(offsets, vec![6, 11, 16, 21, 24]);
+    assert_eq!(d.seq.status(), Status::Ready);
+    assert_eq!(d.storage.next_offset, 24);
+    assert!((1..=23).all(|ws| d.storage.read_numbers(ws, &[1]) == vec![7]));
+    // A limit no replay of this PLog reaches: one write, of everything, at the end.
+    let (offsets, d) = replay_writes(23, 1_000);
+    assert_eq!(offsets, vec![24]);
+    assert_eq!(
+        d.storage.ops.len(),
+        23 + 1,
+        "every value once, then the offset"
     );
 }
 
