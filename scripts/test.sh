@@ -97,8 +97,7 @@ done
 # (it skips a folder holding `.cargo-ok`): another tree's plog-sequencer 0.1.0 would be
 # compiled in place of this one. So those copies of our own crates go too (never published to
 # crates.io, they exist only from earlier dry runs).
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-* \
-  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-host-*
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog-sequencer-host-*
 cargo publish --quiet --dry-run --workspace --allow-dirty
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"

@@ -394,13 +394,8 @@ fn sigkill_of_a_run_that_archives_as_it_goes_leaves_a_store_that_resumes_and_che
             .spawn()
             .expect("start run");
         // After the component's compilation (over a second in a debug build under load).
-        std::thread::sleep(Duration::from_millis(1_500 + rng.below(1_500)));
-        assert!(
-            child.try_wait().expect("poll").is_none(),
-            "round {round}: ended early"
-        );
-        child.kill().expect("SIGKILL the run");
-        let _ = child.wait();
+        let delay = Duration::from_millis(1_500 + rng.below(1_500));
+        common::sigkill_after(&mut child, delay, round, None);
         check(&data, &format!("after kill {round}"));
         let now = split(&data, &adir);
         trimmed_before_kill |= now.iter().zip(&at_first).any(|(a, b)| a.0 > b.0);

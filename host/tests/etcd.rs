@@ -691,13 +691,7 @@ fn sigkill_of_the_host_during_batched_appends_never_leaves_a_gap_or_a_number_iss
         seed ^= seed << 17;
         // 0.3 to 2.3 s: start-up, actualization, and batches in flight.
         let delay = Duration::from_millis(300 + seed % 2000);
-        std::thread::sleep(delay);
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            let log = std::fs::read_to_string(&log).unwrap_or_default();
-            panic!("round {round}: the run ended by itself ({status}) before the kill:\n{log}");
-        }
-        child.kill().expect("SIGKILL the host");
-        child.wait().expect("reap the host");
+        common::sigkill_after(&mut child, delay, round, Some(&log));
         let now = checked_events(
             &["check", "--store", &url],
             &format!("after kill {round} at {delay:?}"),

@@ -62,13 +62,7 @@ fn sigkill_at_random_moments_never_leaves_a_gap_in_offsets_or_a_number_issued_tw
             .expect("start sequencer-host run");
         // Up to 1.2 s: the early moments fall in start-up and actualization.
         let delay = Duration::from_millis(rng.below(1_200));
-        std::thread::sleep(delay);
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            let log = std::fs::read_to_string(&log).unwrap_or_default();
-            panic!("round {round}: the run ended by itself ({status}) before the kill:\n{log}");
-        }
-        child.kill().expect("SIGKILL the host");
-        let status = child.wait().expect("reap the host");
+        let status = common::sigkill_after(&mut child, delay, round, Some(&log));
         assert!(!status.success(), "round {round}: the host was killed");
         if !data.exists() {
             // Killed before the data directory was renamed into place: nothing to check.

@@ -418,15 +418,7 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
             .spawn()
             .expect("start");
         let delay = Duration::from_millis(300 + rng.below(900));
-        std::thread::sleep(delay);
-        if let Some(status) = child.try_wait().expect("poll") {
-            panic!(
-                "round {round}: ended by itself ({status}):\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
+        common::sigkill_after(&mut child, delay, round, Some(&log));
         if !root.join("FORMAT").exists() {
             continue;
         }

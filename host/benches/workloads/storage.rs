@@ -35,7 +35,7 @@ pub struct BenchStorage {
     pub write_delay: Option<Duration>,
     /// The writer thread's queue, started by the first write; the thread ends once every
     /// clone of the storage is gone.
-    writer: Arc<OnceLock<Mutex<mpsc::Sender<WriteJob>>>>,
+    writer: Arc<OnceLock<mpsc::Sender<WriteJob>>>,
 }
 
 impl BenchStorage {
@@ -85,8 +85,8 @@ impl BenchStorage {
     }
 
     /// The writer thread's queue (started on first use).
-    fn writer(&self) -> mpsc::Sender<WriteJob> {
-        let queue = self.writer.get_or_init(|| {
+    fn writer(&self) -> &mpsc::Sender<WriteJob> {
+        self.writer.get_or_init(|| {
             let (tx, rx) = mpsc::channel::<WriteJob>();
             let data = self.data.clone();
             std::thread::Builder::new()
@@ -98,9 +98,8 @@ impl BenchStorage {
                     }
                 })
                 .expect("start the bench storage's writer thread");
-            Mutex::new(tx)
-        });
-        queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
+            tx
+        })
     }
 
     pub fn page(&self, partition: PartitionId, from: PLogOffset, max_events: usize) -> PlogPage {

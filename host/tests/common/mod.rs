@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
+use std::time::Duration;
 
 /// The host binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_sequencer-host");
@@ -172,4 +173,24 @@ pub fn start_service(
         .output()
         .unwrap_or_else(|e| panic!("run {script}: {e}"));
     Some((dir, out))
+}
+
+/// The kill tests' moment: lets `child` run for `delay`, then sends it SIGKILL and reaps it.
+/// The child must still be running then: one that ended by itself fails the test, with its log
+/// (`log`, where it writes one). Returns its exit status.
+pub fn sigkill_after(
+    child: &mut Child,
+    delay: Duration,
+    round: impl std::fmt::Display,
+    log: Option<&Path>,
+) -> ExitStatus {
+    std::thread::sleep(delay);
+    if let Some(status) = child.try_wait().expect("poll the child") {
+        let log = log
+            .and_then(|l| std::fs::read_to_string(l).ok())
+            .unwrap_or_default();
+        panic!("round {round}: the run ended by itself ({status}) before the kill:\n{log}");
+    }
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child")
 }
