@@ -3,8 +3,8 @@
 //!
 //! Where the component comes from, first match wins:
 //! 1. `SEQUENCER_BUNDLED_COMPONENT=<file>`: that file, as it is.
-//! 2. The core crate's sources (`DEP_PLOG_SEQUENCER_SOURCE`, published by its build script),
-//!    compiled for `wasm32-wasip2` by a nested `cargo build` in a target folder of its own
+//! 2. The core crate's sources (inside this repository the workspace root, elsewhere
+//!    `DEP_PLOG_SEQUENCER_SOURCE`, published by the core's build script), compiled for `wasm32-wasip2` by a nested `cargo build` in a target folder of its own
 //!    (`<target>/bundled-component`, the folder `scripts/build-component.sh` builds in too, so
 //!    the two share one build). Inside this repository it is the workspace's `wasm` profile;
 //!    from a published crate, a copy of the core's package built with the same settings.
@@ -62,10 +62,18 @@ fn component(out: &Path) -> Option<PathBuf> {
     if env::var_os("DOCS_RS").is_some() {
         return None; // docs.rs builds documentation only, without the wasm target
     }
-    let source = PathBuf::from(
-        env::var_os("DEP_PLOG_SEQUENCER_SOURCE")
-            .expect("plog-sequencer's build script publishes its source folder"),
-    );
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    // Inside this repository the core is the workspace's root package. Its build script's
+    // output is not trusted for that: cargo gives the package copy `cargo publish --dry-run`
+    // verifies the same build-script run folder as the tree, so after a dry run it would
+    // keep naming that (stale) copy.
+    let source = match manifest_dir.parent().filter(|root| is_core_package(root)) {
+        Some(root) => root.to_path_buf(),
+        None => PathBuf::from(
+            env::var_os("DEP_PLOG_SEQUENCER_SOURCE")
+                .expect("plog-sequencer's build script publishes its source folder"),
+        ),
+    };
     for part in ["src", "wit", "Cargo.toml"] {
         println!("cargo::rerun-if-changed={}", source.join(part).display());
     }
@@ -79,7 +87,6 @@ fn component(out: &Path) -> Option<PathBuf> {
         return None;
     }
     let target_dir = target_root(out).join("bundled-component");
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let in_workspace = manifest_dir.parent() == Some(source.as_path());
     let mut cargo = Command::new(env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     // What the outer build set for itself must not leak into the component's build: a linting
@@ -139,6 +146,15 @@ fn component(out: &Path) -> Option<PathBuf> {
             .join(profile_dir)
             .join("sequencer.wasm"),
     )
+}
+
+/// Whether `dir` holds the core's package (`plog-sequencer`) itself, as this repository's root does.
+fn is_core_package(dir: &Path) -> bool {
+    fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|manifest| {
+        manifest
+            .lines()
+            .any(|l| l.trim() == r#"name = "plog-sequencer""#)
+    }) && dir.join("src").join("component.rs").is_file()
 }
 
 /// Whether rustc has the standard library for the component's target.
