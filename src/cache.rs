@@ -1,15 +1,42 @@
 //! The LRU cache of last numbers, bounded by how many numbers it holds.
+//!
+//! An index of workspace → node over a vector of nodes linked in order of use, so that a
+//! transaction can keep where its workspace's numbers sit ([`CacheSlot`]) from `start` to
+//! `flush` and raise them there without hashing the workspace again.
 
-use hashbrown::DefaultHashBuilder;
-use lru::LruCache;
+use hashbrown::{DefaultHashBuilder, HashMap};
 
 use crate::types::{Number, SeqId, WsId};
 use crate::ws_numbers::WsNumbers;
 
+/// No node (the end of the list of use).
+const NONE: u32 = u32::MAX;
+
+/// Where a workspace's numbers sat when [`NumberCache::get`] found them. It stays usable while
+/// the workspace stays cached; [`NumberCache::raise_at`] checks that before using it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CacheSlot(u32);
+
+/// One cached workspace, linked to the next more (`newer`) and less (`older`) recently used.
+struct Node {
+    ws: WsId,
+    numbers: WsNumbers,
+    live: bool,
+    newer: u32,
+    older: u32,
+}
+
 /// Last numbers by workspace, least recently used workspace evicted first, holding at most
 /// `capacity` numbers (or a single workspace's, should one alone exceed it).
 pub(crate) struct NumberCache {
-    lru: LruCache<WsId, WsNumbers, DefaultHashBuilder>,
+    index: HashMap<WsId, u32, DefaultHashBuilder>,
+    nodes: Vec<Node>,
+    /// Nodes of evicted workspaces, for reuse.
+    free: Vec<u32>,
+    /// Most recently used.
+    newest: u32,
+    /// Least recently used: evicted first.
+    oldest: u32,
     numbers: usize,
     capacity: usize,
 }
@@ -17,48 +44,265 @@ pub(crate) struct NumberCache {
 impl NumberCache {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            lru: LruCache::unbounded_with_hasher(DefaultHashBuilder::default()),
+            index: HashMap::with_hasher(DefaultHashBuilder::default()),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            newest: NONE,
+            oldest: NONE,
             numbers: 0,
             capacity,
         }
     }
 
-    /// The numbers of `ws`, marking it most recently used.
+    /// The numbers of `ws` and where they sit, marking `ws` most recently used.
     #[inline]
-    pub(crate) fn get(&mut self, ws: WsId) -> Option<&WsNumbers> {
-        self.lru.get(&ws)
+    pub(crate) fn get(&mut self, ws: WsId) -> Option<(CacheSlot, &WsNumbers)> {
+        let i = *self.index.get(&ws)?;
+        self.touch(i);
+        Some((CacheSlot(i), &self.nodes[i as usize].numbers))
+    }
+
+    /// [`get`](Self::get), first trying `hint` (a slot `ws` sat in): no lookup while it
+    /// still holds `ws`.
+    #[inline]
+    pub(crate) fn get_at(
+        &mut self,
+        hint: Option<CacheSlot>,
+        ws: WsId,
+    ) -> Option<(CacheSlot, &WsNumbers)> {
+        match hint {
+            Some(CacheSlot(i)) if self.holds(i, ws) => {
+                self.touch(i);
+                Some((CacheSlot(i), &self.nodes[i as usize].numbers))
+            }
+            _ => self.get(ws),
+        }
     }
 
     /// The numbers of `ws`, leaving the order of use alone.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn peek(&self, ws: WsId) -> Option<&WsNumbers> {
-        self.lru.peek(&ws)
+        self.peek_slot(ws).map(|(_, numbers)| numbers)
+    }
+
+    /// [`peek`](Self::peek), with where the numbers sit.
+    #[inline]
+    pub(crate) fn peek_slot(&self, ws: WsId) -> Option<(CacheSlot, &WsNumbers)> {
+        self.index
+            .get(&ws)
+            .map(|&i| (CacheSlot(i), &self.nodes[i as usize].numbers))
+    }
+
+    /// True if node `i` holds `ws` now.
+    #[inline]
+    fn holds(&self, i: u32, ws: WsId) -> bool {
+        self.nodes
+            .get(i as usize)
+            .is_some_and(|n| n.live && n.ws == ws)
     }
 
     /// Raises the numbers of `ws` to at least `values`, marking it most recently used, then
     /// evicts other workspaces while over capacity.
     pub(crate) fn raise(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
-        let entry = self.lru.get_or_insert_mut(ws, WsNumbers::default);
-        for (seq, value) in values {
-            if entry.raise(seq, value) {
-                self.numbers += 1;
-            }
-        }
-        while self.numbers > self.capacity && self.lru.len() > 1 {
-            if let Some((_, evicted)) = self.lru.pop_lru() {
-                self.numbers -= evicted.len();
-            }
+        let i = match self.index.get(&ws) {
+            Some(&i) => i,
+            None => self.insert(ws),
+        };
+        self.raise_node(i, values);
+    }
+
+    /// [`raise`](Self::raise) for a workspace found at `slot` by [`get`](Self::get): no lookup
+    /// while `ws` is still there (as it is unless evicted since).
+    #[inline]
+    pub(crate) fn raise_at(
+        &mut self,
+        slot: Option<CacheSlot>,
+        ws: WsId,
+        values: impl Iterator<Item = (SeqId, Number)>,
+    ) {
+        match slot {
+            Some(CacheSlot(i)) if self.holds(i, ws) => self.raise_node(i, values),
+            _ => self.raise(ws, values),
         }
     }
 
     /// Forgets everything.
     pub(crate) fn clear(&mut self) {
-        self.lru.clear();
+        self.index.clear();
+        self.nodes.clear();
+        self.free.clear();
+        self.newest = NONE;
+        self.oldest = NONE;
         self.numbers = 0;
     }
 
     /// How many numbers are held.
     pub(crate) fn numbers(&self) -> usize {
         self.numbers
+    }
+
+    fn raise_node(&mut self, i: u32, values: impl Iterator<Item = (SeqId, Number)>) {
+        self.touch(i);
+        let node = &mut self.nodes[i as usize];
+        for (seq, value) in values {
+            if node.numbers.raise(seq, value) {
+                self.numbers += 1;
+            }
+        }
+        while self.numbers > self.capacity && self.index.len() > 1 {
+            self.evict_oldest();
+        }
+    }
+
+    /// A node for `ws` (not cached), most recently used, with no numbers.
+    fn insert(&mut self, ws: WsId) -> u32 {
+        let node = Node {
+            ws,
+            numbers: WsNumbers::default(),
+            live: true,
+            newer: NONE,
+            older: self.newest,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                // More nodes than `u32::MAX` would need more numbers than memory holds.
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.link_newest(i);
+        self.index.insert(ws, i);
+        i
+    }
+
+    /// Marks node `i` most recently used.
+    #[inline]
+    fn touch(&mut self, i: u32) {
+        if self.newest != i {
+            self.unlink(i);
+            self.link_newest(i);
+        }
+    }
+
+    fn link_newest(&mut self, i: u32) {
+        let old_newest = self.newest;
+        {
+            let n = &mut self.nodes[i as usize];
+            n.newer = NONE;
+            n.older = old_newest;
+        }
+        if old_newest == NONE {
+            self.oldest = i;
+        } else {
+            self.nodes[old_newest as usize].newer = i;
+        }
+        self.newest = i;
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let (newer, older) = {
+            let n = &self.nodes[i as usize];
+            (n.newer, n.older)
+        };
+        if newer == NONE {
+            self.newest = older;
+        } else {
+            self.nodes[newer as usize].older = older;
+        }
+        if older == NONE {
+            self.oldest = newer;
+        } else {
+            self.nodes[older as usize].newer = newer;
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        let i = self.oldest;
+        if i == NONE {
+            return;
+        }
+        self.unlink(i);
+        let node = &mut self.nodes[i as usize];
+        node.live = false;
+        let evicted = core::mem::take(&mut node.numbers);
+        self.numbers -= evicted.len();
+        self.index.remove(&node.ws);
+        self.free.push(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NumberCache;
+
+    fn seqs(n: u16) -> impl Iterator<Item = (u16, u64)> {
+        (1..=n).map(|s| (s, u64::from(s)))
+    }
+
+    #[test]
+    fn least_recently_used_workspace_is_evicted_first() {
+        let mut c = NumberCache::new(6);
+        c.raise(1, seqs(2));
+        c.raise(2, seqs(2));
+        c.raise(3, seqs(2));
+        assert!(c.get(1).is_some(), "1 becomes the most recently used");
+        c.raise(4, seqs(2));
+        assert!(c.peek(2).is_none(), "2 was the least recently used");
+        assert!(c.peek(1).is_some() && c.peek(3).is_some() && c.peek(4).is_some());
+        assert_eq!(c.numbers(), 6);
+    }
+
+    #[test]
+    fn a_slot_is_used_only_while_its_workspace_is_still_there() {
+        let mut c = NumberCache::new(4);
+        c.raise(1, seqs(2));
+        let (slot, _) = c.get(1).expect("cached");
+        c.raise_at(Some(slot), 1, [(1, 10)].into_iter());
+        assert_eq!(c.peek(1).and_then(|n| n.get(1)), Some(10));
+        // Evict 1, then let workspace 5 take its node.
+        c.raise(2, seqs(2));
+        c.raise(3, seqs(2));
+        c.raise(5, seqs(2));
+        assert!(c.peek(1).is_none());
+        c.raise_at(Some(slot), 1, [(1, 11)].into_iter());
+        assert_eq!(c.peek(1).and_then(|n| n.get(1)), Some(11));
+        assert_eq!(c.peek(1).and_then(|n| n.get(2)), None, "a fresh entry");
+        assert_eq!(
+            c.peek(5).map(|n| n.iter().collect::<Vec<_>>()),
+            Some(vec![(1, 1), (2, 2)]),
+            "the node's new workspace is left alone"
+        );
+        let held: usize = [1, 2, 3, 5]
+            .iter()
+            .filter_map(|&w| c.peek(w))
+            .map(|n| n.len())
+            .sum();
+        assert_eq!(held, c.numbers());
+    }
+
+    #[test]
+    fn one_workspace_alone_may_exceed_the_capacity() {
+        let mut c = NumberCache::new(2);
+        c.raise(1, seqs(5));
+        assert_eq!(c.numbers(), 5);
+        c.raise(2, seqs(1));
+        assert!(c.peek(1).is_none());
+        assert_eq!(c.numbers(), 1);
+    }
+
+    #[test]
+    fn clear_forgets_everything_and_the_cache_is_usable_after() {
+        let mut c = NumberCache::new(10);
+        c.raise(1, seqs(3));
+        let (slot, _) = c.get(1).expect("cached");
+        c.clear();
+        assert_eq!(c.numbers(), 0);
+        c.raise_at(Some(slot), 1, seqs(1));
+        assert_eq!(c.numbers(), 1);
+        assert_eq!(c.peek(1).and_then(|n| n.get(1)), Some(1));
     }
 }

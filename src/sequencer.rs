@@ -3,9 +3,7 @@
 
 use core::time::Duration;
 
-use hashbrown::HashMap;
-
-use crate::cache::NumberCache;
+use crate::cache::{CacheSlot, NumberCache};
 use crate::error::Error;
 use crate::params::Params;
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
@@ -50,6 +48,20 @@ impl KindSeqs {
     }
 }
 
+/// The kinds of the params, sorted: a platform has a handful, so a binary search (one or two
+/// comparisons) beats hashing the kind on every `start`.
+struct Kinds(Box<[(WsKind, KindSeqs)]>);
+
+impl Kinds {
+    #[inline]
+    fn get(&self, kind: WsKind) -> Option<&KindSeqs> {
+        self.0
+            .binary_search_by_key(&kind, |(k, _)| *k)
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+}
+
 /// One sequence of the transaction in progress.
 #[derive(Clone, Copy)]
 struct Slot {
@@ -64,6 +76,8 @@ struct Transaction {
     ws: WsId,
     kind: WsKind,
     offset: PLogOffset,
+    /// Where `start` found the workspace's numbers in the cache, for `stage` and `flush`.
+    cached: Option<CacheSlot>,
 }
 
 /// A `start` waiting for a numbers read.
@@ -170,7 +184,7 @@ enum Phase {
 /// writes in the order they were handed out, never again after a restart from that storage and
 /// its PLog. A refused call returns an [`Error`] and changes nothing.
 pub struct Sequencer {
-    kinds: HashMap<WsKind, KindSeqs>,
+    kinds: Kinds,
     max_unflushed: usize,
     batcher_delay: Duration,
     retry: RetryPolicy,
@@ -193,7 +207,7 @@ impl Sequencer {
     /// offset. Refuses invalid params.
     pub fn new(params: Params) -> Result<Self, Error> {
         params.validate()?;
-        let kinds = params
+        let mut kinds: Vec<(WsKind, KindSeqs)> = params
             .seq_types
             .iter()
             .map(|(&kind, seqs)| {
@@ -202,6 +216,7 @@ impl Sequencer {
                 (kind, KindSeqs(list.into_boxed_slice()))
             })
             .collect();
+        kinds.sort_unstable_by_key(|(kind, _)| *kind);
         let widest = params
             .seq_types
             .values()
@@ -209,7 +224,7 @@ impl Sequencer {
             .max()
             .unwrap_or(0);
         Ok(Self {
-            kinds,
+            kinds: Kinds(kinds.into_boxed_slice()),
             max_unflushed: params.max_unflushed_values,
             batcher_delay: params.batcher_delay_on_overflow,
             retry: RetryPolicy {
@@ -267,11 +282,23 @@ impl Sequencer {
     /// ones included), or a read to perform first when some of the workspace's numbers are not
     /// in memory.
     pub fn start(&mut self, kind: WsKind, ws: WsId) -> Result<Start, Error> {
+        self.start_at(kind, ws, None)
+    }
+
+    /// [`start`](Self::start), told where the workspace's numbers sat in the cache when
+    /// [`loads_ahead_at`](Self::loads_ahead_at) looked (checked before use): no second lookup.
+    #[inline]
+    pub(crate) fn start_at(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        hint: Option<CacheSlot>,
+    ) -> Result<Start, Error> {
         self.check_alive()?;
         if self.tx.is_some() {
             return Err(Error::TransactionInProgress);
         }
-        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
         self.pending_load = None;
         if matches!(self.phase, Phase::Actualizing(_)) {
             return Ok(Start::NotNow(NotNowReason::Actualizing));
@@ -281,7 +308,9 @@ impl Sequencer {
         }
 
         self.slots.clear();
-        let cached = self.cache.get(ws);
+        let found = self.cache.get_at(hint, ws);
+        let slot = found.map(|(slot, _)| slot);
+        let cached = found.map(|(_, numbers)| numbers);
         let mut missing: Vec<SeqId> = Vec::new();
         for &(seq, initial) in seqs.0.iter() {
             let known = cached
@@ -315,6 +344,7 @@ impl Sequencer {
             ws,
             kind,
             offset: self.next_offset,
+            cached: slot,
         });
         Ok(Start::Started(self.next_offset))
     }
@@ -348,7 +378,7 @@ impl Sequencer {
         }
         let kind = self
             .kinds
-            .get(&load.kind)
+            .get(load.kind)
             .ok_or(Error::UnknownWsKind(load.kind))?;
         self.cache.raise(
             load.ws,
@@ -383,7 +413,7 @@ impl Sequencer {
     /// events at once and must refuse a bad request before the first).
     pub fn check_seqs(&self, kind: WsKind, seqs: &[SeqId]) -> Result<(), Error> {
         self.check_alive()?;
-        let known = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        let known = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
         match seqs.iter().find(|&&s| known.initial(s).is_none()) {
             Some(&seq) => Err(Error::UnknownSeqId { kind, seq }),
             None => Ok(()),
@@ -393,7 +423,7 @@ impl Sequencer {
     /// The sequences of kind `kind`, in the order [`preload`](Self::preload) takes their
     /// numbers.
     pub fn kind_seqs(&self, kind: WsKind) -> Result<impl Iterator<Item = SeqId> + '_, Error> {
-        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
         Ok(seqs.0.iter().map(|&(seq, _)| seq))
     }
 
@@ -403,12 +433,28 @@ impl Sequencer {
     /// nothing unless the sequencer is ready with no event open (a `start` would say "not
     /// now" or be refused).
     pub fn loads_ahead(&self, kind: WsKind, ws: &[WsId], out: &mut Vec<WsId>) {
-        let (Phase::Ready, None, Some(seqs)) = (&self.phase, &self.tx, self.kinds.get(&kind))
-        else {
+        self.loads_ahead_at(kind, ws, out, &mut Vec::new());
+    }
+
+    /// [`loads_ahead`](Self::loads_ahead), also noting in `slots` where each workspace of `ws`
+    /// sits in the cache (`None` if it does not), for [`start_at`](Self::start_at). `slots`
+    /// is left empty unless the sequencer is ready with no event open.
+    pub(crate) fn loads_ahead_at(
+        &self,
+        kind: WsKind,
+        ws: &[WsId],
+        out: &mut Vec<WsId>,
+        slots: &mut Vec<Option<CacheSlot>>,
+    ) {
+        slots.clear();
+        let (Phase::Ready, None, Some(seqs)) = (&self.phase, &self.tx, self.kinds.get(kind)) else {
             return;
         };
+        slots.reserve(ws.len());
         for &w in ws {
-            let cached = self.cache.peek(w);
+            let found = self.cache.peek_slot(w);
+            slots.push(found.map(|(slot, _)| slot));
+            let cached = found.map(|(_, numbers)| numbers);
             let held = |seq| {
                 cached.and_then(|c| c.get(seq)).is_some() || self.unflushed.get(w, seq).is_some()
             };
@@ -424,7 +470,7 @@ impl Sequencer {
     /// nothing unless the sequencer is ready.
     pub fn preload(&mut self, kind: WsKind, ws: WsId, stored: &[Number]) -> Result<(), Error> {
         self.check_alive()?;
-        let seqs = self.kinds.get(&kind).ok_or(Error::UnknownWsKind(kind))?;
+        let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
         if stored.len() != seqs.0.len() {
             return Err(Error::MalformedNumbers {
                 expected: seqs.0.len(),
@@ -467,7 +513,7 @@ impl Sequencer {
             tx.offset,
         );
         self.cache
-            .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+            .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
         // As in `flush`: cannot saturate short of 2^64 - 2 events, and must not panic.
         self.next_offset = tx.offset.saturating_add(1);
         Ok(())
@@ -494,7 +540,7 @@ impl Sequencer {
             );
         }
         self.cache
-            .raise(tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+            .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
         self.unflushed.raise_offset(tx.offset);
         // Inputs never put an offset at the end of the range (see `validate_page`), so this
         // cannot saturate short of 2^64 - 2 events; it must not panic all the same.

@@ -22,6 +22,7 @@
 //! The hot paths (a start whose numbers are in memory, `next`, the flushing calls, a batch of
 //! warm workspaces) allocate nothing here.
 
+use crate::cache::CacheSlot;
 use crate::error::Error;
 use crate::facade::{self, EventOffsets, SequenceStatus};
 use crate::params::Params;
@@ -117,6 +118,8 @@ pub struct Shell {
     last_now: Instant,
     /// Scratch lists for a batch's cold workspaces and their kind's sequences.
     ahead: Vec<WsId>,
+    /// Where each workspace of the batch sat in the cache when `preload` looked.
+    ahead_slots: Vec<Option<CacheSlot>>,
     kind_seqs: Vec<SeqId>,
 }
 
@@ -131,6 +134,7 @@ impl Shell {
             quiet: false,
             last_now: Instant::default(),
             ahead: Vec::new(),
+            ahead_slots: Vec::new(),
             kind_seqs: Vec::new(),
         };
         shell.pump_and_report(host);
@@ -433,7 +437,19 @@ impl Shell {
         ws: WsId,
         host: &mut H,
     ) -> Result<Start, Error> {
-        let mut outcome = self.core.start(kind, ws)?;
+        self.start_core_at(kind, ws, None, host)
+    }
+
+    /// [`start_core`](Self::start_core) with where the workspace's numbers sat in the cache.
+    #[inline]
+    fn start_core_at<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        hint: Option<CacheSlot>,
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let mut outcome = self.core.start_at(kind, ws, hint)?;
         // A load completes the start; a second load cannot follow because loaded numbers stay
         // cached (the cache holds at least one whole kind), but it is bounded all the same.
         for _ in 0..2 {
@@ -490,6 +506,7 @@ impl Shell {
     ) -> Result<Batch, Error> {
         self.core.check_seqs(kind, seqs)?;
         let mut batch = Batch::default();
+        self.ahead_slots.clear();
         if ws.len() > 1
             && let Some(load) = self.preload(kind, ws, host)?
         {
@@ -497,8 +514,9 @@ impl Shell {
             return Ok(batch);
         }
         numbers.reserve(ws.len() * seqs.len());
-        for &w in ws {
-            let outcome = match self.start_core(kind, w, host) {
+        for (i, &w) in ws.iter().enumerate() {
+            let hint = self.ahead_slots.get(i).copied().flatten();
+            let outcome = match self.start_core_at(kind, w, hint, host) {
                 Ok(outcome) => outcome,
                 // Nothing of this call is staged yet: the refusal changes nothing.
                 Err(e) if batch.started == 0 => return Err(e),
@@ -540,7 +558,8 @@ impl Shell {
     ) -> Result<Option<ReadNumbersMany>, Error> {
         let mut ahead = core::mem::take(&mut self.ahead);
         ahead.clear();
-        self.core.loads_ahead(kind, ws, &mut ahead);
+        self.core
+            .loads_ahead_at(kind, ws, &mut ahead, &mut self.ahead_slots);
         let result = if ahead.is_empty() {
             Ok(None)
         } else {
