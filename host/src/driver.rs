@@ -425,7 +425,7 @@ impl LoopState {
             self.start_queued(done.partition);
         }
         if let (true, Some(shared), Some(outcome)) = (current, shared, done.outcome) {
-            shared.deliver(done.generation, done.op, &outcome);
+            shared.deliver(done.generation, done.op, outcome);
         }
     }
 

@@ -1,8 +1,8 @@
 //! One partition's sequencer: a guest instance behind a lock, called by the command processor
 //! and by the task driver, replaced by a fresh instance if it ever traps.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -51,6 +51,18 @@ pub(crate) enum Delivery {
     },
 }
 
+/// Something for the instance from the task driver, posted while a caller held it.
+enum Mail {
+    /// A storage outcome for the instance of `generation`.
+    Deliver {
+        generation: u64,
+        op: u64,
+        delivery: Delivery,
+    },
+    /// A wake-up that came due for the instance of `generation`.
+    Pump { generation: u64 },
+}
+
 /// Generations are unique across the process, so a partition re-opened after cleanup never
 /// mistakes an old instance's outcomes for its own.
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
@@ -71,6 +83,12 @@ pub(crate) struct Shared {
     status: AtomicU8,
     /// Callers waiting for the status to change.
     waiters: Mutex<Vec<oneshot::Sender<()>>>,
+    /// What the task driver had for the instance while a caller held it: the driver never
+    /// waits for the lock (nor does the caller pay to wake it when it lets go); whoever holds
+    /// the instance next applies the mail, in the order it was posted.
+    mail: Mutex<Vec<Mail>>,
+    /// True while `mail` may hold something.
+    has_mail: AtomicBool,
 }
 
 struct Slot {
@@ -113,11 +131,15 @@ impl PartitionSequencer {
             next_call_fuel: AtomicU64::new(0),
             status: AtomicU8::new(Status02::None as u8),
             waiters: Mutex::new(Vec::new()),
+            mail: Mutex::new(Vec::new()),
+            has_mail: AtomicBool::new(false),
         });
         register(&shared);
         {
             let mut slot = shared.lock();
-            shared.replace_instance(&mut slot)?;
+            let created = shared.replace_instance(&mut slot);
+            shared.let_go(slot);
+            created?;
         }
         Ok(Self { shared })
     }
@@ -354,7 +376,7 @@ impl PartitionSequencer {
         }
         slot.closed = true;
         self.shared.set_status(Status02::Finished);
-        drop(slot);
+        self.shared.let_go(slot);
         // Callers waiting for a status (`ready`, `start_event`) learn of the cleanup now.
         self.shared.after_task_step();
         let _ = self.shared.events.unbounded_send(DriverMsg::Cleanup {
@@ -417,6 +439,8 @@ impl PartitionSequencer {
 }
 
 impl Shared {
+    /// Holds the instance; hand the guard to [`let_go`](Self::let_go) when done, so the
+    /// driver's mail posted meanwhile is applied.
     fn lock(&self) -> MutexGuard<'_, Slot> {
         self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -424,16 +448,39 @@ impl Shared {
     /// Runs one guest call; a trap replaces the instance and is reported as such. What the
     /// guest asked for during the call (storage work, a wake-up, a status change) is taken in
     /// while the instance is still held, so the task driver cannot slip a change in between.
+    /// The driver's mail posted meanwhile is applied before the instance is let go.
     fn call<R>(
         &self,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
+        let result = self.call_locked(&mut slot, f);
+        self.let_go(slot);
+        result
+    }
+
+    /// Lets go of the instance, applying the driver's mail first (and any posted while it
+    /// did, unless someone else took the instance meanwhile: they apply it).
+    fn let_go(&self, mut slot: MutexGuard<'_, Slot>) {
+        let applied = self.apply_mail(&mut slot);
+        drop(slot);
+        if applied {
+            self.after_task_step();
+        }
+        self.apply_mail_if_free();
+    }
+
+    /// [`call`](Self::call) on the instance already held.
+    fn call_locked<R>(
+        &self,
+        slot: &mut Slot,
+        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+    ) -> Result<R, HostError> {
         if slot.closed {
             return Err(HostError::Closed(self.partition));
         }
         if slot.instance.is_none() {
-            self.replace_instance(&mut slot)?;
+            self.replace_instance(slot)?;
         }
         let Some(instance) = slot.instance.as_mut() else {
             return Err(HostError::Closed(self.partition));
@@ -441,14 +488,14 @@ impl Shared {
         self.refuel(instance);
         match f(instance) {
             Ok(result) => {
-                self.forward(&mut slot);
+                self.forward(slot);
                 result.map_err(HostError::Sequencer)
             }
             Err(trap) => {
                 let message = format!("{trap:#}");
                 self.traps.fetch_add(1, Ordering::SeqCst);
                 slot.instance = None;
-                self.replace_instance(&mut slot)?;
+                self.replace_instance(slot)?;
                 Err(HostError::Trapped {
                     partition: self.partition,
                     message,
@@ -520,18 +567,74 @@ impl Shared {
         });
     }
 
-    /// Delivers a storage outcome to the instance of `generation`, if it is still the current one.
-    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: &Delivery) {
-        if self.lock().generation != generation {
-            return;
-        }
-        let _ = self.call(|i| match delivery {
-            Delivery::Outcome(outcome) => sequencer_call!(i, call_deliver(op, outcome)),
-            Delivery::PlogWords { words, next, end } => {
-                sequencer_call!(i, call_deliver_plog_words(op, words, *next, *end))
-            }
+    /// Delivers a storage outcome to the instance of `generation`, if it is still the current
+    /// one: now if no caller holds the instance, else by the caller before it lets go.
+    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: Delivery) {
+        self.post(Mail::Deliver {
+            generation,
+            op,
+            delivery,
         });
-        self.after_task_step();
+    }
+
+    /// Lets the instance of `generation` begin the work that has come due (as
+    /// [`deliver`](Self::deliver) does, now or by the caller holding it).
+    pub(crate) fn pump(&self, generation: u64) {
+        self.post(Mail::Pump { generation });
+    }
+
+    fn post(&self, mail: Mail) {
+        self.mail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(mail);
+        self.has_mail.store(true, Ordering::SeqCst);
+        self.apply_mail_if_free();
+    }
+
+    /// Applies the mail unless a caller holds the instance: that caller applies it before it
+    /// lets go, or finds it here right after.
+    fn apply_mail_if_free(&self) {
+        while self.has_mail.load(Ordering::SeqCst) {
+            let mut slot = match self.slot.try_lock() {
+                Ok(slot) => slot,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            };
+            let applied = self.apply_mail(&mut slot);
+            drop(slot);
+            if applied {
+                self.after_task_step();
+            }
+        }
+    }
+
+    /// Applies the mail posted so far to the instance held, in order; true if there was any.
+    /// Mail for an older instance is dropped.
+    fn apply_mail(&self, slot: &mut Slot) -> bool {
+        if !self.has_mail.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        let mail = std::mem::take(&mut *self.mail.lock().unwrap_or_else(|p| p.into_inner()));
+        for m in mail {
+            let _ = match m {
+                Mail::Deliver {
+                    generation,
+                    op,
+                    delivery,
+                } if generation == slot.generation => self.call_locked(slot, |i| match &delivery {
+                    Delivery::Outcome(outcome) => sequencer_call!(i, call_deliver(op, outcome)),
+                    Delivery::PlogWords { words, next, end } => {
+                        sequencer_call!(i, call_deliver_plog_words(op, words, *next, *end))
+                    }
+                }),
+                Mail::Pump { generation } if generation == slot.generation => {
+                    self.call_locked(slot, |i| sequencer_call!(i, call_pump()).map(Ok))
+                }
+                _ => Ok(()),
+            };
+        }
+        true
     }
 
     /// After the tasks moved on (which may have changed the status): wake waiting callers.
@@ -559,14 +662,5 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .push(tx);
         rx
-    }
-
-    /// Lets the instance of `generation` begin the work that has come due.
-    pub(crate) fn pump(&self, generation: u64) {
-        if self.lock().generation != generation {
-            return;
-        }
-        let _ = self.call(|i| sequencer_call!(i, call_pump()).map(Ok));
-        self.after_task_step();
     }
 }
