@@ -8,6 +8,8 @@
 //! - `BENCH_ONLY`: comma-separated workloads to run (`empty,W1,W2,W3,W4,W5,W6`).
 //! - `BENCH_OUT`: also write the rows there, tab-separated, for `js/bench/table.mjs`.
 //! - `BENCH_ENGINES` (default `native,component`): `native` skips the component rows.
+//! - `BENCH_PATHS`: comma-separated parts of path names (`batches`, `core calls`, `quad`, ...):
+//!   W1, W2 and W5 run only the paths whose name contains one (to profile a single path).
 //! - `BENCH_WRITE_INTERVAL_US` (default 100): the group commit window of every engine's driver
 //!   (`Driver::with_min_write_interval`); W1 and W2 also run without it.
 //! - `BENCH_PAGE_EVENTS` (default: the driver's 4096): events per PLog read in W3.
@@ -78,6 +80,8 @@ struct Config {
     scale: f64,
     runs: usize,
     only: Option<Vec<String>>,
+    /// `BENCH_PATHS`: the transaction paths to run, by part of their name.
+    paths: Option<Vec<String>>,
     page_events: usize,
     /// Run the component engine too (`BENCH_ENGINES=native` skips it).
     components: bool,
@@ -99,6 +103,7 @@ impl Config {
                 .unwrap_or(3)
                 .max(1),
             only: var("BENCH_ONLY").map(|v| v.split(',').map(|s| s.trim().to_owned()).collect()),
+            paths: var("BENCH_PATHS").map(|v| v.split(',').map(|s| s.trim().to_owned()).collect()),
             page_events: var("BENCH_PAGE_EVENTS")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DriverConfig::default().page_events),
@@ -120,6 +125,13 @@ impl Config {
         self.only
             .as_ref()
             .is_none_or(|o| o.iter().any(|x| x.eq_ignore_ascii_case(w)))
+    }
+
+    /// True unless `BENCH_PATHS` leaves out the path named `name`.
+    fn wants_path(&self, name: &str) -> bool {
+        self.paths
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|x| name.contains(x.as_str())))
     }
 }
 
