@@ -144,8 +144,9 @@ impl NumberCache {
     fn raise_node(&mut self, i: u32, values: impl Iterator<Item = (SeqId, Number)>) {
         self.touch(i);
         let node = &mut self.nodes[i as usize];
+        let mut cursor = 0;
         for (seq, value) in values {
-            if node.numbers.raise(seq, value) {
+            if node.numbers.raise_next(&mut cursor, seq, value) {
                 self.numbers += 1;
             }
         }

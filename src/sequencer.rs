@@ -197,6 +197,8 @@ pub struct Sequencer {
     stored_offset: PLogOffset,
     tx: Option<Transaction>,
     slots: Vec<Slot>,
+    /// The slot `next` looks at first: the one after the last it used.
+    slot_cursor: usize,
     pending_load: Option<PendingLoad>,
     write_retry: Backoff,
     next_ticket: u64,
@@ -242,6 +244,7 @@ impl Sequencer {
             stored_offset: 0,
             tx: None,
             slots: Vec::with_capacity(widest),
+            slot_cursor: 0,
             pending_load: None,
             write_retry: Backoff::default(),
             next_ticket: 0,
@@ -308,13 +311,14 @@ impl Sequencer {
         }
 
         self.slots.clear();
+        self.slot_cursor = 0;
         let found = self.cache.get_at(hint, ws);
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
         let mut missing: Vec<SeqId> = Vec::new();
-        for &(seq, initial) in seqs.0.iter() {
+        for (i, &(seq, initial)) in seqs.0.iter().enumerate() {
             let known = cached
-                .and_then(|c| c.get(seq))
+                .and_then(|c| c.get_at(i, seq))
                 .or_else(|| self.unflushed.get(ws, seq));
             match known {
                 Some(last) => self.slots.push(Slot {
@@ -394,11 +398,18 @@ impl Sequencer {
     pub fn next(&mut self, seq: SeqId) -> Result<Number, Error> {
         self.check_alive()?;
         let tx = self.tx.as_ref().ok_or(Error::NoTransaction)?;
-        let slot = self
-            .slots
-            .iter_mut()
-            .find(|s| s.seq == seq)
-            .ok_or(Error::UnknownSeqId { kind: tx.kind, seq })?;
+        // Callers usually ask in the kind's order: the slot after the last one is tried first.
+        let guess = self.slot_cursor;
+        let at = match self.slots.get(guess) {
+            Some(s) if s.seq == seq => guess,
+            _ => self
+                .slots
+                .iter()
+                .position(|s| s.seq == seq)
+                .ok_or(Error::UnknownSeqId { kind: tx.kind, seq })?,
+        };
+        self.slot_cursor = at + 1;
+        let slot = &mut self.slots[at];
         let n = slot
             .last
             .checked_add(1)
@@ -455,10 +466,11 @@ impl Sequencer {
             let found = self.cache.peek_slot(w);
             slots.push(found.map(|(slot, _)| slot));
             let cached = found.map(|(_, numbers)| numbers);
-            let held = |seq| {
-                cached.and_then(|c| c.get(seq)).is_some() || self.unflushed.get(w, seq).is_some()
+            let held = |(i, &(seq, _)): (usize, &(SeqId, Number))| {
+                cached.and_then(|c| c.get_at(i, seq)).is_some()
+                    || self.unflushed.get(w, seq).is_some()
             };
-            if !seqs.0.iter().all(|&(seq, _)| held(seq)) && !out.contains(&w) {
+            if !seqs.0.iter().enumerate().all(held) && !out.contains(&w) {
                 out.push(w);
             }
         }

@@ -3,50 +3,66 @@
 
 use core::hash::BuildHasher;
 
-use hashbrown::DefaultHashBuilder;
-use hashbrown::HashMap;
+use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use crate::work::Ticket;
 use crate::ws_numbers::WsNumbers;
 
-/// Values by workspace with a running count of values.
+/// The numbers of `ws` (hash `hash`) in `by_ws`, recorded empty if absent: one probe either way.
+#[inline]
+fn entry<'a>(
+    by_ws: &'a mut HashTable<(WsId, WsNumbers)>,
+    hasher: &DefaultHashBuilder,
+    hash: u64,
+    ws: WsId,
+) -> &'a mut WsNumbers {
+    match by_ws.entry(hash, |e| e.0 == ws, |e| hasher.hash_one(e.0)) {
+        Entry::Occupied(o) => &mut o.into_mut().1,
+        Entry::Vacant(v) => &mut v.insert((ws, WsNumbers::default())).into_mut().1,
+    }
+}
+
+/// Values by workspace with a running count of values. The sets of one [`Unflushed`] hash with
+/// its one hasher, so a workspace's hash, computed once, finds it in any of them.
 struct ValueSet {
-    by_ws: HashMap<WsId, WsNumbers>,
+    by_ws: HashTable<(WsId, WsNumbers)>,
     count: usize,
 }
 
 impl ValueSet {
-    /// An empty set hashing with `hasher`: every set of one [`Unflushed`] shares its hasher,
-    /// so a workspace's hash, computed once, finds it in any of them.
-    fn new(hasher: &DefaultHashBuilder) -> Self {
+    fn new() -> Self {
         Self {
-            by_ws: HashMap::with_hasher(hasher.clone()),
+            by_ws: HashTable::new(),
             count: 0,
         }
     }
 
-    fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
-        self.by_ws.get(&ws).and_then(|n| n.get(seq))
-    }
-
-    fn raise(&mut self, ws: WsId, seq: SeqId, value: Number) {
-        if self.by_ws.entry(ws).or_default().raise(seq, value) {
-            self.count += 1;
-        }
+    /// The numbers of `ws`, whose hash is `hash`.
+    #[inline]
+    fn find(&self, hash: u64, ws: WsId) -> Option<&WsNumbers> {
+        self.by_ws.find(hash, |e| e.0 == ws).map(|e| &e.1)
     }
 
     /// Raises several values of one workspace with one lookup.
-    fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
-        let nums = self.by_ws.entry(ws).or_default();
+    #[inline]
+    fn raise_ws(
+        &mut self,
+        hasher: &DefaultHashBuilder,
+        ws: WsId,
+        values: impl Iterator<Item = (SeqId, Number)>,
+    ) {
+        let nums = entry(&mut self.by_ws, hasher, hasher.hash_one(ws), ws);
+        let mut cursor = 0;
         for (seq, value) in values {
-            if nums.raise(seq, value) {
+            if nums.raise_next(&mut cursor, seq, value) {
                 self.count += 1;
             }
         }
     }
 
-    /// Forgets every value, keeping the map's memory for reuse.
+    /// Forgets every value, keeping the table's memory for reuse.
     fn clear(&mut self) {
         self.by_ws.clear();
         self.count = 0;
@@ -54,8 +70,8 @@ impl ValueSet {
 
     fn to_values(&self) -> Vec<SeqValue> {
         let mut out = Vec::with_capacity(self.count);
-        for (&ws, nums) in &self.by_ws {
-            out.extend(nums.iter().map(|(seq, v)| SeqValue::new(ws, seq, v)));
+        for (ws, nums) in &self.by_ws {
+            out.extend(nums.iter().map(|(seq, v)| SeqValue::new(*ws, seq, v)));
         }
         out
     }
@@ -92,13 +108,13 @@ impl Default for Unflushed {
     fn default() -> Self {
         let hasher = DefaultHashBuilder::default();
         Self {
-            staged: ValueSet::new(&hasher),
+            staged: ValueSet::new(),
             staged_offset: None,
-            waiting: ValueSet::new(&hasher),
+            waiting: ValueSet::new(),
             waiting_offset: None,
             in_flight: None,
             overlap: 0,
-            spare: ValueSet::new(&hasher),
+            spare: ValueSet::new(),
             hasher,
         }
     }
@@ -107,16 +123,17 @@ impl Default for Unflushed {
 impl Unflushed {
     /// An empty set with this flusher's hasher.
     fn empty_set(&self) -> ValueSet {
-        ValueSet::new(&self.hasher)
+        ValueSet::new()
     }
 
     /// The newest unwritten number of a key, if one is held.
     #[inline]
     pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
-        self.staged
-            .get(ws, seq)
-            .or_else(|| self.waiting.get(ws, seq))
-            .or_else(|| self.in_flight.as_ref().and_then(|f| f.values.get(ws, seq)))
+        let hash = self.hasher.hash_one(ws);
+        let in_set = |set: &ValueSet| set.find(hash, ws).and_then(|n| n.get(seq));
+        in_set(&self.staged)
+            .or_else(|| in_set(&self.waiting))
+            .or_else(|| self.in_flight.as_ref().and_then(|f| in_set(&f.values)))
     }
 
     /// Raises the waiting values of the keys of `ws` in `values` (one lookup for them all).
@@ -129,31 +146,26 @@ impl Unflushed {
     #[inline]
     pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
         let hash = self.hasher.hash_one(ws);
-        let (_, nums) = self
-            .waiting
-            .by_ws
-            .raw_entry_mut()
-            .from_key_hashed_nocheck(hash, &ws)
-            .or_insert_with(|| (ws, WsNumbers::default()));
+        let nums = entry(&mut self.waiting.by_ws, &self.hasher, hash, ws);
         // The write in flight's numbers of `ws`, looked up only once a key is new.
         let mut in_flight: Option<Option<&WsNumbers>> = None;
+        let mut cursor = 0;
         for (seq, value) in values {
-            if !nums.raise(seq, value) {
+            if !nums.raise_next(&mut cursor, seq, value) {
                 continue;
             }
             self.waiting.count += 1;
             let flying = *in_flight.get_or_insert_with(|| {
-                self.in_flight.as_ref().and_then(|f| {
-                    let found = f
-                        .values
-                        .by_ws
-                        .raw_entry()
-                        .from_key_hashed_nocheck(hash, &ws);
-                    found.map(|(_, n)| n)
-                })
+                self.in_flight
+                    .as_ref()
+                    .and_then(|f| f.values.find(hash, ws))
             });
-            if let Some(written) = flying.and_then(|f| f.get(seq)) {
-                nums.raise(seq, written);
+            // `seq` was just recorded at `cursor - 1`, and the write in flight recorded it in the
+            // same order, most likely at the same place.
+            let at = cursor - 1;
+            if let Some(written) = flying.and_then(|f| f.get_at(at, seq)) {
+                let mut c = at;
+                nums.raise_next(&mut c, seq, written);
                 self.overlap += 1;
             }
         }
@@ -167,7 +179,7 @@ impl Unflushed {
         values: impl Iterator<Item = (SeqId, Number)>,
         offset: PLogOffset,
     ) {
-        self.staged.raise_ws(ws, values);
+        self.staged.raise_ws(&self.hasher, ws, values);
         self.staged_offset = Some(self.staged_offset.map_or(offset, |o| o.max(offset)));
     }
 
@@ -190,8 +202,8 @@ impl Unflushed {
         };
         let empty = self.empty_set();
         let staged = core::mem::replace(&mut self.staged, empty);
-        for (&ws, nums) in &staged.by_ws {
-            self.raise_ws(ws, nums.iter());
+        for (ws, nums) in &staged.by_ws {
+            self.raise_ws(*ws, nums.iter());
         }
         self.staged = staged;
         self.staged.clear();
@@ -257,9 +269,7 @@ impl Unflushed {
         if let Some(f) = self.in_flight.take() {
             self.overlap = 0;
             for (ws, nums) in f.values.by_ws {
-                for (seq, v) in nums.iter() {
-                    self.waiting.raise(ws, seq, v);
-                }
+                self.waiting.raise_ws(&self.hasher, ws, nums.iter());
             }
             self.raise_offset(f.offset);
         }

@@ -32,6 +32,30 @@ impl WsNumbers {
             .map(|(_, n)| *n)
     }
 
+    /// [`get`](Self::get), looking at position `guess` first: callers walk a kind's sequences
+    /// in the order they were recorded, so the guess is usually right and no search runs.
+    #[inline]
+    pub(crate) fn get_at(&self, guess: usize, seq: SeqId) -> Option<Number> {
+        match self.inline().get(guess) {
+            Some(&(s, n)) if s == seq => Some(n),
+            _ => self.get(seq),
+        }
+    }
+
+    /// [`raise`](Self::raise), looking at position `*cursor` first, then moving the cursor one
+    /// on: raising values in the order they were recorded needs no search.
+    #[inline]
+    pub(crate) fn raise_next(&mut self, cursor: &mut usize, seq: SeqId, value: Number) -> bool {
+        let at = *cursor;
+        *cursor += 1;
+        if at < usize::from(self.len) && self.inline[at].0 == seq {
+            let n = &mut self.inline[at].1;
+            *n = (*n).max(value);
+            return false;
+        }
+        self.raise(seq, value)
+    }
+
     /// Records `value` for `seq` unless a larger number is known; true if `seq` was new.
     #[inline]
     pub(crate) fn raise(&mut self, seq: SeqId, value: Number) -> bool {
@@ -98,5 +122,32 @@ mod tests {
         assert_eq!(w.get(8), None);
         let all: Vec<_> = w.iter().map(|(s, _)| s).collect();
         assert_eq!(all, [1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn a_wrong_guess_finds_the_sequence_all_the_same() {
+        let mut w = WsNumbers::default();
+        let mut cursor = 0;
+        for seq in [3u16, 1, 2] {
+            assert!(w.raise_next(&mut cursor, seq, 10));
+        }
+        // In order: every guess right. Out of order and spilled: found by search.
+        let mut cursor = 0;
+        for seq in [3u16, 1, 2] {
+            assert!(!w.raise_next(&mut cursor, seq, 20));
+        }
+        let mut cursor = 0;
+        for seq in [2u16, 9, 3, 8, 7, 1] {
+            w.raise_next(&mut cursor, seq, 30);
+        }
+        let all: Vec<_> = w.iter().collect();
+        assert_eq!(
+            all,
+            [(3, 30), (1, 30), (2, 30), (9, 30), (8, 30), (7, 30)],
+            "each sequence once, raised"
+        );
+        for (guess, seq) in [(0, 3u16), (0, 7), (5, 7), (2, 1), (9, 2), (3, 4)] {
+            assert_eq!(w.get_at(guess, seq), w.get(seq));
+        }
     }
 }
