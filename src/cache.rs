@@ -3,6 +3,10 @@
 //! An index of workspace → node over a vector of nodes linked in order of use, so that a
 //! transaction can keep where its workspace's numbers sit ([`CacheSlot`]) from `start` to
 //! `flush` and raise them there without hashing the workspace again.
+//!
+//! The node of a workspace with staged events remembers where its staged values are, so staging
+//! another event of it needs no lookup; should the workspace be evicted meanwhile, that place
+//! is kept by workspace among the *orphans* until the transaction is flushed or dropped.
 
 use hashbrown::{DefaultHashBuilder, HashMap};
 
@@ -22,6 +26,8 @@ struct Node {
     ws: WsId,
     numbers: WsNumbers,
     live: bool,
+    /// Where the workspace's staged values are, plus one; 0 if it has none.
+    staged: u32,
     newer: u32,
     older: u32,
 }
@@ -37,6 +43,8 @@ pub(crate) struct NumberCache {
     newest: u32,
     /// Least recently used: evicted first.
     oldest: u32,
+    /// Where the staged values of workspaces evicted while staged are.
+    orphans: HashMap<WsId, u32, DefaultHashBuilder>,
     numbers: usize,
     capacity: usize,
 }
@@ -49,6 +57,7 @@ impl NumberCache {
             free: Vec::new(),
             newest: NONE,
             oldest: NONE,
+            orphans: HashMap::with_hasher(DefaultHashBuilder::default()),
             numbers: 0,
             capacity,
         }
@@ -102,13 +111,18 @@ impl NumberCache {
     }
 
     /// Raises the numbers of `ws` to at least `values`, marking it most recently used, then
-    /// evicts other workspaces while over capacity.
-    pub(crate) fn raise(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
+    /// evicts other workspaces while over capacity. Returns where the numbers sit.
+    pub(crate) fn raise(
+        &mut self,
+        ws: WsId,
+        values: impl Iterator<Item = (SeqId, Number)>,
+    ) -> CacheSlot {
         let i = match self.index.get(&ws) {
             Some(&i) => i,
             None => self.insert(ws),
         };
         self.raise_node(i, values);
+        CacheSlot(i)
     }
 
     /// [`raise`](Self::raise) for a workspace found at `slot` by [`get`](Self::get): no lookup
@@ -119,16 +133,75 @@ impl NumberCache {
         slot: Option<CacheSlot>,
         ws: WsId,
         values: impl Iterator<Item = (SeqId, Number)>,
-    ) {
+    ) -> CacheSlot {
         match slot {
-            Some(CacheSlot(i)) if self.holds(i, ws) => self.raise_node(i, values),
+            Some(CacheSlot(i)) if self.holds(i, ws) => {
+                self.raise_node(i, values);
+                CacheSlot(i)
+            }
             _ => self.raise(ws, values),
         }
+    }
+
+    /// Where the staged values of `ws`, whose node is at `slot`, are, if it has any.
+    #[inline]
+    pub(crate) fn staged_at(&mut self, slot: CacheSlot, ws: WsId) -> Option<u32> {
+        let i = slot.0;
+        if !self.holds(i, ws) {
+            return None;
+        }
+        match self.nodes[i as usize].staged {
+            0 if self.orphans.is_empty() => None,
+            // Cached again since its eviction: its node may lack staged numbers the orphan
+            // holds, so the orphan stays (lookups fall back to it) until the flush.
+            0 => {
+                let staged = *self.orphans.get(&ws)?;
+                self.nodes[i as usize].staged = staged + 1;
+                Some(staged)
+            }
+            marked => Some(marked - 1),
+        }
+    }
+
+    /// Notes on the node of `ws` at `slot` that its staged values are at `staged`.
+    pub(crate) fn mark_staged(&mut self, slot: CacheSlot, ws: WsId, staged: u32) {
+        if self.holds(slot.0, ws) {
+            self.nodes[slot.0 as usize].staged = staged + 1;
+        }
+    }
+
+    /// Where the staged values of `ws` are if it was evicted while staged (a workspace
+    /// cached has its staged numbers in the cache).
+    #[inline]
+    pub(crate) fn orphan(&self, ws: WsId) -> Option<u32> {
+        if self.orphans.is_empty() {
+            return None;
+        }
+        self.orphans.get(&ws).copied()
+    }
+
+    /// The staged values of `ws`, staged from its node at `slot`, are flushed: forgets where
+    /// they were (looking `ws` up if it was evicted and cached again since).
+    pub(crate) fn unmark_staged(&mut self, slot: CacheSlot, ws: WsId) {
+        let i = match slot.0 {
+            i if self.holds(i, ws) => i,
+            _ => match self.index.get(&ws) {
+                Some(&i) => i,
+                None => return,
+            },
+        };
+        self.nodes[i as usize].staged = 0;
+    }
+
+    /// Forgets the orphans (after every staged workspace was unmarked).
+    pub(crate) fn clear_orphans(&mut self) {
+        self.orphans.clear();
     }
 
     /// Forgets everything.
     pub(crate) fn clear(&mut self) {
         self.index.clear();
+        self.orphans.clear();
         self.nodes.clear();
         self.free.clear();
         self.newest = NONE;
@@ -161,6 +234,7 @@ impl NumberCache {
             ws,
             numbers: WsNumbers::default(),
             live: true,
+            staged: 0,
             newer: NONE,
             older: self.newest,
         };
@@ -221,6 +295,7 @@ impl NumberCache {
         }
     }
 
+    /// Evicts the least recently used workspace (keeping where its staged values are).
     fn evict_oldest(&mut self) {
         let i = self.oldest;
         if i == NONE {
@@ -232,6 +307,10 @@ impl NumberCache {
         let evicted = core::mem::take(&mut node.numbers);
         self.numbers -= evicted.len();
         self.index.remove(&node.ws);
+        if node.staged > 0 {
+            self.orphans.insert(node.ws, node.staged - 1);
+            node.staged = 0;
+        }
         self.free.push(i);
     }
 }

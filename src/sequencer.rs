@@ -171,6 +171,16 @@ enum Phase {
     CleanedUp,
 }
 
+/// The newest number of a key not yet written, for a workspace the cache does not hold: a
+/// staged one (`orphan`: where the staged values of a workspace evicted while staged are),
+/// else one waiting or being written.
+#[inline]
+fn unwritten(unflushed: &Unflushed, orphan: Option<u32>, ws: WsId, seq: SeqId) -> Option<Number> {
+    orphan
+        .and_then(|staged| unflushed.staged_get(staged, seq))
+        .or_else(|| unflushed.get(ws, seq))
+}
+
 /// The sequencer state machine of spec 001.
 ///
 /// Use: [`start`](Self::start), then [`next`](Self::next) for each number the event needs, then
@@ -312,6 +322,7 @@ impl Sequencer {
 
         self.slots.clear();
         self.slot_cursor = 0;
+        let orphan = self.cache.orphan(ws);
         let found = self.cache.get_at(hint, ws);
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
@@ -319,7 +330,7 @@ impl Sequencer {
         for (i, &(seq, initial)) in seqs.0.iter().enumerate() {
             let known = cached
                 .and_then(|c| c.get_at(i, seq))
-                .or_else(|| self.unflushed.get(ws, seq));
+                .or_else(|| unwritten(&self.unflushed, orphan, ws, seq));
             match known {
                 Some(last) => self.slots.push(Slot {
                     seq,
@@ -468,7 +479,7 @@ impl Sequencer {
             let cached = found.map(|(_, numbers)| numbers);
             let held = |(i, &(seq, _)): (usize, &(SeqId, Number))| {
                 cached.and_then(|c| c.get_at(i, seq)).is_some()
-                    || self.unflushed.get(w, seq).is_some()
+                    || unwritten(&self.unflushed, self.cache.orphan(w), w, seq).is_some()
             };
             if !seqs.0.iter().enumerate().all(held) && !out.contains(&w) {
                 out.push(w);
@@ -495,13 +506,14 @@ impl Sequencer {
         // The cache keeps the larger of what it holds and what it is given; an unwritten value
         // is newer than storage, so it wins over the stored one.
         let unflushed = &self.unflushed;
+        let orphan = self.cache.orphan(ws);
         self.cache.raise(
             ws,
             seqs.0.iter().zip(stored).map(|(&(seq, initial), &stored)| {
                 let stored = continue_from(stored, initial);
                 (
                     seq,
-                    unflushed.get(ws, seq).map_or(stored, |u| u.max(stored)),
+                    unwritten(unflushed, orphan, ws, seq).map_or(stored, |u| u.max(stored)),
                 )
             }),
         );
@@ -516,16 +528,21 @@ impl Sequencer {
     pub fn stage(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
-        self.unflushed.stage_ws(
-            tx.ws,
-            self.slots
-                .iter()
-                .filter(|s| s.touched)
-                .map(|s| (s.seq, s.last)),
-            tx.offset,
-        );
-        self.cache
-            .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        let slot =
+            self.cache
+                .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        let touched = self
+            .slots
+            .iter()
+            .filter(|s| s.touched)
+            .map(|s| (s.seq, s.last));
+        match self.cache.staged_at(slot, tx.ws) {
+            Some(staged) => self.unflushed.stage_at(staged, touched, tx.offset),
+            None => {
+                let staged = self.unflushed.stage_new(tx.ws, slot, touched, tx.offset);
+                self.cache.mark_staged(slot, tx.ws, staged);
+            }
+        }
         // As in `flush`: cannot saturate short of 2^64 - 2 events, and must not panic.
         self.next_offset = tx.offset.saturating_add(1);
         Ok(())
@@ -537,11 +554,11 @@ impl Sequencer {
     pub fn flush(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         if self.tx.is_none() && self.unflushed.has_staged() {
-            self.unflushed.commit_staged();
+            self.commit_staged();
             return Ok(());
         }
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
-        self.unflushed.commit_staged();
+        self.commit_staged();
         if self.slots.iter().any(|s| s.touched) {
             self.unflushed.raise_ws(
                 tx.ws,
@@ -558,6 +575,17 @@ impl Sequencer {
         // cannot saturate short of 2^64 - 2 events; it must not panic all the same.
         self.next_offset = tx.offset.saturating_add(1);
         Ok(())
+    }
+
+    /// The staged events' values wait to be written; the cache forgets where they were.
+    fn commit_staged(&mut self) {
+        if !self.unflushed.has_staged() {
+            return;
+        }
+        let cache = &mut self.cache;
+        self.unflushed
+            .commit_staged(|ws, slot| cache.unmark_staged(slot, ws));
+        self.cache.clear_orphans();
     }
 
     /// Drops the transaction in progress, if any (staged events included), and everything not

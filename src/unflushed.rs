@@ -6,6 +6,7 @@ use core::hash::BuildHasher;
 use hashbrown::hash_table::Entry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use crate::cache::CacheSlot;
 use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use crate::work::Ticket;
 use crate::ws_numbers::WsNumbers;
@@ -77,6 +78,36 @@ impl ValueSet {
     }
 }
 
+/// The values of staged events: one entry per workspace, found through the workspace's cache
+/// node (`NumberCache::staged_at`), so staging needs no lookup of its own. The cache holds
+/// these numbers too; they are looked up here only for a workspace evicted while staged.
+#[derive(Default)]
+struct Staged {
+    entries: Vec<(WsId, CacheSlot, WsNumbers)>,
+    /// Distinct keys staged.
+    count: usize,
+}
+
+impl Staged {
+    fn raise(&mut self, at: usize, values: impl Iterator<Item = (SeqId, Number)>) {
+        let Some((_, _, nums)) = self.entries.get_mut(at) else {
+            debug_assert!(false, "staged entry {at} of {}", self.entries.len());
+            return;
+        };
+        let mut cursor = 0;
+        for (seq, value) in values {
+            if nums.raise_next(&mut cursor, seq, value) {
+                self.count += 1;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.count = 0;
+    }
+}
+
 /// A batch handed to the driver and not yet reported.
 struct InFlight {
     ticket: Ticket,
@@ -91,7 +122,7 @@ pub(crate) struct Unflushed {
     /// The hasher of every set below (they trade places: waiting becomes in flight, in flight
     /// becomes spare, spare becomes waiting), so one hash of a workspace serves them all.
     hasher: DefaultHashBuilder,
-    staged: ValueSet,
+    staged: Staged,
     /// The offset of the last staged event, if any event is staged.
     staged_offset: Option<PLogOffset>,
     waiting: ValueSet,
@@ -108,7 +139,7 @@ impl Default for Unflushed {
     fn default() -> Self {
         let hasher = DefaultHashBuilder::default();
         Self {
-            staged: ValueSet::new(),
+            staged: Staged::default(),
             staged_offset: None,
             waiting: ValueSet::new(),
             waiting_offset: None,
@@ -131,9 +162,7 @@ impl Unflushed {
     pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
         let hash = self.hasher.hash_one(ws);
         let in_set = |set: &ValueSet| set.find(hash, ws).and_then(|n| n.get(seq));
-        in_set(&self.staged)
-            .or_else(|| in_set(&self.waiting))
-            .or_else(|| self.in_flight.as_ref().and_then(|f| in_set(&f.values)))
+        in_set(&self.waiting).or_else(|| self.in_flight.as_ref().and_then(|f| in_set(&f.values)))
     }
 
     /// Raises the waiting values of the keys of `ws` in `values` (one lookup for them all).
@@ -171,15 +200,37 @@ impl Unflushed {
         }
     }
 
-    /// Keeps the values of a staged event of `ws` at `offset` apart until
-    /// [`Unflushed::commit_staged`], which raises the offset to write as `raise_offset` would.
-    pub(crate) fn stage_ws(
+    /// Keeps the values of a staged event of `ws` (whose cache node is at `slot`, not yet
+    /// staged) at `offset` apart until [`Unflushed::commit_staged`], which raises the offset to
+    /// write as `raise_offset` would. Returns where they are kept, for the node to remember.
+    pub(crate) fn stage_new(
         &mut self,
         ws: WsId,
+        slot: CacheSlot,
+        values: impl Iterator<Item = (SeqId, Number)>,
+        offset: PLogOffset,
+    ) -> u32 {
+        let at = self.staged.entries.len();
+        self.staged.entries.push((ws, slot, WsNumbers::default()));
+        self.staged.raise(at, values);
+        self.raise_staged_offset(offset);
+        // Fewer entries than keys held, which `max_unflushed_values` bounds far below 2^32.
+        at as u32
+    }
+
+    /// [`stage_new`](Self::stage_new) for a workspace already staged, its values kept at
+    /// `staged`.
+    pub(crate) fn stage_at(
+        &mut self,
+        staged: u32,
         values: impl Iterator<Item = (SeqId, Number)>,
         offset: PLogOffset,
     ) {
-        self.staged.raise_ws(&self.hasher, ws, values);
+        self.staged.raise(staged as usize, values);
+        self.raise_staged_offset(offset);
+    }
+
+    fn raise_staged_offset(&mut self, offset: PLogOffset) {
         self.staged_offset = Some(self.staged_offset.map_or(offset, |o| o.max(offset)));
     }
 
@@ -195,18 +246,29 @@ impl Unflushed {
         self.staged.count
     }
 
-    /// The staged events are in the PLog: their values and offset wait to be written.
-    pub(crate) fn commit_staged(&mut self) {
+    /// The staged value of `seq` kept at `staged` (see [`stage_new`](Self::stage_new)).
+    #[inline]
+    pub(crate) fn staged_get(&self, staged: u32, seq: SeqId) -> Option<Number> {
+        self.staged
+            .entries
+            .get(staged as usize)
+            .and_then(|(_, _, nums)| nums.get(seq))
+    }
+
+    /// The staged events are in the PLog: their values and offset wait to be written. Calls
+    /// `forget` with each workspace staged and the cache slot it was staged from.
+    pub(crate) fn commit_staged(&mut self, mut forget: impl FnMut(WsId, CacheSlot)) {
         let Some(offset) = self.staged_offset.take() else {
             return;
         };
-        let empty = self.empty_set();
-        let staged = core::mem::replace(&mut self.staged, empty);
-        for (ws, nums) in &staged.by_ws {
+        let mut entries = core::mem::take(&mut self.staged.entries);
+        for (ws, slot, nums) in &entries {
             self.raise_ws(*ws, nums.iter());
+            forget(*ws, *slot);
         }
-        self.staged = staged;
-        self.staged.clear();
+        entries.clear();
+        self.staged.entries = entries;
+        self.staged.count = 0;
         self.raise_offset(offset);
     }
 
@@ -278,7 +340,7 @@ impl Unflushed {
     /// Forgets what waits and what is staged (the batch being written, if any, stays until it
     /// is reported).
     pub(crate) fn clear_waiting(&mut self) {
-        self.staged = self.empty_set();
+        self.staged.clear();
         self.staged_offset = None;
         self.waiting = self.empty_set();
         self.waiting_offset = None;

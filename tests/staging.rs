@@ -98,6 +98,26 @@ fn a_staged_workspace_evicted_from_the_cache_continues_from_its_staged_numbers()
     assert_eq!(stage_one(&mut d, 7), (1, 1));
     assert_eq!(stage_one(&mut d, 8), (2, 1));
     assert_eq!(stage_one(&mut d, 7), (3, 2));
+    assert_eq!(
+        d.seq.held_numbers().transaction,
+        2,
+        "ws 7 staged again after its eviction still counts one value"
+    );
+    for (offset, ws, n) in [(1, 7, 1), (2, 8, 1), (3, 7, 2)] {
+        d.storage
+            .append(offset, &[SeqValue::new(ws, 1, n)])
+            .unwrap();
+    }
+    d.seq.flush().unwrap();
+    d.run().unwrap();
+    assert_eq!(d.storage.read_numbers(7, &[1]), vec![2]);
+    assert_eq!(d.storage.read_numbers(8, &[1]), vec![1]);
+    assert_eq!(
+        stage_one(&mut d, 7),
+        (4, 3),
+        "the cache forgot the flushed staging"
+    );
+    assert_eq!(d.seq.held_numbers().transaction, 1);
 }
 
 #[test]
