@@ -69,7 +69,7 @@ pub use shell::{Batch, BatchStop, EventStart, Host, Read, Shell};
 pub use types::{Instant, Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId, WsKind};
 pub use vocab::ErrorKind;
 pub use work::{
-    MalformedWrite, NotNowReason, Outcome, PLOG_WORDS_PER_VALUE, PlogPage, PlogWords, ReadNumbers,
-    ReadNumbersMany, ReplayProgress, Start, Ticket, WRITE_WORDS_PER_VALUE, Work, WriteRequest,
-    WriteWords,
+    CheckedWords, MalformedWrite, NotNowReason, Outcome, PLOG_WORDS_PER_VALUE, PlogPage, PlogWords,
+    ReadNumbers, ReadNumbersMany, ReplayProgress, Start, Ticket, WRITE_WORDS_PER_VALUE, Work,
+    WriteRequest, WriteWords,
 };

@@ -28,7 +28,10 @@ use crate::facade::{self, EventOffsets, SequenceStatus};
 use crate::params::Params;
 use crate::sequencer::{HeldNumbers, Sequencer, Status};
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
-use crate::work::{NotNowReason, Outcome, ReadNumbers, ReadNumbersMany, Start, Ticket, Work};
+use crate::work::{
+    CheckedWords, NotNowReason, Outcome, ReadNumbers, ReadNumbersMany, Start, Ticket, Work,
+    WriteRequest,
+};
 
 /// How a host answered a numbers read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +60,22 @@ pub trait Host {
     /// Begin `work` outside the call and report its outcome with [`Shell::deliver`]
     /// (`storage.begin-*`).
     fn begin(&mut self, work: Work);
+
+    /// Begin a write whose values are still in the flat words of `storage.begin-write`,
+    /// checked: a host that stores them on another thread can keep the words and decode them
+    /// there. By default they are decoded now and handed to [`begin`](Self::begin).
+    fn begin_write_words(
+        &mut self,
+        ticket: Ticket,
+        words: CheckedWords,
+        next_plog_offset: PLogOffset,
+    ) {
+        self.begin(Work::Write(WriteRequest {
+            ticket,
+            values: words.decode(),
+            next_plog_offset,
+        }));
+    }
 
     /// Call [`Shell::pump`] once the clock reaches `at` (replacing any earlier request);
     /// `None` cancels (`clock.set-wake`).

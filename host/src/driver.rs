@@ -27,6 +27,7 @@ use crate::error::HostError;
 use crate::link::{guest_params, plog_words};
 use crate::partition::{Delivery, PartitionSequencer, Shared};
 use crate::runtime::Runtime;
+use crate::state::Op;
 use crate::storage::{PartitionId, Storage};
 
 /// Driver settings.
@@ -51,7 +52,7 @@ pub(crate) enum DriverMsg {
     Work {
         partition: PartitionId,
         generation: u64,
-        ops: Vec<Work>,
+        ops: Vec<Op>,
         wake: Option<Option<Instant>>,
     },
     Cleanup {
@@ -173,7 +174,7 @@ struct Part {
     write_began: Instant,
     /// A completed write held back until this instant (`Driver::with_min_write_interval`).
     held_write: Option<(Instant, Done)>,
-    queued: VecDeque<(u64, Work)>,
+    queued: VecDeque<(u64, Op)>,
     wake: Option<Instant>,
     reads: Vec<(u64, AbortHandle)>,
 }
@@ -304,7 +305,7 @@ impl LoopState {
         &mut self,
         partition: PartitionId,
         generation: u64,
-        ops: Vec<Work>,
+        ops: Vec<Op>,
         wake: Option<Option<Instant>>,
     ) {
         let Some(part) = self.parts.get_mut(&partition) else {
@@ -330,15 +331,15 @@ impl LoopState {
         }
     }
 
-    fn start_or_queue(&mut self, partition: PartitionId, generation: u64, work: Work) {
+    fn start_or_queue(&mut self, partition: PartitionId, generation: u64, op: Op) {
         let Some(part) = self.parts.get_mut(&partition) else {
             return;
         };
-        let waits_for_writes = matches!(work, Work::Write(_) | Work::ReadNextOffset { .. });
-        if waits_for_writes && (part.write_busy || !part.queued.is_empty()) {
-            part.queued.push_back((generation, work));
+        if op.waits_for_writes() && (part.write_busy || !part.queued.is_empty()) {
+            part.queued.push_back((generation, op));
             return;
         }
+        let work = op.into_work();
         if let Some(shared) = part.shared.upgrade() {
             shared.in_flight.fetch_add(1, Ordering::SeqCst);
         }

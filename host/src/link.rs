@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sequencer::{
     ContractLimits, Host, Instant, Params, PlogWords, Read, SeqValue, Status, Ticket, Work,
-    WriteRequest, WriteWords,
+    WriteWords,
 };
 use wasmtime::component::{Component, HasData, Linker, ResourceAny};
 use wasmtime::{
@@ -160,13 +160,11 @@ impl<H: Host> storage::Host for StoreData<H> {
         words: Vec<u64>,
         next_plog_offset: u64,
     ) -> wasmtime::Result<()> {
-        let values = WriteWords::decode(&words)
+        // Checked in the call (a broken guest's words trap it), decoded where the host likes.
+        let words = WriteWords::check(words)
             .map_err(|e| wasmtime::format_err!("storage.begin-write: {e}"))?;
-        self.host.begin(Work::Write(WriteRequest {
-            ticket: Ticket(op),
-            values,
-            next_plog_offset,
-        }));
+        self.host
+            .begin_write_words(Ticket(op), words, next_plog_offset);
         Ok(())
     }
 
@@ -501,6 +499,7 @@ pub fn params_from_guest(p: &GuestParams) -> Params {
 mod tests {
     use super::*;
     use crate::bindings::storage::Host as _;
+    use sequencer::WriteRequest;
 
     /// A host that keeps the work begun.
     #[derive(Default)]

@@ -3,10 +3,49 @@
 
 use std::sync::Arc;
 
-use sequencer::{Host, Instant, Read, SeqId, Status, Work, WsId};
+use sequencer::{CheckedWords, Host, Instant, PLogOffset, Read, SeqId, Status, Ticket, Work, WsId};
 
 use crate::clock::Clock;
 use crate::storage::{PartitionId, Storage};
+
+/// Storage work a guest began, as the task driver receives it.
+pub(crate) enum Op {
+    /// In the core's terms.
+    Work(Work),
+    /// A write still in the guest's flat words (checked in the call): the driver decodes
+    /// them, off the caller's thread.
+    WriteWords {
+        ticket: Ticket,
+        words: CheckedWords,
+        next_plog_offset: PLogOffset,
+    },
+}
+
+impl Op {
+    /// The work in the core's terms (decoding a write's words).
+    pub(crate) fn into_work(self) -> Work {
+        match self {
+            Op::Work(work) => work,
+            Op::WriteWords {
+                ticket,
+                words,
+                next_plog_offset,
+            } => Work::Write(sequencer::WriteRequest {
+                ticket,
+                values: words.decode(),
+                next_plog_offset,
+            }),
+        }
+    }
+
+    /// True for the work that waits for the partition's writes (a write, an offset read).
+    pub(crate) fn waits_for_writes(&self) -> bool {
+        matches!(
+            self,
+            Op::WriteWords { .. } | Op::Work(Work::Write(_) | Work::ReadNextOffset { .. })
+        )
+    }
+}
 
 /// Store data: the partition's storage and clock, plus what the guest asked for during the
 /// current call (collected, then handed to the task driver after the call returns).
@@ -15,7 +54,7 @@ pub struct HostState {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
     /// The storage work the guest began.
-    pub(crate) outbox: Vec<Work>,
+    pub(crate) outbox: Vec<Op>,
     /// `Some` when the guest changed its wake-up request during the call.
     pub(crate) wake: Option<Option<Instant>>,
     /// `Some` when the guest reported a status change during the call.
@@ -59,7 +98,20 @@ impl Host for HostState {
     }
 
     fn begin(&mut self, work: Work) {
-        self.outbox.push(work);
+        self.outbox.push(Op::Work(work));
+    }
+
+    fn begin_write_words(
+        &mut self,
+        ticket: Ticket,
+        words: CheckedWords,
+        next_plog_offset: PLogOffset,
+    ) {
+        self.outbox.push(Op::WriteWords {
+            ticket,
+            words,
+            next_plog_offset,
+        });
     }
 
     fn set_wake(&mut self, at: Option<Instant>) {
