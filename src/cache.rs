@@ -216,13 +216,7 @@ impl NumberCache {
 
     fn raise_node(&mut self, i: u32, values: impl Iterator<Item = (SeqId, Number)>) {
         self.touch(i);
-        let node = &mut self.nodes[i as usize];
-        let mut cursor = 0;
-        for (seq, value) in values {
-            if node.numbers.raise_next(&mut cursor, seq, value) {
-                self.numbers += 1;
-            }
-        }
+        self.numbers += self.nodes[i as usize].numbers.raise_all(values);
         while self.numbers > self.capacity && self.index.len() > 1 {
             self.evict_oldest();
         }
@@ -362,6 +356,29 @@ mod tests {
             .map(|n| n.len())
             .sum();
         assert_eq!(held, c.numbers());
+    }
+
+    #[test]
+    fn a_workspace_evicted_while_staged_keeps_its_staged_place_until_the_flush() {
+        let mut c = NumberCache::new(2);
+        let slot = c.raise(1, seqs(2));
+        assert_eq!(c.staged_at(slot, 1), None);
+        c.mark_staged(slot, 1, 7);
+        assert_eq!(c.staged_at(slot, 1), Some(7));
+        c.raise(2, seqs(2));
+        assert!(c.peek(1).is_none(), "evicted");
+        assert_eq!(c.orphan(1), Some(7));
+        let again = c.raise(1, seqs(1));
+        assert_eq!(c.staged_at(again, 1), Some(7), "found among the orphans");
+        assert_eq!(
+            c.orphan(1),
+            Some(7),
+            "kept until the flush: the new node may lack staged numbers"
+        );
+        c.unmark_staged(slot, 1);
+        c.clear_orphans();
+        assert_eq!(c.staged_at(again, 1), None);
+        assert_eq!(c.orphan(1), None);
     }
 
     #[test]

@@ -55,12 +55,7 @@ impl ValueSet {
         values: impl Iterator<Item = (SeqId, Number)>,
     ) {
         let nums = entry(&mut self.by_ws, hasher, hasher.hash_one(ws), ws);
-        let mut cursor = 0;
-        for (seq, value) in values {
-            if nums.raise_next(&mut cursor, seq, value) {
-                self.count += 1;
-            }
-        }
+        self.count += nums.raise_all(values);
     }
 
     /// Forgets every value, keeping the table's memory for reuse.
@@ -94,12 +89,7 @@ impl Staged {
             debug_assert!(false, "staged entry {at} of {}", self.entries.len());
             return;
         };
-        let mut cursor = 0;
-        for (seq, value) in values {
-            if nums.raise_next(&mut cursor, seq, value) {
-                self.count += 1;
-            }
-        }
+        self.count += nums.raise_all(values);
     }
 
     fn clear(&mut self) {

@@ -56,6 +56,16 @@ impl WsNumbers {
         self.raise(seq, value)
     }
 
+    /// [`raise_next`](Self::raise_next) for each of `values` in turn; how many sequences were
+    /// new.
+    #[inline]
+    pub(crate) fn raise_all(&mut self, values: impl Iterator<Item = (SeqId, Number)>) -> usize {
+        let mut cursor = 0;
+        values
+            .filter(|&(seq, value)| self.raise_next(&mut cursor, seq, value))
+            .count()
+    }
+
     /// Records `value` for `seq` unless a larger number is known; true if `seq` was new.
     #[inline]
     pub(crate) fn raise(&mut self, seq: SeqId, value: Number) -> bool {
