@@ -455,27 +455,31 @@ impl Sequencer {
     /// nothing unless the sequencer is ready with no event open (a `start` would say "not
     /// now" or be refused).
     pub fn loads_ahead(&self, kind: WsKind, ws: &[WsId], out: &mut Vec<WsId>) {
-        self.loads_ahead_at(kind, ws, out, &mut Vec::new());
+        self.loads_ahead_at(kind, ws, out, None);
     }
 
-    /// [`loads_ahead`](Self::loads_ahead), also noting in `slots` where each workspace of `ws`
-    /// sits in the cache (`None` if it does not), for [`start_at`](Self::start_at). `slots`
-    /// is left empty unless the sequencer is ready with no event open.
+    /// [`loads_ahead`](Self::loads_ahead), also noting in `slots` (when given) where each
+    /// workspace of `ws` sits in the cache (`None` if it does not), for
+    /// [`start_at`](Self::start_at). `slots` is left empty unless the sequencer is ready with
+    /// no event open.
     pub(crate) fn loads_ahead_at(
         &self,
         kind: WsKind,
         ws: &[WsId],
         out: &mut Vec<WsId>,
-        slots: &mut Vec<Option<CacheSlot>>,
+        mut slots: Option<&mut Vec<Option<CacheSlot>>>,
     ) {
-        slots.clear();
+        if let Some(slots) = slots.as_deref_mut() {
+            slots.clear();
+        }
         let (Phase::Ready, None, Some(seqs)) = (&self.phase, &self.tx, self.kinds.get(kind)) else {
             return;
         };
-        slots.reserve(ws.len());
         for &w in ws {
             let found = self.cache.peek_slot(w);
-            slots.push(found.map(|(slot, _)| slot));
+            if let Some(slots) = slots.as_deref_mut() {
+                slots.push(found.map(|(slot, _)| slot));
+            }
             let cached = found.map(|(_, numbers)| numbers);
             let held = |(i, &(seq, _)): (usize, &(SeqId, Number))| {
                 cached.and_then(|c| c.get_at(i, seq)).is_some()

@@ -578,7 +578,7 @@ impl Shell {
         let mut ahead = core::mem::take(&mut self.ahead);
         ahead.clear();
         self.core
-            .loads_ahead_at(kind, ws, &mut ahead, &mut self.ahead_slots);
+            .loads_ahead_at(kind, ws, &mut ahead, Some(&mut self.ahead_slots));
         let result = if ahead.is_empty() {
             Ok(None)
         } else {
