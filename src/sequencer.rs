@@ -540,7 +540,13 @@ impl Sequencer {
             .iter()
             .filter(|s| s.touched)
             .map(|s| (s.seq, s.last));
-        match self.cache.staged_at(slot, tx.ws) {
+        // The cache's word is checked against the staged list: a place that does not hold
+        // this workspace's values is never raised (a new entry keeps them instead).
+        let known = self
+            .cache
+            .staged_at(slot, tx.ws)
+            .filter(|&staged| self.unflushed.is_staged_at(staged, tx.ws));
+        match known {
             Some(staged) => self.unflushed.stage_at(staged, touched, tx.offset),
             None => {
                 let staged = self.unflushed.stage_new(tx.ws, slot, touched, tx.offset);

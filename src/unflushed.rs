@@ -85,11 +85,9 @@ struct Staged {
 
 impl Staged {
     fn raise(&mut self, at: usize, values: impl Iterator<Item = (SeqId, Number)>) {
-        let Some((_, _, nums)) = self.entries.get_mut(at) else {
-            debug_assert!(false, "staged entry {at} of {}", self.entries.len());
-            return;
-        };
-        self.count += nums.raise_all(values);
+        if let Some((_, _, nums)) = self.entries.get_mut(at) {
+            self.count += nums.raise_all(values);
+        }
     }
 
     fn clear(&mut self) {
@@ -208,8 +206,17 @@ impl Unflushed {
         at as u32
     }
 
+    /// True if the staged values of `ws` are kept at `staged`.
+    #[inline]
+    pub(crate) fn is_staged_at(&self, staged: u32, ws: WsId) -> bool {
+        self.staged
+            .entries
+            .get(staged as usize)
+            .is_some_and(|(w, _, _)| *w == ws)
+    }
+
     /// [`stage_new`](Self::stage_new) for a workspace already staged, its values kept at
-    /// `staged`.
+    /// `staged` (see [`is_staged_at`](Self::is_staged_at)).
     pub(crate) fn stage_at(
         &mut self,
         staged: u32,
