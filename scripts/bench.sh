@@ -6,6 +6,7 @@
 #   bash scripts/bench.sh                        # full size (a few minutes)
 #   BENCH_SCALE=0.1 BENCH_RUNS=1 bash scripts/bench.sh   # a quick smoke run
 # Knobs: BENCH_SCALE (size factor, 1), BENCH_RUNS (runs per figure, 3), BENCH_ONLY (e.g. W1,W3),
+# BENCH_PATHS (only the paths named, e.g. "batches of 64 (flush-start-batch)"),
 # BENCH_WRITE_INTERVAL_US (group commit window, 100), BENCH_PAGE_EVENTS (PLog page, 4096).
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
