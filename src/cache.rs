@@ -16,7 +16,7 @@ use crate::ws_numbers::WsNumbers;
 /// No node (the end of the list of use).
 const NONE: u32 = u32::MAX;
 
-/// Where a workspace's numbers sat when [`NumberCache::get`] found them. It stays usable while
+/// Where a workspace's numbers sat when [`NumberCache::get_at`] found them. It stays usable while
 /// the workspace stays cached; [`NumberCache::raise_at`] checks that before using it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CacheSlot(u32);
@@ -63,29 +63,20 @@ impl NumberCache {
         }
     }
 
-    /// The numbers of `ws` and where they sit, marking `ws` most recently used.
-    #[inline]
-    pub(crate) fn get(&mut self, ws: WsId) -> Option<(CacheSlot, &WsNumbers)> {
-        let i = *self.index.get(&ws)?;
-        self.touch(i);
-        Some((CacheSlot(i), &self.nodes[i as usize].numbers))
-    }
-
-    /// [`get`](Self::get), first trying `hint` (a slot `ws` sat in): no lookup while it
-    /// still holds `ws`.
+    /// The numbers of `ws` and where they sit, marking `ws` most recently used. `hint`, a slot
+    /// `ws` sat in, spares the lookup while it still holds `ws`.
     #[inline]
     pub(crate) fn get_at(
         &mut self,
         hint: Option<CacheSlot>,
         ws: WsId,
     ) -> Option<(CacheSlot, &WsNumbers)> {
-        match hint {
-            Some(CacheSlot(i)) if self.holds(i, ws) => {
-                self.touch(i);
-                Some((CacheSlot(i), &self.nodes[i as usize].numbers))
-            }
-            _ => self.get(ws),
-        }
+        let i = match hint {
+            Some(CacheSlot(i)) if self.holds(i, ws) => i,
+            _ => *self.index.get(&ws)?,
+        };
+        self.touch(i);
+        Some((CacheSlot(i), &self.nodes[i as usize].numbers))
     }
 
     /// The numbers of `ws`, leaving the order of use alone.
@@ -117,16 +108,11 @@ impl NumberCache {
         ws: WsId,
         values: impl Iterator<Item = (SeqId, Number)>,
     ) -> CacheSlot {
-        let i = match self.index.get(&ws) {
-            Some(&i) => i,
-            None => self.insert(ws),
-        };
-        self.raise_node(i, values);
-        CacheSlot(i)
+        self.raise_at(None, ws, values)
     }
 
-    /// [`raise`](Self::raise) for a workspace found at `slot` by [`get`](Self::get): no lookup
-    /// while `ws` is still there (as it is unless evicted since).
+    /// [`raise`](Self::raise); `slot`, where `ws` sat when found by [`get_at`](Self::get_at),
+    /// spares the lookup while it still holds `ws` (as it does unless `ws` was evicted since).
     #[inline]
     pub(crate) fn raise_at(
         &mut self,
@@ -134,13 +120,15 @@ impl NumberCache {
         ws: WsId,
         values: impl Iterator<Item = (SeqId, Number)>,
     ) -> CacheSlot {
-        match slot {
-            Some(CacheSlot(i)) if self.holds(i, ws) => {
-                self.raise_node(i, values);
-                CacheSlot(i)
-            }
-            _ => self.raise(ws, values),
-        }
+        let i = match slot {
+            Some(CacheSlot(i)) if self.holds(i, ws) => i,
+            _ => match self.index.get(&ws) {
+                Some(&i) => i,
+                None => self.insert(ws),
+            },
+        };
+        self.raise_node(i, values);
+        CacheSlot(i)
     }
 
     /// Where the staged values of `ws`, whose node is at `slot`, are, if it has any.
@@ -230,7 +218,7 @@ impl NumberCache {
             live: true,
             staged: 0,
             newer: NONE,
-            older: self.newest,
+            older: NONE,
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -323,7 +311,10 @@ mod tests {
         c.raise(1, seqs(2));
         c.raise(2, seqs(2));
         c.raise(3, seqs(2));
-        assert!(c.get(1).is_some(), "1 becomes the most recently used");
+        assert!(
+            c.get_at(None, 1).is_some(),
+            "1 becomes the most recently used"
+        );
         c.raise(4, seqs(2));
         assert!(c.peek(2).is_none(), "2 was the least recently used");
         assert!(c.peek(1).is_some() && c.peek(3).is_some() && c.peek(4).is_some());
@@ -334,7 +325,7 @@ mod tests {
     fn a_slot_is_used_only_while_its_workspace_is_still_there() {
         let mut c = NumberCache::new(4);
         c.raise(1, seqs(2));
-        let (slot, _) = c.get(1).expect("cached");
+        let (slot, _) = c.get_at(None, 1).expect("cached");
         c.raise_at(Some(slot), 1, [(1, 10)].into_iter());
         assert_eq!(c.peek(1).and_then(|n| n.get(1)), Some(10));
         // Evict 1, then let workspace 5 take its node.
@@ -395,7 +386,7 @@ mod tests {
     fn clear_forgets_everything_and_the_cache_is_usable_after() {
         let mut c = NumberCache::new(10);
         c.raise(1, seqs(3));
-        let (slot, _) = c.get(1).expect("cached");
+        let (slot, _) = c.get_at(None, 1).expect("cached");
         c.clear();
         assert_eq!(c.numbers(), 0);
         c.raise_at(Some(slot), 1, seqs(1));

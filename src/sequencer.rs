@@ -481,9 +481,10 @@ impl Sequencer {
                 slots.push(found.map(|(slot, _)| slot));
             }
             let cached = found.map(|(_, numbers)| numbers);
+            let orphan = self.cache.orphan(w);
             let held = |(i, &(seq, _)): (usize, &(SeqId, Number))| {
                 cached.and_then(|c| c.get_at(i, seq)).is_some()
-                    || unwritten(&self.unflushed, self.cache.orphan(w), w, seq).is_some()
+                    || unwritten(&self.unflushed, orphan, w, seq).is_some()
             };
             if !seqs.0.iter().enumerate().all(held) && !out.contains(&w) {
                 out.push(w);

@@ -140,11 +140,6 @@ impl Default for Unflushed {
 }
 
 impl Unflushed {
-    /// An empty set with this flusher's hasher.
-    fn empty_set(&self) -> ValueSet {
-        ValueSet::new()
-    }
-
     /// The newest unwritten number of a key, if one is held.
     #[inline]
     pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
@@ -258,14 +253,13 @@ impl Unflushed {
         let Some(offset) = self.staged_offset.take() else {
             return;
         };
-        let mut entries = core::mem::take(&mut self.staged.entries);
+        let entries = core::mem::take(&mut self.staged.entries);
         for (ws, slot, nums) in &entries {
             self.raise_ws(*ws, nums.iter());
             forget(*ws, *slot);
         }
-        entries.clear();
         self.staged.entries = entries;
-        self.staged.count = 0;
+        self.staged.clear();
         self.raise_offset(offset);
     }
 
@@ -300,7 +294,7 @@ impl Unflushed {
         fallback_offset: PLogOffset,
     ) -> (Vec<SeqValue>, PLogOffset) {
         debug_assert!(self.in_flight.is_none());
-        let empty = self.empty_set();
+        let empty = ValueSet::new();
         let spare = core::mem::replace(&mut self.spare, empty);
         let values = core::mem::replace(&mut self.waiting, spare);
         let offset = self.waiting_offset.take().unwrap_or(fallback_offset);
@@ -339,7 +333,7 @@ impl Unflushed {
     pub(crate) fn clear_waiting(&mut self) {
         self.staged.clear();
         self.staged_offset = None;
-        self.waiting = self.empty_set();
+        self.waiting = ValueSet::new();
         self.waiting_offset = None;
         self.overlap = 0;
     }
@@ -348,6 +342,6 @@ impl Unflushed {
     pub(crate) fn clear_all(&mut self) {
         self.clear_waiting();
         self.in_flight = None;
-        self.spare = self.empty_set();
+        self.spare = ValueSet::new();
     }
 }
