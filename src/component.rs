@@ -45,6 +45,8 @@ struct Seq(Rc<RefCell<Shell>>);
 thread_local! {
     /// The instance's sequencer: the one `create` made last, until its resource is dropped.
     static CURRENT: RefCell<Option<Seq>> = const { RefCell::new(None) };
+    /// The full error of the `instance` interface's last refused call (its `last-error`).
+    static LAST_ERROR: RefCell<Option<wit::Error>> = const { RefCell::new(None) };
     /// The flat words of the write being begun (see `Imports::begin`).
     static WRITE_WORDS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
@@ -160,6 +162,56 @@ impl NoSequencer for () {
     fn no_sequencer() -> Self {}
 }
 
+/// A method's answer as the `instance` function of the same name gives it: a refusal without
+/// its text (kept for `last-error`), everything else as it is.
+trait ForInstance {
+    type Answer;
+    fn for_instance(self) -> Self::Answer;
+}
+
+impl<T> ForInstance for Result<T, wit::Error> {
+    type Answer = Result<T, wit::Refusal>;
+    fn for_instance(self) -> Self::Answer {
+        self.map_err(|e| {
+            let refusal = refusal_of(&e);
+            LAST_ERROR.with(|last| *last.borrow_mut() = Some(e));
+            refusal
+        })
+    }
+}
+
+macro_rules! answered_as_is {
+    ($($t:ty),*) => {
+        $(impl ForInstance for $t {
+            type Answer = $t;
+            fn for_instance(self) -> $t {
+                self
+            }
+        })*
+    };
+}
+
+answered_as_is!(wit::Status, wit::HeldNumbers, ());
+
+/// The case of `e`, without its payload.
+fn refusal_of(e: &wit::Error) -> wit::Refusal {
+    match e {
+        wit::Error::InvalidParams(_) => wit::Refusal::InvalidParams,
+        wit::Error::CleanedUp => wit::Refusal::CleanedUp,
+        wit::Error::TransactionInProgress => wit::Refusal::TransactionInProgress,
+        wit::Error::NoTransaction => wit::Refusal::NoTransaction,
+        wit::Error::UnknownWsKind(_) => wit::Refusal::UnknownWsKind,
+        wit::Error::UnknownSeqId(_) => wit::Refusal::UnknownSeqId,
+        wit::Error::AlreadyActualizing => wit::Refusal::AlreadyActualizing,
+        wit::Error::SequenceExhausted(_) => wit::Refusal::SequenceExhausted,
+        wit::Error::UnknownOperation(_) => wit::Refusal::UnknownOperation,
+        wit::Error::WrongOutcome(_) => wit::Refusal::WrongOutcome,
+        wit::Error::MalformedNumbers(_) => wit::Refusal::MalformedNumbers,
+        wit::Error::MalformedPlogPage(_) => wit::Refusal::MalformedPlogPage,
+        wit::Error::Storage(_) => wit::Refusal::Storage,
+    }
+}
+
 /// Runs `f` on the instance's sequencer (a clone of its handle to the shell, so no borrow of
 /// `CURRENT` is held while the call runs).
 fn with_current<R: NoSequencer>(f: impl FnOnce(&Seq) -> R) -> R {
@@ -183,9 +235,13 @@ macro_rules! calls {
         }
 
         impl GuestInstance for Component {
-            $(fn $name($($arg: $ty),*) -> $ret {
-                with_current(|s| s.$name($($arg),*))
+            $(fn $name($($arg: $ty),*) -> <$ret as ForInstance>::Answer {
+                with_current(|s| s.$name($($arg),*)).for_instance()
             })*
+
+            fn last_error() -> Option<wit::Error> {
+                LAST_ERROR.with(|e| e.borrow().clone())
+            }
         }
     };
 }

@@ -6,8 +6,8 @@
 use std::sync::OnceLock;
 
 use sequencer::Params;
-use sequencer_guest_tests::sim::engine::{Effect, Io};
-use sequencer_host::bindings::{GuestError, Outcome, PlogPage, StartOutcome, Status};
+use sequencer_guest_tests::sim::engine::{Effect, Io, NumbersAnswer};
+use sequencer_host::bindings::{GuestError, Outcome, PlogPage, Refusal, StartOutcome, Status};
 use sequencer_host::link::{Limits, Linked};
 use sequencer_host::{component_path, guest_params};
 
@@ -101,10 +101,14 @@ fn instance_calls_reach_the_sequencer_create_made_and_number_as_its_methods_do()
         api.call_flush_status(&mut i.store).expect("no trap"),
         Ok(Status::Ready)
     ));
-    // A refusal is the method's refusal.
+    // A refusal is the method's refusal, without its payload; `last-error` gives it whole.
     assert!(matches!(
         api.call_next(&mut i.store, 1).expect("no trap"),
-        Err(GuestError::NoTransaction)
+        Err(Refusal::NoTransaction)
+    ));
+    assert!(matches!(
+        api.call_last_error(&mut i.store).expect("no trap"),
+        Some(GuestError::NoTransaction)
     ));
     let (started, _) = api
         .call_start_status(&mut i.store, 1, 7)
@@ -128,7 +132,11 @@ fn without_a_sequencer_instance_calls_are_refused_as_cleaned_up_and_nothing_trap
     ));
     assert!(matches!(
         api.call_start(&mut store, 1, 7).expect("no trap"),
-        Err(GuestError::CleanedUp)
+        Err(Refusal::CleanedUp)
+    ));
+    assert!(matches!(
+        api.call_last_error(&mut store).expect("no trap"),
+        Some(GuestError::CleanedUp)
     ));
     api.call_pump(&mut store).expect("no trap");
     api.call_cleanup(&mut store).expect("no trap");
@@ -152,8 +160,67 @@ fn without_a_sequencer_instance_calls_are_refused_as_cleaned_up_and_nothing_trap
     ));
     assert!(matches!(
         api.call_flush(&mut store).expect("no trap"),
-        Err(GuestError::CleanedUp)
+        Err(Refusal::CleanedUp)
     ));
+}
+
+#[test]
+fn last_error_gives_the_full_error_of_the_last_refusal_with_its_payload_and_text() {
+    let (mut store, plugin) = linked().instantiate(Io::default()).expect("instantiated");
+    let api = plugin.sequencer_plugin_instance();
+    assert!(
+        api.call_last_error(&mut store).expect("no trap").is_none(),
+        "nothing refused yet"
+    );
+    let mut i = ready();
+    let api = i.plugin.sequencer_plugin_instance();
+    // A payload: the sequence a `next` named.
+    api.call_start(&mut i.store, 1, 7)
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(
+        api.call_next(&mut i.store, 9).expect("no trap"),
+        Err(Refusal::UnknownSeqId)
+    ));
+    let error = api.call_last_error(&mut i.store).expect("no trap");
+    assert!(
+        matches!(error, Some(GuestError::UnknownSeqId(r)) if (r.kind, r.seq) == (1, 9)),
+        "{error:?}"
+    );
+    // A later success keeps it.
+    assert!(matches!(
+        api.call_next(&mut i.store, 1).expect("no trap"),
+        Ok(1)
+    ));
+    assert!(matches!(
+        api.call_last_error(&mut i.store).expect("no trap"),
+        Some(GuestError::UnknownSeqId(_))
+    ));
+    api.call_flush(&mut i.store)
+        .expect("no trap")
+        .expect("flushed");
+    // A text: the storage's own message, as the resource's method gives it.
+    i.store.data_mut().host.numbers = NumbersAnswer::Fail("disk on fire".into());
+    assert!(matches!(
+        api.call_start(&mut i.store, 1, 8).expect("no trap"),
+        Err(Refusal::Storage)
+    ));
+    let error = api.call_last_error(&mut i.store).expect("no trap");
+    assert!(
+        matches!(&error, Some(GuestError::Storage(m)) if m.contains("disk on fire")),
+        "{error:?}"
+    );
+    let method = i
+        .plugin
+        .sequencer_plugin_sequencer_api()
+        .sequencer()
+        .call_start(&mut i.store, i.handle, 1, 8)
+        .expect("no trap");
+    assert_eq!(
+        format!("{:?}", method.err()),
+        format!("{error:?}"),
+        "the method's error"
+    );
 }
 
 #[test]

@@ -48,6 +48,15 @@ fn every_case_of_the_wit_error_variant_is_a_row_of_the_core_table_and_back() {
 }
 
 #[test]
+fn the_wit_refusal_enum_is_the_error_variant_without_payloads_case_for_case() {
+    assert_eq!(
+        wit_cases("enum", "refusal"),
+        wit_cases("variant", "error"),
+        "an `instance` refusal names its error's case"
+    );
+}
+
+#[test]
 fn the_wit_status_enums_are_the_core_enums_in_order() {
     let names = |all: Vec<&str>| all.into_iter().map(str::to_owned).collect::<Vec<_>>();
     assert_eq!(
