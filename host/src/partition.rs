@@ -570,38 +570,42 @@ impl Shared {
     }
 
     /// Delivers a storage outcome to the instance of `generation`, if it is still the current
-    /// one: now if no caller holds the instance, else by the caller before it lets go.
-    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: Delivery) {
+    /// one: now if no caller holds the instance, else by the caller before it lets go. True if
+    /// it was left to a caller (see [`post`](Self::post)).
+    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: Delivery) -> bool {
         self.post(Mail::Deliver {
             generation,
             op,
             delivery,
-        });
+        })
     }
 
     /// Lets the instance of `generation` begin the work that has come due (as
     /// [`deliver`](Self::deliver) does, now or by the caller holding it).
-    pub(crate) fn pump(&self, generation: u64) {
-        self.post(Mail::Pump { generation });
+    pub(crate) fn pump(&self, generation: u64) -> bool {
+        self.post(Mail::Pump { generation })
     }
 
-    fn post(&self, mail: Mail) {
+    /// Posts `mail` and applies it unless a caller holds the instance. True if a caller holds
+    /// it: that caller applies the mail within its call, and whatever work that begins reaches
+    /// the driver moments later.
+    fn post(&self, mail: Mail) -> bool {
         self.mail
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(mail);
         self.has_mail.store(true, Ordering::SeqCst);
-        self.apply_mail_if_free();
+        self.apply_mail_if_free()
     }
 
     /// Applies the mail unless a caller holds the instance: that caller applies it before it
-    /// lets go, or finds it here right after.
-    fn apply_mail_if_free(&self) {
+    /// lets go, or finds it here right after. True if it was left to a caller.
+    fn apply_mail_if_free(&self) -> bool {
         while self.has_mail.load(Ordering::SeqCst) {
             let mut slot = match self.slot.try_lock() {
                 Ok(slot) => slot,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(TryLockError::WouldBlock) => return,
+                Err(TryLockError::WouldBlock) => return true,
             };
             let applied = self.apply_mail(&mut slot);
             drop(slot);
@@ -609,6 +613,7 @@ impl Shared {
                 self.after_task_step();
             }
         }
+        false
     }
 
     /// Applies the mail posted so far to the instance held, in order; true if there was any.
