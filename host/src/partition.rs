@@ -619,7 +619,9 @@ impl Shared {
     /// Applies the mail posted so far to the instance held, in order; true if there was any.
     /// Mail for an older instance is dropped.
     fn apply_mail(&self, slot: &mut Slot) -> bool {
-        if !self.has_mail.swap(false, Ordering::SeqCst) {
+        // A plain load first: the swap (a locked instruction) only when there is mail, which
+        // is rare next to the calls that let go of the instance.
+        if !self.has_mail.load(Ordering::SeqCst) || !self.has_mail.swap(false, Ordering::SeqCst) {
             return false;
         }
         let mail = std::mem::take(&mut *self.mail.lock().unwrap_or_else(|p| p.into_inner()));
