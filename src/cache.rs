@@ -71,10 +71,7 @@ impl NumberCache {
         hint: Option<CacheSlot>,
         ws: WsId,
     ) -> Option<(CacheSlot, &WsNumbers)> {
-        let i = match hint {
-            Some(CacheSlot(i)) if self.holds(i, ws) => i,
-            _ => *self.index.get(&ws)?,
-        };
+        let i = self.find(hint, ws)?;
         self.touch(i);
         Some((CacheSlot(i), &self.nodes[i as usize].numbers))
     }
@@ -91,6 +88,15 @@ impl NumberCache {
         self.index
             .get(&ws)
             .map(|&i| (CacheSlot(i), &self.nodes[i as usize].numbers))
+    }
+
+    /// The node of `ws`: at `slot` while that still holds `ws` (no lookup), else looked up.
+    #[inline]
+    fn find(&self, slot: Option<CacheSlot>, ws: WsId) -> Option<u32> {
+        match slot {
+            Some(CacheSlot(i)) if self.holds(i, ws) => Some(i),
+            _ => self.index.get(&ws).copied(),
+        }
     }
 
     /// True if node `i` holds `ws` now.
@@ -120,12 +126,9 @@ impl NumberCache {
         ws: WsId,
         values: impl Iterator<Item = (SeqId, Number)>,
     ) -> CacheSlot {
-        let i = match slot {
-            Some(CacheSlot(i)) if self.holds(i, ws) => i,
-            _ => match self.index.get(&ws) {
-                Some(&i) => i,
-                None => self.insert(ws),
-            },
+        let i = match self.find(slot, ws) {
+            Some(i) => i,
+            None => self.insert(ws),
         };
         self.raise_node(i, values);
         CacheSlot(i)
@@ -171,14 +174,9 @@ impl NumberCache {
     /// The staged values of `ws`, staged from its node at `slot`, are flushed: forgets where
     /// they were (looking `ws` up if it was evicted and cached again since).
     pub(crate) fn unmark_staged(&mut self, slot: CacheSlot, ws: WsId) {
-        let i = match slot.0 {
-            i if self.holds(i, ws) => i,
-            _ => match self.index.get(&ws) {
-                Some(&i) => i,
-                None => return,
-            },
-        };
-        self.nodes[i as usize].staged = 0;
+        if let Some(i) = self.find(Some(slot), ws) {
+            self.nodes[i as usize].staged = 0;
+        }
     }
 
     /// Forgets the orphans (after every staged workspace was unmarked).

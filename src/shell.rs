@@ -30,7 +30,6 @@ use crate::sequencer::{HeldNumbers, Sequencer, Status};
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
 use crate::work::{
     CheckedWords, NotNowReason, Outcome, ReadNumbers, ReadNumbersMany, Start, Ticket, Work,
-    WriteRequest,
 };
 
 /// How a host answered a numbers read.
@@ -70,11 +69,7 @@ pub trait Host {
         words: CheckedWords,
         next_plog_offset: PLogOffset,
     ) {
-        self.begin(Work::Write(WriteRequest {
-            ticket,
-            values: words.decode(),
-            next_plog_offset,
-        }));
+        self.begin(words.write_work(ticket, next_plog_offset));
     }
 
     /// Call [`Shell::pump`] once the clock reaches `at` (replacing any earlier request);

@@ -137,6 +137,15 @@ impl CheckedWords {
     pub fn decode(&self) -> Vec<SeqValue> {
         decode_checked(&self.0)
     }
+
+    /// The write of these values under `ticket`, storing `next_plog_offset`, as work.
+    pub fn write_work(&self, ticket: Ticket, next_plog_offset: PLogOffset) -> Work {
+        Work::Write(WriteRequest {
+            ticket,
+            values: self.decode(),
+            next_plog_offset,
+        })
+    }
 }
 
 /// A storage read `start` needs before it can begin a transaction.

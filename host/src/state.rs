@@ -30,11 +30,7 @@ impl Op {
                 ticket,
                 words,
                 next_plog_offset,
-            } => Work::Write(sequencer::WriteRequest {
-                ticket,
-                values: words.decode(),
-                next_plog_offset,
-            }),
+            } => words.write_work(ticket, next_plog_offset),
         }
     }
 
