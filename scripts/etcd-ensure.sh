@@ -38,4 +38,7 @@ mv "$work/root" "$dest"
 rm -rf "$dest.old"
 ln -sfn "$dest/usr/bin/etcd" "$TOOLS/bin/etcd"
 ln -sfn "$dest/usr/bin/etcdctl" "$TOOLS/bin/etcdctl"
-"$TOOLS/bin/etcd" --version | head -1 >&2
+# The first line of the version, read whole: `| head -1` would close the pipe early, and under
+# pipefail etcd's SIGPIPE on its next line failed this script after a good install.
+version="$("$TOOLS/bin/etcd" --version)"
+echo "${version%%$'\n'*}" >&2
