@@ -27,6 +27,7 @@ use crate::error::HostError;
 use crate::link::{guest_params, plog_words};
 use crate::partition::{Delivery, PartitionSequencer, Shared};
 use crate::runtime::Runtime;
+use crate::spin::spin_for;
 use crate::state::Op;
 use crate::storage::{PartitionId, Storage};
 
@@ -288,21 +289,17 @@ impl LoopState {
         rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
         cx: &mut std::task::Context<'_>,
     ) -> bool {
-        let until = std::time::Instant::now() + CALLER_GRACE;
-        loop {
-            for _ in 0..32 {
-                match rx.poll_next_unpin(cx) {
-                    Poll::Ready(Some(msg)) => {
-                        self.handle(msg);
-                        return true;
-                    }
-                    Poll::Ready(None) => return true,
-                    Poll::Pending => std::hint::spin_loop(),
-                }
+        let came = spin_for(CALLER_GRACE, || match rx.poll_next_unpin(cx) {
+            Poll::Ready(msg) => Some(msg),
+            Poll::Pending => None,
+        });
+        match came {
+            Some(Some(msg)) => {
+                self.handle(msg);
+                true
             }
-            if std::time::Instant::now() >= until {
-                return false;
-            }
+            Some(None) => true,
+            None => false,
         }
     }
 

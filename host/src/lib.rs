@@ -69,6 +69,7 @@ mod retry;
 mod runtime;
 #[cfg(feature = "s3")]
 mod s3;
+mod spin;
 mod state;
 mod storage;
 mod store_reader;

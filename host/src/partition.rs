@@ -20,6 +20,7 @@ use crate::driver::DriverMsg;
 use crate::error::HostError;
 use crate::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
+use crate::spin::spin_for;
 use crate::storage::{PartitionId, Storage};
 
 /// Calls `$method` on the guest's sequencer in `$instance` (an `&mut Instance`):
@@ -64,6 +65,10 @@ enum Mail {
     /// A wake-up that came due for the instance of `generation`.
     Pump { generation: u64 },
 }
+
+/// How long a caller spins for the instance the task driver holds before it sleeps (see
+/// `Shared::lock_contended`); the driver holds it for one delivery, a few microseconds.
+const HOLD_SPIN: Duration = Duration::from_micros(20);
 
 /// Generations are unique across the process, so a partition re-opened after cleanup never
 /// mistakes an old instance's outcomes for its own.
@@ -444,7 +449,25 @@ impl Shared {
     /// Holds the instance; hand the guard to [`let_go`](Self::let_go) when done, so the
     /// driver's mail posted meanwhile is applied.
     fn lock(&self) -> MutexGuard<'_, Slot> {
-        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+        match self.slot.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => self.lock_contended(),
+        }
+    }
+
+    /// [`lock`](Self::lock) while someone else holds the instance: usually the task driver
+    /// applying one storage outcome (a guest call of a few microseconds). Waiting for it by
+    /// spinning, up to [`HOLD_SPIN`], costs less than a futex sleep and the wake-up after it;
+    /// past that the caller sleeps as before.
+    #[cold]
+    fn lock_contended(&self) -> MutexGuard<'_, Slot> {
+        let spun = spin_for(HOLD_SPIN, || match self.slot.try_lock() {
+            Ok(slot) => Some(slot),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        });
+        spun.unwrap_or_else(|| self.slot.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Runs one guest call; a trap replaces the instance and is reported as such. What the

@@ -1,0 +1,45 @@
+//! Waiting a few microseconds for another thread without sleeping: the caller for the instance
+//! the task driver holds, the driver for the work a caller is about to send. A futex sleep and
+//! the wake-up after it cost more than the wait itself when the other side is running now.
+
+use std::time::{Duration, Instant};
+
+/// Tries `attempt` until it gives a value or `within` has passed (then `None`), with a spin-loop
+/// hint between tries; the clock is read once every 32 tries.
+pub(crate) fn spin_for<T>(within: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + within;
+    loop {
+        for _ in 0..32 {
+            if let Some(value) = attempt() {
+                return Some(value);
+            }
+            std::hint::spin_loop();
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gives_the_first_value_an_attempt_yields() {
+        let mut tries = 0;
+        let got = spin_for(Duration::from_secs(5), || {
+            tries += 1;
+            (tries == 40).then_some(tries)
+        });
+        assert_eq!(got, Some(40));
+    }
+
+    #[test]
+    fn gives_up_once_the_time_has_passed() {
+        let start = Instant::now();
+        let got: Option<()> = spin_for(Duration::from_micros(200), || None);
+        assert_eq!(got, None);
+        assert!(start.elapsed() >= Duration::from_micros(200));
+    }
+}
