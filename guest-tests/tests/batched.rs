@@ -55,6 +55,50 @@ fn flush_start_next_numbers_a_stream_of_events_like_separate_calls() {
 }
 
 #[test]
+fn slices_number_alike_whether_a_seq_quad_or_lists_carry_them() {
+    // `PartitionSequencer` sends up to four sequences as a `seq-quad`, more as lists.
+    let h = Harness::new();
+    let seq = h.open_ready(P, &params());
+    let (o, n) = seq.start_next(1, 5, &[1, 2, 3, 1, 2]).unwrap();
+    assert!(matches!(o, StartOutcome::Started(1)));
+    assert_eq!(n, [1, 100, 7, 2, 101], "five: lists");
+    seq.append(1, &[SeqValue::new(5, 1, 2), SeqValue::new(5, 2, 101)])
+        .unwrap();
+    let (o, n) = seq.flush_start_next(1, 5, &[3, 1, 2, 3]).unwrap();
+    assert!(matches!(o, StartOutcome::Started(2)));
+    assert_eq!(n, [8, 3, 102, 9], "four: a seq-quad");
+    seq.append(2, &[SeqValue::new(5, 3, 9)]).unwrap();
+    let (o, n) = seq.flush_start_next(1, 5, &[3; 6]).unwrap();
+    assert!(matches!(o, StartOutcome::Started(3)));
+    assert_eq!(n, [10, 11, 12, 13, 14, 15], "six: lists");
+    seq.append(3, &[SeqValue::new(5, 3, 15)]).unwrap();
+    // A refusal is the same either way: the flush is done, the start refused as a whole.
+    for (offset, seqs) in [(4, &[1, 9][..]), (5, &[1, 1, 1, 1, 9][..])] {
+        assert!(
+            matches!(
+                seq.flush_start_next(1, 5, seqs),
+                Err(HostError::Sequencer(GuestError::UnknownSeqId(_)))
+            ),
+            "{seqs:?}"
+        );
+        h.driver.idle();
+        assert_eq!(seq.status(), Status::Ready, "{seqs:?}: no transaction open");
+        let (o, n) = seq.start_next(1, 5, &[1]).unwrap();
+        assert!(
+            matches!(o, StartOutcome::Started(o) if o == offset),
+            "{o:?}"
+        );
+        assert_eq!(n, [offset], "no number of the refused start was taken");
+        seq.append(offset, &[SeqValue::new(5, 1, offset)]).unwrap();
+    }
+    seq.flush().unwrap();
+    h.driver.idle();
+    assert_eq!(h.storage.view_value(P, 5, 1), 5);
+    assert_eq!(h.storage.view_value(P, 5, 2), 102);
+    assert_eq!(h.storage.view_value(P, 5, 3), 15);
+}
+
+#[test]
 fn flush_start_next_without_a_transaction_changes_nothing() {
     let h = Harness::new();
     let seq = h.open_ready(P, &params());

@@ -50,6 +50,37 @@ impl<T> Explained for Result<T, Refusal> {
     }
 }
 
+impl SeqQuad {
+    /// `seqs` as a `seq-quad`, if there are at most four.
+    pub fn of(seqs: &[u16]) -> Option<SeqQuad> {
+        let mut s = [0; 4];
+        s.get_mut(..seqs.len())?.copy_from_slice(seqs);
+        Some(SeqQuad {
+            // At most 4: the slice above would not have fitted otherwise.
+            count: seqs.len() as u8,
+            s0: s[0],
+            s1: s[1],
+            s2: s[2],
+            s3: s[3],
+        })
+    }
+}
+
+impl QuadNumbers {
+    /// The outcome and the numbers of the `count` sequences the `seq-quad` named, as
+    /// `start-next` gives them: none unless it started.
+    pub fn numbers(&self, count: u8) -> (StartOutcome, Vec<u64>) {
+        let numbers = match self.outcome {
+            StartOutcome::Started(_) => {
+                let all = [self.n0, self.n1, self.n2, self.n3];
+                all[..usize::from(count.min(4))].to_vec()
+            }
+            StartOutcome::NotNow(_) => Vec::new(),
+        };
+        (self.outcome, numbers)
+    }
+}
+
 macro_rules! explained_as_is {
     ($($t:ty),*) => {
         $(impl Explained for $t {

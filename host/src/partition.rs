@@ -169,29 +169,44 @@ impl PartitionSequencer {
         })
     }
 
-    /// `start` and one `next` per sequence in `seqs`, in one guest call.
+    /// `start` and one `next` per sequence in `seqs`, in one guest call: for up to four
+    /// sequences `start-next-quad` (no list crosses the boundary), else `start-next`. The
+    /// numbers are `seqs`' in order, none unless it started.
     pub fn start_next(
         &self,
         kind: u16,
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared
-            .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs)))
+        match SeqQuad::of(seqs) {
+            Some(quad) => self
+                .start_next_quad(kind, ws, quad)
+                .map(|n| n.numbers(quad.count)),
+            None => self
+                .shared
+                .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs))),
+        }
     }
 
     /// `flush`, then `start_next`, in one guest call: completes the transaction in progress
     /// and begins the next with its numbers (one crossing per event). An error `NoTransaction`
     /// or `CleanedUp` comes from the flush (nothing was done); any other error comes from the
-    /// start: the flush is done and no transaction is open.
+    /// start: the flush is done and no transaction is open. Up to four sequences go through
+    /// `flush-start-next-quad`, more through `flush-start-next` (as in `start_next`).
     pub fn flush_start_next(
         &self,
         kind: u16,
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        self.shared
-            .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)))
+        match SeqQuad::of(seqs) {
+            Some(quad) => self
+                .flush_start_next_quad(kind, ws, quad)
+                .map(|n| n.numbers(quad.count)),
+            None => self
+                .shared
+                .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs))),
+        }
     }
 
     /// [`flush_start_next`](Self::flush_start_next) for up to four sequences, with no list
