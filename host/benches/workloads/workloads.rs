@@ -7,7 +7,7 @@ use sequencer::{Instant, PlogPage as CorePage, SeqValue, Sequencer, Work, WsId};
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime};
 
-use crate::engines::{Component, Native, Path};
+use crate::engines::{Component, Native, NativeShell, Path};
 use crate::report::{Row, Target, measure, median, rss_bytes};
 use crate::storage::BenchStorage;
 use crate::{Config, KIND, NO_GC, SEQS, bare, params, raw_calls};
@@ -46,6 +46,24 @@ impl Bench {
         for i in 0..n {
             e.tx(ws(i));
         }
+        let ns = t.elapsed().as_nanos() as f64;
+        e.drain();
+        ns
+    }
+
+    /// `path`'s calls on the native shell (see [`NativeShell`]).
+    pub fn native_shell_tx(
+        &self,
+        n: u64,
+        storage: &BenchStorage,
+        ws: fn(u64) -> WsId,
+        path: Path,
+        interval: Duration,
+    ) -> f64 {
+        let mut e = NativeShell::new(storage, self.cfg.page_events, interval);
+        e.run(Path::PerStep, 1000.min(n), ws);
+        let t = StdInstant::now();
+        e.run(path, n, ws);
         let ns = t.elapsed().as_nanos() as f64;
         e.drain();
         ns
@@ -124,7 +142,7 @@ impl Bench {
             ];
             if with_bound && interval == window {
                 variants.extend([
-                    (Path::Lists, true),
+                    (Path::Slices, true),
                     (Path::StartNext, true),
                     (Path::Batch, false),
                     (Path::Quad, false),
@@ -138,6 +156,34 @@ impl Bench {
                 self.cfg
                     .wants_path(&format!("{}{}{suffix}", path.name(), fuel_name(fuel)))
             });
+            // Each component path's calls made natively too (the shell over the same storage
+            // and writer thread): the note sets the path against them plus its crossings, a
+            // stricter bound than the core calls' when the shell's calls are faster. `Slices`
+            // makes `Quad`'s calls natively (the shell takes slices either way).
+            let mut same_calls: Vec<(Path, f64)> = Vec::new();
+            if with_bound {
+                for &(path, _) in &variants {
+                    let native_path = path.native();
+                    if same_calls.iter().any(|&(p, _)| p == native_path) {
+                        continue;
+                    }
+                    let ns = measure(runs, n, || {
+                        self.native_shell_tx(n, &storage(), ws, native_path, interval)
+                    });
+                    self.rows.push(Row {
+                        workload: name,
+                        engine: "native",
+                        path: format!("shell calls: {}{suffix}", native_path.name()),
+                        ops: n,
+                        unit: "tx",
+                        ns,
+                        bound: None,
+                        target: None,
+                        note: "the component path's calls without the boundary".into(),
+                    });
+                    same_calls.push((native_path, ns));
+                }
+            }
             for (path, fuel) in variants {
                 let rt = if fuel {
                     &self.rt.fuel
@@ -148,6 +194,10 @@ impl Bench {
                     self.component_tx(rt, n, &storage(), ws, path, interval)
                 });
                 let crossings = path.crossings();
+                let same = same_calls
+                    .iter()
+                    .find(|&&(p, _)| p == path.native())
+                    .map(|&(_, ns)| ns);
                 let empty = if fuel { self.empty.0 } else { self.empty.1 };
                 let target = match path {
                     Path::Batch if interval == window => targets.0,
@@ -165,10 +215,17 @@ impl Bench {
                         .filter(|_| with_bound)
                         .map(|native| 1.25 * (native + crossings * empty)),
                     target: (target > 0.0).then_some(Target::OpsPerSec(target)),
-                    note: if with_bound {
-                        format!("{crossings:.3} crossing(s)/tx, empty call {empty:.0} ns")
-                    } else {
-                        String::new()
+                    note: match (with_bound, same) {
+                        (false, _) => String::new(),
+                        (true, Some(same)) => format!(
+                            "{crossings:.3} crossing(s)/tx, empty call {empty:.0} ns; \
+                             on the same calls' native time {:.0} ns ({:.2}x)",
+                            1.25 * (same + crossings * empty),
+                            ns / (1.25 * (same + crossings * empty))
+                        ),
+                        (true, None) => {
+                            format!("{crossings:.3} crossing(s)/tx, empty call {empty:.0} ns")
+                        }
                     },
                 });
             }
