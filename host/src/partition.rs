@@ -102,6 +102,9 @@ struct Slot {
     instance: Option<Instance>,
     generation: u64,
     closed: bool,
+    /// Guest calls made so far, by callers and by the task driver (see
+    /// [`PartitionSequencer::guest_calls`]).
+    calls: u64,
 }
 
 /// The command processor's handle on one partition's sequencer. Calls are serialised; the
@@ -131,6 +134,7 @@ impl PartitionSequencer {
                 instance: None,
                 generation: 0,
                 closed: false,
+                calls: 0,
             }),
             events,
             in_flight: AtomicUsize::new(0),
@@ -424,6 +428,14 @@ impl PartitionSequencer {
         self.shared.in_flight.load(Ordering::SeqCst)
     }
 
+    /// How many calls into the guest this partition has made since it opened: the callers'
+    /// and the task driver's (each storage outcome delivered, each wake-up pumped); creating
+    /// an instance is not counted, and a refusal counts once (its `last-error` is a second
+    /// call). What a benchmark divides by its operations to count crossings.
+    pub fn guest_calls(&self) -> u64 {
+        self.shared.lock().calls
+    }
+
     /// How many times this partition's guest trapped and was replaced.
     pub fn traps(&self) -> u64 {
         self.shared.traps.load(Ordering::SeqCst)
@@ -526,6 +538,7 @@ impl Shared {
             return Err(HostError::Closed(self.partition));
         };
         self.refuel(instance);
+        slot.calls += 1;
         match f(instance) {
             Ok(result) => {
                 self.forward(slot);

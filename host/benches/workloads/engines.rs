@@ -54,6 +54,8 @@ impl Path {
         }
     }
 
+    /// The guest calls the path itself makes per transaction (the task driver's deliveries
+    /// come on top: the bench counts them).
     pub fn crossings(self) -> f64 {
         match self {
             Path::Batch => 1.0 / BATCH as f64,
