@@ -182,14 +182,14 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        match SeqQuad::of(seqs) {
-            Some(quad) => self
-                .start_next_quad(kind, ws, quad)
-                .map(|n| n.numbers(quad.count)),
-            None => self
-                .shared
-                .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs))),
-        }
+        by_quad_or_lists(
+            seqs,
+            |quad| self.start_next_quad(kind, ws, quad),
+            || {
+                self.shared
+                    .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs)))
+            },
+        )
     }
 
     /// `flush`, then `start_next`, in one guest call: completes the transaction in progress
@@ -203,14 +203,14 @@ impl PartitionSequencer {
         ws: u64,
         seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
-        match SeqQuad::of(seqs) {
-            Some(quad) => self
-                .flush_start_next_quad(kind, ws, quad)
-                .map(|n| n.numbers(quad.count)),
-            None => self
-                .shared
-                .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs))),
-        }
+        by_quad_or_lists(
+            seqs,
+            |quad| self.flush_start_next_quad(kind, ws, quad),
+            || {
+                self.shared
+                    .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)))
+            },
+        )
     }
 
     /// [`flush_start_next`](Self::flush_start_next) for up to four sequences, with no list
@@ -469,6 +469,19 @@ impl PartitionSequencer {
         self.shared
             .storage
             .append(self.shared.partition, offset, values)
+    }
+}
+
+/// A slice call's one rule: up to four sequences go as a `seq-quad` through `quad` (no list
+/// crosses the boundary), more through `lists`; the answer is the same either way.
+fn by_quad_or_lists(
+    seqs: &[u16],
+    quad: impl FnOnce(SeqQuad) -> Result<QuadNumbers, HostError>,
+    lists: impl FnOnce() -> Result<(StartOutcome, Vec<u64>), HostError>,
+) -> Result<(StartOutcome, Vec<u64>), HostError> {
+    match SeqQuad::of(seqs) {
+        Some(q) => quad(q).map(|n| n.numbers(q.count)),
+        None => lists(),
     }
 }
 

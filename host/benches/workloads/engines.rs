@@ -70,12 +70,7 @@ impl Path {
         match self {
             Path::Batch => {
                 let mut open = false;
-                let mut chunk = Vec::with_capacity(BATCH);
-                for first in (0..n).step_by(BATCH) {
-                    chunk.clear();
-                    chunk.extend((first..n.min(first + BATCH as u64)).map(&ws));
-                    c.tx_batch(&chunk, &mut open);
-                }
+                for_each_batch(n, ws, |chunk| c.tx_batch(chunk, &mut open));
                 if open {
                     c.finish();
                 }
@@ -103,6 +98,16 @@ impl Path {
                 }
             }
         }
+    }
+}
+
+/// Calls `each` with workspaces `ws(0..n)` in chunks of [`BATCH`].
+fn for_each_batch(n: u64, ws: impl Fn(u64) -> WsId, mut each: impl FnMut(&[WsId])) {
+    let mut chunk = Vec::with_capacity(BATCH);
+    for first in (0..n).step_by(BATCH) {
+        chunk.clear();
+        chunk.extend((first..n.min(first + BATCH as u64)).map(&ws));
+        each(&chunk);
     }
 }
 
@@ -388,11 +393,8 @@ impl NativeShell {
         match path {
             Path::Batch => {
                 let mut open = false;
-                let mut chunk = Vec::with_capacity(BATCH);
-                for first in (0..n).step_by(BATCH) {
-                    chunk.clear();
-                    chunk.extend((first..n.min(first + BATCH as u64)).map(&ws));
-                    let mut rest = &chunk[..];
+                for_each_batch(n, ws, |chunk| {
+                    let mut rest = chunk;
                     while !rest.is_empty() {
                         self.numbers.clear();
                         let (h, nums) = (&mut self.host, &mut self.numbers);
@@ -410,7 +412,7 @@ impl NativeShell {
                             std::thread::yield_now();
                         }
                     }
-                }
+                });
                 if open {
                     self.shell.flush(&mut self.host).expect("flush");
                 }
