@@ -195,7 +195,7 @@ impl Bench {
                     &self.rt.no_fuel
                 };
                 // The crossings it makes: the path's calls and the driver's deliveries (a
-                // write's outcome is a guest call; without group commit nearly one per event).
+                // write's outcome is a guest call; one per 5-16 events without group commit).
                 let mut calls = Vec::new();
                 let ns = measure(runs, n, || {
                     let (ns, c) = self.component_tx(rt, n, &storage(), ws, path, interval);
