@@ -59,21 +59,31 @@ fn slices_number_alike_whether_a_seq_quad_or_lists_carry_them() {
     // `PartitionSequencer` sends up to four sequences as a `seq-quad`, more as lists.
     let h = Harness::new();
     let seq = h.open_ready(P, &params());
-    let (o, n) = seq.start_next(1, 5, &[1, 2, 3, 1, 2]).unwrap();
+    // Every number an event took goes to the PLog with it, as a command processor appends it.
+    let event = |seqs: &[u16], numbers: &[u64]| -> Vec<SeqValue> {
+        seqs.iter()
+            .zip(numbers)
+            .map(|(&s, &n)| SeqValue::new(5, s, n))
+            .collect()
+    };
+    let seqs = [1, 2, 3, 1, 2];
+    let (o, n) = seq.start_next(1, 5, &seqs).unwrap();
     assert!(matches!(o, StartOutcome::Started(1)));
     assert_eq!(n, [1, 100, 7, 2, 101], "five: lists");
-    seq.append(1, &[SeqValue::new(5, 1, 2), SeqValue::new(5, 2, 101)])
-        .unwrap();
-    let (o, n) = seq.flush_start_next(1, 5, &[3, 1, 2, 3]).unwrap();
+    seq.append(1, &event(&seqs, &n)).unwrap();
+    let seqs = [3, 1, 2, 3];
+    let (o, n) = seq.flush_start_next(1, 5, &seqs).unwrap();
     assert!(matches!(o, StartOutcome::Started(2)));
     assert_eq!(n, [8, 3, 102, 9], "four: a seq-quad");
-    seq.append(2, &[SeqValue::new(5, 3, 9)]).unwrap();
-    let (o, n) = seq.flush_start_next(1, 5, &[3; 6]).unwrap();
+    seq.append(2, &event(&seqs, &n)).unwrap();
+    let seqs = [3; 6];
+    let (o, n) = seq.flush_start_next(1, 5, &seqs).unwrap();
     assert!(matches!(o, StartOutcome::Started(3)));
     assert_eq!(n, [10, 11, 12, 13, 14, 15], "six: lists");
-    seq.append(3, &[SeqValue::new(5, 3, 15)]).unwrap();
-    // A refusal is the same either way: the flush is done, the start refused as a whole.
-    for (offset, seqs) in [(4, &[1, 9][..]), (5, &[1, 1, 1, 1, 9][..])] {
+    seq.append(3, &event(&seqs, &n)).unwrap();
+    // A refusal is the same either way: the flush is done, the start refused as a whole, and
+    // the numbers it took (sequence 1 stood at 3, then at 4) are handed out again.
+    for (offset, seqs, number) in [(4, &[1, 9][..], 4), (5, &[1, 1, 1, 1, 9][..], 5)] {
         assert!(
             matches!(
                 seq.flush_start_next(1, 5, seqs),
@@ -88,8 +98,12 @@ fn slices_number_alike_whether_a_seq_quad_or_lists_carry_them() {
             matches!(o, StartOutcome::Started(o) if o == offset),
             "{o:?}"
         );
-        assert_eq!(n, [offset], "no number of the refused start was taken");
-        seq.append(offset, &[SeqValue::new(5, 1, offset)]).unwrap();
+        assert_eq!(
+            n,
+            [number],
+            "{seqs:?}: the refused start's numbers come back"
+        );
+        seq.append(offset, &event(&[1], &n)).unwrap();
     }
     seq.flush().unwrap();
     h.driver.idle();
