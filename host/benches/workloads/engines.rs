@@ -11,7 +11,10 @@ use sequencer::{
     Status as CoreStatus, Ticket, Work, WriteRequest, WsId,
 };
 use sequencer_host::bindings::{StartOutcome, Status};
-use sequencer_host::{Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Storage};
+use sequencer_host::{
+    Driver, DriverConfig, MonotonicClock, PartitionSequencer, PlogPage as HostPage, Runtime,
+    Storage,
+};
 
 use crate::storage::BenchStorage;
 use crate::{BATCH, KIND, SEQS, params, seq_quad};
@@ -101,6 +104,15 @@ impl Path {
     }
 }
 
+/// The storage's page as the core reads it (borrowed).
+fn core_page(page: &HostPage) -> CorePage<'_> {
+    CorePage {
+        values: &page.values,
+        next: page.next,
+        end: page.end,
+    }
+}
+
 /// Calls `each` with workspaces `ws(0..n)` in chunks of [`BATCH`].
 fn for_each_batch(n: u64, ws: impl Fn(u64) -> WsId, mut each: impl FnMut(&[WsId])) {
     let mut chunk = Vec::with_capacity(BATCH);
@@ -171,13 +183,8 @@ impl Native {
                 }
                 Work::ReadPlog { ticket, from } => {
                     let page = self.storage.page(0, from, self.page_events);
-                    let page = CorePage {
-                        values: &page.values,
-                        next: page.next,
-                        end: page.end,
-                    };
                     self.seq
-                        .complete_plog_read(ticket, page, now)
+                        .complete_plog_read(ticket, core_page(&page), now)
                         .expect("plog page");
                 }
             }
@@ -277,15 +284,9 @@ pub struct ShellHost {
     origin: StdInstant,
 }
 
-impl ShellHost {
-    fn now(&self) -> Instant {
-        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
-    }
-}
-
 impl Host for ShellHost {
     fn now(&mut self) -> Instant {
-        ShellHost::now(self)
+        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
     }
     fn read_numbers(&mut self, ws: WsId, seqs: &[SeqId]) -> Read {
         Read::Numbers(self.storage.numbers(0, ws, seqs))
@@ -369,12 +370,8 @@ impl NativeShell {
                     }
                     Work::ReadPlog { ticket, from } => {
                         let page = h.storage.page(0, from, self.page_events);
-                        let page = CorePage {
-                            values: &page.values,
-                            next: page.next,
-                            end: page.end,
-                        };
-                        self.shell.deliver(ticket, Outcome::PlogPage(page), h)
+                        self.shell
+                            .deliver(ticket, Outcome::PlogPage(core_page(&page)), h)
                     }
                     Work::Write(_) => unreachable!("writes go to the writer"),
                 }
