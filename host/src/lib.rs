@@ -35,100 +35,68 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-#[cfg(feature = "objstore")]
-mod archive;
-#[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
-pub mod bindings;
-mod clock;
-mod compile_cache;
-#[cfg(feature = "redb")]
-mod data_dir;
-mod driver;
-mod error;
-#[cfg(feature = "etcd")]
-mod etcd_quorum;
-#[cfg(feature = "etcd")]
-mod etcd_storage;
-mod event_codec;
-mod gate;
-pub mod layout;
-pub mod link;
-mod memory;
-#[cfg(feature = "objstore")]
-mod object_plog;
-#[cfg(feature = "objstore")]
-mod object_storage;
-mod partition;
-mod plog_check;
-mod read_ahead;
-#[cfg(feature = "redb")]
-mod redb_reader;
-#[cfg(feature = "redb")]
-mod redb_storage;
-mod retry;
-mod runtime;
-#[cfg(feature = "s3")]
-mod s3;
-mod spin;
-mod state;
-mod storage;
-mod store_reader;
+pub mod driver;
+pub mod runtime;
+pub mod store;
 
+pub use runtime::{bindings, link};
+pub use store::layout;
+
+pub use driver::clock::{Clock, ManualClock, MonotonicClock};
+pub use driver::partition::PartitionSequencer;
+pub use driver::{Driver, DriverConfig};
+pub use runtime::compile_cache::{CacheOutcome, ComponentCache};
+pub use runtime::error::{HostError, describe};
+pub use runtime::link::{Limits, component_path, guest_params, params_from_guest};
+pub use runtime::{Runtime, RuntimeBuilder, bundled_component};
+pub use store::check::{CheckReport, PlogChecker, Violation};
+pub use store::codec::{
+    StoredEvent, decode_event, encode_event, encode_event_into, encode_pack, encoded_len,
+    split_pack,
+};
+#[cfg(feature = "etcd")]
+pub use store::etcd::{
+    DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
+    READS_PER_TXN, VIEW_WS_PER_TXN,
+};
 #[cfg(feature = "objstore")]
-pub use archive::{
+pub use store::layers::archive::{
     ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
     DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
     check_lines_up, open_recorded, safe_end,
 };
-pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use compile_cache::{CacheOutcome, ComponentCache};
-#[cfg(feature = "redb")]
-pub use data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
-};
-pub use driver::{Driver, DriverConfig};
-pub use error::{HostError, describe};
-#[cfg(feature = "etcd")]
-pub use etcd_storage::{
-    DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
-    READS_PER_TXN, VIEW_WS_PER_TXN,
-};
-pub use event_codec::{
-    StoredEvent, decode_event, encode_event, encode_event_into, encode_pack, encoded_len,
-    split_pack,
-};
-pub use gate::Gate;
-pub use layout::{Layout, LayoutSeq};
-pub use link::{Limits, component_path, guest_params, params_from_guest};
-pub use memory::{Faults, MemoryStorage, WriteRecord};
+pub use store::layers::read_ahead::{ReadAhead, ReadCounts};
+pub use store::layout::{Layout, LayoutSeq};
+pub use store::memory::gate::Gate;
+pub use store::memory::{Faults, MemoryStorage, WriteRecord};
 #[cfg(feature = "objstore")]
-pub use object_plog::{
+pub use store::objects::plog::{
     Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
     bundle_object, event_hash, event_object,
 };
-#[cfg(feature = "objstore")]
-pub use object_storage::{
-    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
-    VIEW_DB_FILE,
-};
-pub use partition::PartitionSequencer;
-pub use plog_check::{CheckReport, PlogChecker, Violation};
-pub use read_ahead::{ReadAhead, ReadCounts};
-#[cfg(feature = "redb")]
-pub use redb_reader::{ReadMode, RedbReader};
-#[cfg(feature = "redb")]
-pub use redb_storage::{
-    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
-    Trimmed,
-};
-pub use retry::{RetryPolicy, WarnLimiter};
-pub use runtime::{Runtime, RuntimeBuilder, bundled_component};
 #[cfg(feature = "s3")]
-pub use s3::{
+pub use store::objects::s3::{
     Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
     connect_with as connect_s3_with,
 };
-pub use storage::{
+#[cfg(feature = "objstore")]
+pub use store::objects::{
+    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
+    VIEW_DB_FILE,
+};
+pub use store::reader::StoreReader;
+#[cfg(feature = "redb")]
+pub use store::redb::data_dir::{
+    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
+};
+#[cfg(feature = "redb")]
+pub use store::redb::reader::{ReadMode, RedbReader};
+#[cfg(feature = "redb")]
+pub use store::redb::storage::{
+    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
+    Trimmed,
+};
+pub use store::retry::{RetryPolicy, WarnLimiter};
+pub use store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
-pub use store_reader::StoreReader;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::storage::PartitionId;
+use crate::store::storage::PartitionId;
 
 /// A broken promise found in a partition's data.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -9,7 +9,7 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::{HashMap, HashSet};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::storage::{
+use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 

@@ -7,7 +7,7 @@ use core::ops::Range;
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::event_codec::{decode_event, encode_event_into};
+use crate::store::codec::{decode_event, encode_event_into};
 
 /// Identifies a partition; each partition has its own PLog, view rows and sequencer.
 pub type PartitionId = u32;

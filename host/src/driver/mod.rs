@@ -7,6 +7,10 @@
 //! begun by an instance that has since trapped; reads are abandoned at once on cleanup or when
 //! their instance is replaced; outcomes for a replaced instance are dropped.
 
+pub(crate) mod clock;
+pub(crate) mod partition;
+pub(crate) mod spin;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -21,15 +25,15 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
-use crate::bindings::Outcome;
-use crate::clock::Clock;
-use crate::error::HostError;
-use crate::link::{guest_params, plog_words};
-use crate::partition::{Delivery, PartitionSequencer, Shared};
+use crate::driver::clock::Clock;
+use crate::driver::partition::{Delivery, PartitionSequencer, Shared};
+use crate::driver::spin::spin_for;
 use crate::runtime::Runtime;
-use crate::spin::spin_for;
-use crate::state::Op;
-use crate::storage::{PartitionId, Storage};
+use crate::runtime::bindings::Outcome;
+use crate::runtime::error::HostError;
+use crate::runtime::host_state::Op;
+use crate::runtime::link::{guest_params, plog_words};
+use crate::store::storage::{PartitionId, Storage};
 
 /// Driver settings.
 #[derive(Clone, Debug)]

@@ -21,12 +21,12 @@ use wasmtime::{
     Store,
 };
 
-use crate::bindings::sequencer::plugin::types::{self as wit, KindSequences};
-use crate::bindings::{
+use crate::runtime::bindings::sequencer::plugin::types::{self as wit, KindSequences};
+use crate::runtime::bindings::{
     GuestError, GuestParams, SequencerPlugin, SequencerPluginPre, clock, observer, storage,
 };
-use crate::compile_cache::{CacheOutcome, ComponentCache};
-use crate::error::HostError;
+use crate::runtime::compile_cache::{CacheOutcome, ComponentCache};
+use crate::runtime::error::HostError;
 
 /// Limits applied to every instance.
 #[derive(Clone, Debug)]
@@ -498,7 +498,7 @@ pub fn params_from_guest(p: &GuestParams) -> Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::storage::Host as _;
+    use crate::runtime::bindings::storage::Host as _;
     use sequencer::WriteRequest;
 
     /// A host that keeps the work begun.

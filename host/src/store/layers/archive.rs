@@ -24,16 +24,16 @@ use std::path::{Path, PathBuf};
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::data_dir::{sync_dir, write_synced};
-use crate::event_codec::{StoredEvent, decode_event, encode_event};
-use crate::layout::Layout;
-use crate::object_plog::{Access, ObjectPlog, PutBundleError, bundle_object};
-use crate::redb_storage::{RedbStorage, Trimmed};
-use crate::retry::RetryPolicy;
-use crate::storage::{
+use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use crate::store::layout::Layout;
+use crate::store::objects::plog::{Access, ObjectPlog, PutBundleError, bundle_object};
+use crate::store::reader::StoreReader;
+use crate::store::redb::data_dir::{sync_dir, write_synced};
+use crate::store::redb::storage::{RedbStorage, Trimmed};
+use crate::store::retry::RetryPolicy;
+use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
-use crate::store_reader::StoreReader;
 
 /// The file in a data directory that records where its archive is.
 pub const ARCHIVE_RECORD_FILE: &str = "ARCHIVE";

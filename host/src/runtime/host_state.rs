@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use sequencer::{CheckedWords, Host, Instant, PLogOffset, Read, SeqId, Status, Ticket, Work, WsId};
 
-use crate::clock::Clock;
-use crate::storage::{PartitionId, Storage};
+use crate::driver::clock::Clock;
+use crate::store::storage::{PartitionId, Storage};
 
 /// Storage work a guest began, as the task driver receives it.
 pub(crate) enum Op {

@@ -38,8 +38,10 @@ use redb::{
 };
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::event_codec::{StoredEvent, decode_event};
-use crate::storage::{AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError};
+use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::storage::{
+    AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};
 
 /// The format version of the database this build reads and writes.
 pub const DB_FORMAT_VERSION: u64 = 1;
@@ -849,7 +851,7 @@ impl RedbStorage {
     }
 }
 
-impl crate::store_reader::StoreReader for RedbStorage {
+impl crate::store::reader::StoreReader for RedbStorage {
     fn describe(&self) -> String {
         format!("embedded redb {}", self.path().display())
     }

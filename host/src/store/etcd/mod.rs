@@ -42,6 +42,8 @@
 //! spawned on it and answered through a oneshot channel, which any executor (or a blocking
 //! wait, for the synchronous `read_numbers` and `append_event`) can await.
 
+mod quorum;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -57,11 +59,11 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use tonic::Code as tonic_code;
 
-use crate::etcd_quorum::{Next, Quorum};
-use crate::event_codec::{StoredEvent, decode_event, encode_pack, split_pack};
-use crate::layout::Layout;
-use crate::retry::RetryPolicy;
-use crate::storage::{
+use crate::store::codec::{StoredEvent, decode_event, encode_pack, split_pack};
+use crate::store::etcd::quorum::{Next, Quorum};
+use crate::store::layout::Layout;
+use crate::store::retry::RetryPolicy;
+use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 
@@ -1193,7 +1195,7 @@ impl EtcdStorage {
         resp.kvs()
             .first()
             .map(|kv| {
-                crate::archive::ArchiveRecord::parse(
+                crate::store::layers::archive::ArchiveRecord::parse(
                     &String::from_utf8_lossy(kv.value()),
                     &format!("{}: key {ARCHIVE_KEY}", self.inner.label),
                 )
@@ -1204,7 +1206,7 @@ impl EtcdStorage {
     /// Records `root` as the store's archive unless one is recorded already (one conditional
     /// transaction); a different one recorded first is an error naming both.
     pub fn record_archive(&self, root: &std::path::Path) -> Result<(), StorageError> {
-        let text = crate::archive::ArchiveRecord::to_text(root);
+        let text = crate::store::layers::archive::ArchiveRecord::to_text(root);
         let this = self.clone();
         let txn = Txn::new()
             .when(vec![Compare::create_revision(
@@ -1232,7 +1234,7 @@ impl EtcdStorage {
 }
 
 #[cfg(feature = "objstore")]
-impl crate::archive::Trim for EtcdStorage {
+impl crate::store::layers::archive::Trim for EtcdStorage {
     /// Deletes the PLog keys (packs) of a partition whose events all lie below `below`, the
     /// stored next offset and the PLog's last event, at most [`TRIM_KEYS`] per request (one
     /// range delete); a pack holding any event at or past those stays whole.
@@ -1240,14 +1242,14 @@ impl crate::archive::Trim for EtcdStorage {
         &self,
         partition: PartitionId,
         below: PLogOffset,
-    ) -> Result<crate::redb_storage::Trimmed, StorageError> {
-        use crate::store_reader::StoreReader;
+    ) -> Result<crate::store::redb::storage::Trimmed, StorageError> {
+        use crate::store::reader::StoreReader;
         let Some((first, last)) = self.plog_bounds(partition)? else {
-            return Ok(crate::redb_storage::Trimmed::default());
+            return Ok(crate::store::redb::storage::Trimmed::default());
         };
         let stored = self.stored_next_offset(partition)?;
         let end = below.min(stored).min(last);
-        let none = crate::redb_storage::Trimmed {
+        let none = crate::store::redb::storage::Trimmed {
             deleted: 0,
             first_kept: first,
         };
@@ -1296,7 +1298,7 @@ impl crate::archive::Trim for EtcdStorage {
                 .trim_revision
                 .fetch_max(u64::try_from(h.revision()).unwrap_or(0), Ordering::Relaxed);
         }
-        Ok(crate::redb_storage::Trimmed {
+        Ok(crate::store::redb::storage::Trimmed {
             deleted: upto + 1 - first,
             first_kept: upto + 1,
         })
@@ -1330,7 +1332,7 @@ impl crate::archive::Trim for EtcdStorage {
     }
 }
 
-impl crate::store_reader::StoreReader for EtcdStorage {
+impl crate::store::reader::StoreReader for EtcdStorage {
     fn describe(&self) -> String {
         self.label().to_string()
     }

@@ -37,7 +37,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::PLogOffset;
 
-use crate::storage::{AppendError, EventBatch, PartitionId, StorageError};
+use crate::store::storage::{AppendError, EventBatch, PartitionId, StorageError};
 
 /// Events per bundle unless the store was created with another count.
 pub const DEFAULT_BUNDLE_EVENTS: u64 = 1024;
@@ -135,7 +135,7 @@ fn decode_one(b: &[u8]) -> Option<OneEvent> {
     let wlen = usize::from(*b.get(28)?);
     let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
     let event = b.get(29 + wlen..)?.to_vec();
-    crate::event_codec::decode_event(&event)?;
+    crate::store::codec::decode_event(&event)?;
     (event_hash(offset, prev, &event) == hash).then_some(OneEvent {
         offset,
         prev,

@@ -31,8 +31,8 @@ use object_store::{
     PutResult, RetryConfig,
 };
 
-use crate::retry::{RetryPolicy, WarnLimiter};
-use crate::storage::StorageError;
+use crate::store::retry::{RetryPolicy, WarnLimiter};
+use crate::store::storage::StorageError;
 
 /// The URL scheme of an S3 location.
 pub const S3_SCHEME: &str = "s3://";

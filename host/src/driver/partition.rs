@@ -11,17 +11,17 @@ use futures::channel::oneshot;
 use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
 
-use crate::bindings::{
+use crate::driver::DriverMsg;
+use crate::driver::clock::Clock;
+use crate::driver::spin::spin_for;
+use crate::runtime::bindings::{
     BatchNumbers, EventOffsets, EventStart, Explained, GuestError, GuestParams, HeldNumbers,
     Outcome, QuadNumbers, SeqQuad, SequenceStatus, StartOutcome, Status,
 };
-use crate::clock::Clock;
-use crate::driver::DriverMsg;
-use crate::error::HostError;
-use crate::link::core_status;
+use crate::runtime::error::HostError;
+use crate::runtime::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
-use crate::spin::spin_for;
-use crate::storage::{PartitionId, Storage};
+use crate::store::storage::{PartitionId, Storage};
 
 /// Calls `$method` on the guest's sequencer in `$instance` (an `&mut Instance`):
 /// `sequencer_call!(i, call_next(seq))`. Through the WIT's `instance` interface, the same calls
@@ -454,7 +454,7 @@ impl PartitionSequencer {
         offset: PLogOffset,
         values: &[sequencer::SeqValue],
         payload: &[u8],
-    ) -> Result<(), crate::storage::AppendError> {
+    ) -> Result<(), crate::store::storage::AppendError> {
         self.shared
             .storage
             .append_event(self.shared.partition, offset, values, payload)
@@ -465,7 +465,7 @@ impl PartitionSequencer {
         &self,
         offset: PLogOffset,
         values: &[sequencer::SeqValue],
-    ) -> Result<(), crate::storage::AppendError> {
+    ) -> Result<(), crate::store::storage::AppendError> {
         self.shared
             .storage
             .append(self.shared.partition, offset, values)

@@ -1,7 +1,7 @@
 //! Errors of the host, each naming what failed and where.
 
-use crate::bindings::GuestError;
-use crate::storage::PartitionId;
+use crate::runtime::bindings::GuestError;
+use crate::store::storage::PartitionId;
 
 /// A host operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -14,14 +14,14 @@ use std::time::Duration;
 use redb::{Builder, DatabaseError, ReadOnlyDatabase};
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
-use crate::event_codec::StoredEvent;
-use crate::layout::Layout;
-use crate::redb_storage::{
+use crate::store::codec::StoredEvent;
+use crate::store::layout::Layout;
+use crate::store::reader::StoreReader;
+use crate::store::redb::storage::{
     OpenError, OpenFailure, RedbStorage, check_format, err, read_events, read_next,
     read_partitions, read_plog_bounds, read_view,
 };
-use crate::storage::{PartitionId, StorageError};
-use crate::store_reader::StoreReader;
+use crate::store::storage::{PartitionId, StorageError};
 
 /// How many copies of a live store are taken before giving up on a consistent one.
 const COPY_TRIES: u32 = 5;

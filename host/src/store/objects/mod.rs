@@ -15,6 +15,10 @@
 //! uses, created if absent), and ROOT (the run's `--data` directory) keeps the view, the
 //! layout and a `FORMAT` file naming the PLog it belongs to (`plog=`).
 
+pub(crate) mod plog;
+#[cfg(feature = "s3")]
+pub(crate) mod s3;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,16 +30,16 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::data_dir::{DataDir, sync_dir, write_synced};
-use crate::event_codec::{StoredEvent, decode_event};
-use crate::layout::Layout;
-use crate::object_plog::{Access, DEFAULT_BUNDLE_EVENTS, ObjectPlog};
-use crate::redb_reader::RedbReader;
-use crate::redb_storage::RedbStorage;
-use crate::storage::{
+use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::layout::Layout;
+use crate::store::objects::plog::{Access, DEFAULT_BUNDLE_EVENTS, ObjectPlog};
+use crate::store::reader::StoreReader;
+use crate::store::redb::data_dir::{DataDir, sync_dir, write_synced};
+use crate::store::redb::reader::RedbReader;
+use crate::store::redb::storage::RedbStorage;
+use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
-use crate::store_reader::StoreReader;
 
 /// The name of the object store root's format marker.
 pub const OBJECTS_FORMAT_FILE: &str = "FORMAT";
@@ -358,8 +362,8 @@ impl ObjectStorage {
         bundle_events: Option<u64>,
         wait: std::time::Duration,
     ) -> Result<Self, StorageError> {
-        let location = crate::s3::S3Location::parse(url)?;
-        let s3 = crate::s3::connect(&location)?;
+        let location = crate::store::objects::s3::S3Location::parse(url)?;
+        let s3 = crate::store::objects::s3::connect(&location)?;
         let outage = s3.outage;
         let remote = RemotePlog {
             url: location.url(),
@@ -640,10 +644,10 @@ impl ObjectReader {
     /// `data` (see [`ObjectStorage::open_s3`]); nothing is created or changed.
     #[cfg(feature = "s3")]
     pub fn open_s3(data: &Path, url: &str) -> Result<Self, StorageError> {
-        let location = crate::s3::S3Location::parse(url)?;
+        let location = crate::store::objects::s3::S3Location::parse(url)?;
         let remote = RemotePlog {
             url: location.url(),
-            objects: crate::s3::connect(&location)?.objects,
+            objects: crate::store::objects::s3::connect(&location)?.objects,
             failure: None,
         };
         Self::open_with(data, Some(remote))

@@ -8,9 +8,9 @@
 
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
-use crate::event_codec::StoredEvent;
-use crate::layout::Layout;
-use crate::storage::{PartitionId, StorageError};
+use crate::store::codec::StoredEvent;
+use crate::store::layout::Layout;
+use crate::store::storage::{PartitionId, StorageError};
 
 /// Reads a store's partitions, PLogs, stored next offsets and sequences views. Implementations
 /// never write: reading a store through this trait leaves it as it was.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions};
 
-use crate::retry::WarnLimiter;
+use crate::store::retry::WarnLimiter;
 
 /// How long a request fails before the members are counted.
 pub(crate) const COUNT_AFTER: Duration = Duration::from_secs(1);

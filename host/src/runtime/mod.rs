@@ -1,15 +1,22 @@
 //! The compiled component, shared by every partition of a process.
 
+#[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
+pub mod bindings;
+pub(crate) mod compile_cache;
+pub(crate) mod error;
+pub(crate) mod host_state;
+pub mod link;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::bindings::{GuestError, GuestParams};
-use crate::clock::Clock;
-use crate::compile_cache::{CacheOutcome, ComponentCache};
-use crate::error::HostError;
-use crate::link::{Limits, Linked};
-use crate::state::HostState;
-use crate::storage::{PartitionId, Storage};
+use crate::driver::clock::Clock;
+use crate::runtime::bindings::{GuestError, GuestParams};
+use crate::runtime::compile_cache::{CacheOutcome, ComponentCache};
+use crate::runtime::error::HostError;
+use crate::runtime::host_state::HostState;
+use crate::runtime::link::{Limits, Linked};
+use crate::store::storage::{PartitionId, Storage};
 
 /// The engine and the pre-linked component: compiled once, instantiated per partition.
 ///
@@ -34,7 +41,7 @@ pub(crate) struct RuntimeInner {
 }
 
 /// A live instance with its sequencer resource.
-pub(crate) type Instance = crate::link::Instance<HostState>;
+pub(crate) type Instance = crate::runtime::link::Instance<HostState>;
 
 /// The component this crate was built with (feature `bundled-component`; `None` when the build
 /// had no `wasm32-wasip2` target to compile it for): the `sequencer.wasm` of the same version
@@ -90,7 +97,7 @@ impl RuntimeBuilder {
 
     /// Compiles (or reads from the cache) the component at `path`.
     pub fn load_file(self, path: &Path) -> Result<Runtime, HostError> {
-        crate::link::load_file(path, |bytes| self.load_bytes(bytes))
+        crate::runtime::link::load_file(path, |bytes| self.load_bytes(bytes))
     }
 
     /// Compiles (or reads from the cache) the component `bytes`.
@@ -176,8 +183,10 @@ mod tests {
     use wasmtime::PoolingAllocationConfig;
 
     use super::*;
-    use crate::bindings::StartOutcome;
-    use crate::link::{POOL_KEEP_RESIDENT_MEMORY, POOL_KEEP_RESIDENT_TABLES, component_path};
+    use crate::runtime::bindings::StartOutcome;
+    use crate::runtime::link::{
+        POOL_KEEP_RESIDENT_MEMORY, POOL_KEEP_RESIDENT_TABLES, component_path,
+    };
     use crate::{Driver, DriverConfig, ManualClock, MemoryStorage};
 
     /// The compiled component (`scripts/build-component.sh` builds it).

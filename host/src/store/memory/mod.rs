@@ -1,5 +1,7 @@
 //! Storage in memory, laid out as in spec 002, with switches to make it misbehave in tests.
 
+pub(crate) mod gate;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -7,9 +9,9 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::event_codec::{StoredEvent, decode_event};
-use crate::gate::Gate;
-use crate::storage::{
+use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::memory::gate::Gate;
+use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 
@@ -181,7 +183,7 @@ fn plog_next(p: &Partition) -> PLogOffset {
     p.plog.last_key_value().map_or(1, |(o, _)| o + 1)
 }
 
-impl crate::store_reader::StoreReader for MemoryStorage {
+impl crate::store::reader::StoreReader for MemoryStorage {
     fn describe(&self) -> String {
         "memory (nothing kept after the process ends)".into()
     }

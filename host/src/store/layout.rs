@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 
 use sequencer::{Number, SeqId, WsId, WsKind};
 
-use crate::storage::PartitionId;
+use crate::store::storage::PartitionId;
 
 /// The version of the record's text this build reads and writes.
 pub const LAYOUT_VERSION: u32 = 1;

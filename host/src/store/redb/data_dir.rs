@@ -16,9 +16,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::layout::Layout;
-use crate::redb_reader::RedbReader;
-use crate::redb_storage::{OpenError, OpenFailure, RedbStorage};
+use crate::store::layout::Layout;
+use crate::store::redb::reader::RedbReader;
+use crate::store::redb::storage::{OpenError, OpenFailure, RedbStorage};
 
 /// The name of the format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
@@ -322,7 +322,7 @@ pub(crate) fn sync_dir(path: &Path) -> Result<(), DataDirError> {
 /// Creates the store in `path`: built under a temporary name and renamed into place when `path`
 /// does not exist; built in place (marker last) when it is an empty directory.
 fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
-    let corrupt = |e: crate::storage::StorageError| DataDirError::Corrupt {
+    let corrupt = |e: crate::store::storage::StorageError| DataDirError::Corrupt {
         path: path.to_path_buf(),
         detail: e.0,
     };

@@ -1,0 +1,5 @@
+//! Layers over any backend: the read-ahead of numbers, and the archive of old PLog events.
+
+#[cfg(feature = "objstore")]
+pub(crate) mod archive;
+pub(crate) mod read_ahead;
