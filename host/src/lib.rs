@@ -20,10 +20,10 @@
 //! |---|---|---|
 //! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`); implies `redb` |
 //! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
-//! | `objstore` | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
+//! | `objects` (old name `objstore`) | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
 //! | `bundled-component` | yes (through `cli`) | [`Runtime::bundled`]: the component compiled into the crate at build time (needs the `wasm32-wasip2` rustup target then; without it the build goes on with no component and says so) |
 //! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
-//! | `s3` | no | the object store's PLog on S3 (`ObjectStorage::open_s3`, `--store objects:s3://BUCKET/PREFIX`); implies `objstore` |
+//! | `s3` | no | the object store's PLog on S3 (`ObjectStorage::open_s3`, `--store objects:s3://BUCKET/PREFIX`); implies `objects` |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
 //! [`MemoryStorage`] only.
@@ -59,7 +59,7 @@ pub use store::etcd::{
     DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
     READS_PER_TXN, VIEW_WS_PER_TXN,
 };
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 pub use store::layers::archive::{
     ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
     DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
@@ -69,7 +69,7 @@ pub use store::layers::read_ahead::{ReadAhead, ReadCounts};
 pub use store::layout::{Layout, LayoutSeq};
 pub use store::memory::gate::Gate;
 pub use store::memory::{Faults, MemoryStorage, WriteRecord};
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 pub use store::objects::plog::{
     Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
     bundle_object, event_hash, event_object,
@@ -79,7 +79,7 @@ pub use store::objects::s3::{
     Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
     connect_with as connect_s3_with,
 };
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 pub use store::objects::{
     OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
     VIEW_DB_FILE,

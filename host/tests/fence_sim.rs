@@ -18,7 +18,7 @@
 //! names its seed and step. The merger thread of each handle may also merge between steps:
 //! bundles change where events are kept, never what an append answers.
 
-#![cfg(feature = "objstore")]
+#![cfg(feature = "objects")]
 
 use std::collections::HashMap;
 use std::fmt;

@@ -6,7 +6,7 @@
 //! `inspect`), SIGKILL during appends and during merges, a missing and a corrupted object, a
 //! create retried after a lost response, and two hosts taking offsets from each other. moto's
 //! create-if-absent is not atomic under heavy interleaving, so the fence's atomicity is proved
-//! on the local file system (`objstore.rs`) and in the simulator; here two writers meet one
+//! on the local file system (`objects.rs`) and in the simulator; here two writers meet one
 //! after the other (the protocol: 412, compare, rescan), never at the same instant.
 //!
 //! Without moto these tests fail under CI (`CI` set) and are skipped with a message otherwise.

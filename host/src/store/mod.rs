@@ -14,7 +14,7 @@ pub(crate) mod layers;
 #[cfg(feature = "etcd")]
 pub(crate) mod etcd;
 pub(crate) mod memory;
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 pub(crate) mod objects;
 #[cfg(feature = "redb")]
 pub(crate) mod redb;

@@ -226,11 +226,11 @@ const LAYOUT_KEY: &str = "layout";
 
 /// The key that records where the store's archive of old PLog events is
 /// (`ArchiveRecord::to_text`).
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 const ARCHIVE_KEY: &str = "archive";
 
 /// The most PLog keys (packs) one trim request deletes.
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 const TRIM_KEYS: i64 = 512;
 
 fn plog_prefix(p: PartitionId) -> String {
@@ -1179,7 +1179,7 @@ impl EtcdStorage {
     }
 }
 
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 impl EtcdStorage {
     /// Where the store's archive is (key `archive`), `None` if none is recorded.
     pub fn read_archive(&self) -> Result<Option<std::path::PathBuf>, StorageError> {
@@ -1233,7 +1233,7 @@ impl EtcdStorage {
     }
 }
 
-#[cfg(feature = "objstore")]
+#[cfg(feature = "objects")]
 impl crate::store::layers::archive::Trim for EtcdStorage {
     /// Deletes the PLog keys (packs) of a partition whose events all lie below `below`, the
     /// stored next offset and the PLog's last event, at most [`TRIM_KEYS`] per request (one
