@@ -1,29 +1,30 @@
-//! The wasmtime host of the sequencer component.
+//! The wasmtime host of the sequencer component, in three rooms:
 //!
-//! - [`Runtime`] compiles the component once per process and pre-links it, through the
-//!   [`link`] module every embedding of the component shares.
-//! - [`Driver`] is the task loop: it opens one instance per partition ([`PartitionSequencer`]),
-//!   performs the storage work the guests begin, delivers outcomes, and wakes guests at the
-//!   times they ask for (retries with backoff, replay hold-back).
-//! - [`Storage`] is what the host needs from storage; [`MemoryStorage`] keeps it in memory,
-//!   [`RedbStorage`] durably in an embedded redb database inside a [`DataDir`], [`EtcdStorage`]
-//!   on an etcd cluster shared by many hosts (fenced appends), [`ObjectStorage`] with the PLog
-//!   on object storage (one object per event, merged into bundles by a merger thread). A
-//!   command processor appends an
-//!   [`EventBatch`] with one durable write ([`Storage::append_events`]); [`ReadAhead`] reads a
-//!   batch's numbers in one go.
-//! - [`Clock`]: [`MonotonicClock`] in production, [`ManualClock`] in tests.
+//! - [`runtime`]: the component compiled once per process and pre-linked ([`Runtime`],
+//!   [`RuntimeBuilder`], [`Limits`], [`ComponentCache`]), the one way to link it
+//!   ([`runtime::link`]), and the contract's types a caller touches ([`StartOutcome`],
+//!   [`NotNowReason`], [`Status`]).
+//! - [`driver`]: the task loop ([`Driver`]) that opens one instance per partition
+//!   ([`PartitionSequencer`]), performs the storage work the guests begin, delivers outcomes,
+//!   and wakes guests at the times they ask for; its clocks ([`Clock`], [`MonotonicClock`],
+//!   [`ManualClock`]).
+//! - [`store`]: the storage contract ([`Storage`], [`StoreReader`]), the numbering layout a
+//!   store records ([`Layout`]), the checks, the layers over any backend, and one folder per
+//!   backend ([`MemoryStorage`], `store::redb`, `store::etcd`, `store::objects`).
+//!   [`store::open`] turns a store URL into an open store, its layout recorded or compared and
+//!   its archive layered under it.
 //!
 //! Cargo features (all can be on at once):
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`); implies `redb` |
-//! | `redb` | yes (through `cli`) | [`RedbStorage`] and [`DataDir`]: the embedded, durable store |
-//! | `objects` (old name `objstore`) | yes (through `cli`) | [`ObjectStorage`]: the PLog on object storage (one object per event, merged into bundles), the view in redb |
+//! | `cli` | yes | the `sequencer-host` command (`run`, `inspect`, `check`, `archive`); implies `redb`, `objects`, `bundled-component` |
+//! | `redb` | yes (through `cli`) | `store::redb`: the embedded, durable store (`redb:DIR`) |
+//! | `objects` (old name `objstore`) | yes (through `cli`) | `store::objects`: the PLog on object storage (`objects:DIR`), the view in redb; the archive layer |
 //! | `bundled-component` | yes (through `cli`) | [`Runtime::bundled`]: the component compiled into the crate at build time (needs the `wasm32-wasip2` rustup target then; without it the build goes on with no component and says so) |
-//! | `etcd` | no | [`EtcdStorage`]: the store on an etcd cluster; its gRPC client's build runs `protoc` |
-//! | `s3` | no | the object store's PLog on S3 (`ObjectStorage::open_s3`, `--store objects:s3://BUCKET/PREFIX`); implies `objects` |
+//! | `etcd` | no | `store::etcd`: the store on an etcd cluster (`etcd://...`); its gRPC client's build runs `protoc` |
+//! | `s3` | no | the object store's PLog on S3 (`objects:s3://BUCKET/PREFIX`); implies `objects` |
+//! | `testing` | no | `store::testing`: the contract suite every backend runs, for a `Storage` of one's own |
 //!
 //! With `default-features = false` the library has the runtime, the driver and
 //! [`MemoryStorage`] only.
@@ -39,64 +40,15 @@ pub mod driver;
 pub mod runtime;
 pub mod store;
 
-pub use runtime::{bindings, link};
-pub use store::layout;
+pub use driver::{Clock, Driver, DriverConfig, ManualClock, MonotonicClock, PartitionSequencer};
+pub use runtime::{
+    ComponentCache, HostError, Limits, NotNowReason, Runtime, RuntimeBuilder, StartOutcome, Status,
+};
+pub use store::memory::MemoryStorage;
+pub use store::{
+    AppendError, EventBatch, Layout, PartitionId, PlogPage, Storage, StorageError, StoreReader,
+};
 
-pub use driver::clock::{Clock, ManualClock, MonotonicClock};
-pub use driver::partition::PartitionSequencer;
-pub use driver::{Driver, DriverConfig};
-pub use runtime::compile_cache::{CacheOutcome, ComponentCache};
-pub use runtime::error::{HostError, describe};
-pub use runtime::link::{Limits, component_path, guest_params, params_from_guest};
-pub use runtime::{Runtime, RuntimeBuilder, bundled_component};
-pub use store::check::{CheckReport, PlogChecker, Violation};
-pub use store::codec::{
-    StoredEvent, decode_event, encode_event, encode_event_into, encode_pack, encoded_len,
-    split_pack,
-};
-#[cfg(feature = "etcd")]
-pub use store::etcd::{
-    DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
-    READS_PER_TXN, VIEW_WS_PER_TXN,
-};
-#[cfg(feature = "objects")]
-pub use store::layers::archive::{
-    ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
-    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
-    check_lines_up, open_recorded, safe_end,
-};
-pub use store::layers::read_ahead::{ReadAhead, ReadCounts};
-pub use store::layout::{Layout, LayoutSeq};
-pub use store::memory::gate::Gate;
-pub use store::memory::{Faults, MemoryStorage, WriteRecord};
-#[cfg(feature = "objects")]
-pub use store::objects::plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
-    bundle_object, event_hash, event_object,
-};
-#[cfg(feature = "s3")]
-pub use store::objects::s3::{
-    Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
-    connect_with as connect_s3_with,
-};
-#[cfg(feature = "objects")]
-pub use store::objects::{
-    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
-    VIEW_DB_FILE,
-};
-pub use store::reader::StoreReader;
-#[cfg(feature = "redb")]
-pub use store::redb::data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
-};
-#[cfg(feature = "redb")]
-pub use store::redb::reader::{ReadMode, RedbReader};
-#[cfg(feature = "redb")]
-pub use store::redb::storage::{
-    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
-    Trimmed,
-};
-pub use store::retry::{RetryPolicy, WarnLimiter};
-pub use store::storage::{
-    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
-};
+mod deprecated;
+#[allow(deprecated)]
+pub use deprecated::*;

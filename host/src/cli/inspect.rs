@@ -7,8 +7,12 @@ use std::process::ExitCode;
 use clap::Args;
 use sequencer::SeqValue;
 
-use super::run::seq_name;
-use super::{CliError, CliResult, DataArgs, StoreKind};
+use sequencer_host::Layout;
+use sequencer_host::store::open_reader;
+
+use super::common::{
+    CliError, CliResult, DataArgs, StoreArg, explain_open, open_options, seq_name,
+};
 
 /// Options of `inspect`.
 #[derive(Args, Debug, Clone)]
@@ -16,10 +20,10 @@ pub struct InspectArgs {
     /// The data directory.
     #[command(flatten)]
     pub data: DataArgs,
-    /// The store to read: embedded (redb in --data), objects (an object store in --data),
+    /// The store to read: redb (in --data), objects (an object store in --data),
     /// objects:DIR, objects:s3://BUCKET/PREFIX (its view in --data), or etcd://HOST:PORT,...
-    #[arg(long, default_value = "embedded")]
-    pub store: StoreKind,
+    #[arg(long, default_value = "redb")]
+    pub store: StoreArg,
     /// The partition to show.
     #[arg(long, default_value_t = 0)]
     pub partition: u32,
@@ -40,7 +44,7 @@ pub struct InspectArgs {
 
 /// `inspect`.
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
-    let store = super::open_reader(&args.store, &args.data.data)?;
+    let store = open_reader(&args.store.0, &open_options(&args.data.data)).map_err(explain_open)?;
     let partitions = store.partitions()?;
     // A partition exists if the recorded layout has it, or (a store made before layouts were
     // recorded) if the store holds its PLog.
@@ -131,7 +135,7 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         println!(
             "{:>8}  {ws:>9}  {:<44}  {shown}{more} ({} bytes)",
             e.offset,
-            numbers(&e.values),
+            numbers(layout.as_ref(), &e.values),
             e.payload.len()
         );
     }
@@ -157,7 +161,10 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     );
     println!("{:>9}  {:<12}  {:>12}", "workspace", "sequence", "last");
     for (ws, seq, last) in rows.iter().take(limit) {
-        println!("{ws:>9}  {:<12}  {last:>12}", seq_name(*seq));
+        println!(
+            "{ws:>9}  {:<12}  {last:>12}",
+            seq_name(layout.as_ref(), *seq)
+        );
     }
     if rows.is_empty() && args.ws.is_some() {
         return Err(CliError(format!(
@@ -169,7 +176,7 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
 }
 
 /// "wlog-offset=12 rec-id=30,31": an event's numbers grouped by sequence.
-fn numbers(values: &[SeqValue]) -> String {
+fn numbers(layout: Option<&Layout>, values: &[SeqValue]) -> String {
     let mut out: Vec<(u16, Vec<String>)> = Vec::new();
     for v in values {
         match out.iter_mut().find(|(s, _)| *s == v.key.seq) {
@@ -178,7 +185,7 @@ fn numbers(values: &[SeqValue]) -> String {
         }
     }
     out.iter()
-        .map(|(s, ns)| format!("{}={}", seq_name(*s), ns.join(",")))
+        .map(|(s, ns)| format!("{}={}", seq_name(layout, *s), ns.join(",")))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -11,6 +11,9 @@ pub(crate) mod clock;
 pub(crate) mod partition;
 pub(crate) mod spin;
 
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use partition::PartitionSequencer;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -25,8 +28,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
-use crate::driver::clock::Clock;
-use crate::driver::partition::{Delivery, PartitionSequencer, Shared};
+use crate::driver::partition::{Delivery, Shared};
 use crate::driver::spin::spin_for;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::Outcome;
@@ -157,6 +159,19 @@ impl Driver {
         let (tx, rx) = oneshot::channel();
         if self.events.unbounded_send(DriverMsg::WhenIdle(tx)).is_ok() {
             let _ = futures::executor::block_on(rx);
+        }
+    }
+}
+
+impl Driver {
+    /// Shuts down gracefully: waits until no storage operation is in flight (so a flusher
+    /// write in progress lands; see [`idle`](Self::idle)), then cleans up every sequencer of
+    /// `seqs`. Numbers not yet written to the view are not lost: their events are in the PLog,
+    /// and the next actualization replays them. Dropping the driver then stops its thread.
+    pub fn shutdown(&self, seqs: &[PartitionSequencer]) {
+        self.idle();
+        for s in seqs {
+            s.cleanup();
         }
     }
 }

@@ -326,28 +326,59 @@ impl PartitionSequencer {
     /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
     /// that to change; `None` if it does not.
     pub fn start_event(&self, wait: Duration, ws: u64) -> Result<Option<EventOffsets>, HostError> {
-        let deadline = self.shared.clock.now().saturating_add(wait);
-        let mut changed: Option<oneshot::Receiver<()>> = None;
-        loop {
+        self.until_started(wait, || {
             let outcome = self.shared.call(|i| {
                 i.plugin
                     .sequencer_plugin_events()
                     .call_start_event(&mut i.store, i.handle, ws)
             })?;
-            match outcome {
-                EventStart::Started(offsets) => return Ok(Some(offsets)),
-                EventStart::NotNow(_) => {
-                    if self.shared.clock.now() >= deadline {
-                        return Ok(None);
-                    }
-                    match changed.take() {
-                        // Subscribe first, then try once more, so no change is missed.
-                        None => changed = Some(self.shared.subscribe()),
-                        Some(rx) => {
-                            let timeout = self.shared.clock.sleep_until(deadline);
-                            futures::executor::block_on(futures::future::select(rx, timeout));
-                        }
-                    }
+            Ok(match outcome {
+                EventStart::Started(offsets) => Some(offsets),
+                EventStart::NotNow(_) => None,
+            })
+        })
+    }
+
+    /// [`start`](Self::start), waiting out "not now" (the sequencer actualizing, or too many
+    /// values waiting to be flushed) for up to `wait` on the host's clock: the event's PLog
+    /// offset, or `None` if the sequencer still says "not now" once `wait` has passed. It
+    /// waits for the task driver's steps (woken at each), never polls.
+    pub fn start_within(
+        &self,
+        wait: Duration,
+        kind: u16,
+        ws: u64,
+    ) -> Result<Option<u64>, HostError> {
+        self.until_started(wait, || {
+            Ok(match self.start(kind, ws)? {
+                StartOutcome::Started(offset) => Some(offset),
+                StartOutcome::NotNow(_) => None,
+            })
+        })
+    }
+
+    /// Calls `attempt` until it starts (`Some`), woken by the driver's steps, for up to `wait`
+    /// on the host's clock; `None` if it has not started by then.
+    fn until_started<T>(
+        &self,
+        wait: Duration,
+        mut attempt: impl FnMut() -> Result<Option<T>, HostError>,
+    ) -> Result<Option<T>, HostError> {
+        let deadline = self.shared.clock.now().saturating_add(wait);
+        let mut changed: Option<oneshot::Receiver<()>> = None;
+        loop {
+            if let Some(started) = attempt()? {
+                return Ok(Some(started));
+            }
+            if self.shared.clock.now() >= deadline {
+                return Ok(None);
+            }
+            match changed.take() {
+                // Subscribe first, then try once more, so no change is missed.
+                None => changed = Some(self.shared.subscribe()),
+                Some(rx) => {
+                    let timeout = self.shared.clock.sleep_until(deadline);
+                    futures::executor::block_on(futures::future::select(rx, timeout));
                 }
             }
         }

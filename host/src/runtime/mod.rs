@@ -1,5 +1,8 @@
 //! The compiled component, shared by every partition of a process.
 
+/// The types generated from the WIT contract. Hidden: callers use the names re-exported here
+/// ([`StartOutcome`], [`Status`], ...); tests of the component boundary reach everything.
+#[doc(hidden)]
 #[allow(missing_docs)] // generated from the WIT, whose doc comments it carries
 pub mod bindings;
 pub(crate) mod compile_cache;
@@ -7,15 +10,21 @@ pub(crate) mod error;
 pub(crate) mod host_state;
 pub mod link;
 
+pub use bindings::{
+    BatchNumbers, EventOffsets, EventStart, Explained, GuestError, GuestParams, HeldNumbers,
+    NotNowReason, Outcome, PlogValue, QuadNumbers, Refusal, SeqQuad, SequenceStatus, StartOutcome,
+    Status,
+};
+pub use compile_cache::{CacheOutcome, ComponentCache};
+pub use error::{HostError, describe};
+pub use link::Limits;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::driver::clock::Clock;
-use crate::runtime::bindings::{GuestError, GuestParams};
-use crate::runtime::compile_cache::{CacheOutcome, ComponentCache};
-use crate::runtime::error::HostError;
 use crate::runtime::host_state::HostState;
-use crate::runtime::link::{Limits, Linked};
+use crate::runtime::link::Linked;
 use crate::store::storage::{PartitionId, Storage};
 
 /// The engine and the pre-linked component: compiled once, instantiated per partition.

@@ -8,12 +8,18 @@
 //! - the stored next offset is not past the PLog's end;
 //! - the view is never ahead of the PLog (every row's last number is in the PLog) and never
 //!   behind the stored next offset (values are durable before the offset that covers them).
+//!
+//! [`check_store`] runs that over every partition of a [`StoreReader`], and checks across
+//! partitions that no workspace's numbers stand in two of them, nor in another partition than
+//! the recorded [`Layout`] puts it in (a workspace moved by another partition count).
 
 use std::collections::HashMap;
 
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::storage::PartitionId;
+use crate::store::layout::Layout;
+use crate::store::reader::StoreReader;
+use crate::store::storage::{PartitionId, StorageError};
 
 /// A broken promise found in a partition's data.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -183,4 +189,115 @@ impl<F: Fn(SeqId) -> Option<Number>> PlogChecker<F> {
             view_rows: view.len() as u64,
         })
     }
+}
+
+/// Why a whole-store check failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The store could not be read.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A partition broke a promise ([`PlogChecker`]).
+    #[error(transparent)]
+    Partition(#[from] Violation),
+    /// A workspace's numbers are in a partition the recorded layout does not put it in.
+    #[error(
+        "partition {partition} holds numbers of workspace {ws}, which the recorded layout puts in partition {expected}"
+    )]
+    Misplaced {
+        /// The partition holding them.
+        partition: PartitionId,
+        /// The workspace.
+        ws: WsId,
+        /// Where the layout puts it.
+        expected: PartitionId,
+    },
+    /// A (workspace, sequence) has numbers in two partitions: they were issued twice.
+    #[error(
+        "workspace {ws} sequence {seq} has numbers in partitions {first} and {second}: its numbers were issued twice"
+    )]
+    InTwoPartitions {
+        /// The workspace.
+        ws: WsId,
+        /// The sequence.
+        seq: SeqId,
+        /// The partition that claimed it first.
+        first: PartitionId,
+        /// The other one.
+        second: PartitionId,
+    },
+}
+
+/// What a whole-store check proved.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreCheck {
+    /// Partitions checked.
+    pub partitions: usize,
+    /// PLog events checked, over all partitions.
+    pub events: u64,
+}
+
+/// How many events one read takes while checking.
+const CHECK_PAGE: usize = 16_384;
+
+/// Checks every partition of `store` ([`PlogChecker`]) and across partitions: against
+/// `layout` when the store records one; otherwise each sequence's first number is
+/// `fallback_initial`'s (`None`: not checked) and only the cross-partition rule applies.
+/// Calls `each` with every partition's report as it is checked.
+pub fn check_store(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    fallback_initial: impl Fn(SeqId) -> Option<Number>,
+    mut each: impl FnMut(PartitionId, &CheckReport),
+) -> Result<StoreCheck, CheckError> {
+    let mut owners: HashMap<(WsId, SeqId), PartitionId> = HashMap::new();
+    let mut total = 0;
+    let partitions = store.partitions()?;
+    for &p in &partitions {
+        let initial = |seq| match layout {
+            Some(l) => l.initial(seq),
+            None => fallback_initial(seq),
+        };
+        let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
+        let mut from = 1;
+        loop {
+            let events = store.events(p, from, CHECK_PAGE)?;
+            let Some(last) = events.last().map(|e| e.offset) else {
+                break;
+            };
+            for e in &events {
+                checker.event(e.offset, &e.values)?;
+            }
+            from = last + 1;
+        }
+        for (ws, seq) in checker.keys() {
+            if let Some(l) = layout
+                && l.partition_of(ws) != p
+            {
+                return Err(CheckError::Misplaced {
+                    partition: p,
+                    ws,
+                    expected: l.partition_of(ws),
+                });
+            }
+            match owners.insert((ws, seq), p) {
+                Some(first) if first != p => {
+                    return Err(CheckError::InTwoPartitions {
+                        ws,
+                        seq,
+                        first,
+                        second: p,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let report = checker.finish(&store.view(p)?)?;
+        each(p, &report);
+        total += report.events;
+    }
+    Ok(StoreCheck {
+        partitions: partitions.len(),
+        events: total,
+    })
 }

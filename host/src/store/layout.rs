@@ -23,7 +23,7 @@
 
 use std::fmt::Write as _;
 
-use sequencer::{Number, SeqId, WsId, WsKind};
+use sequencer::{Number, Params, SeqId, WsId, WsKind};
 
 use crate::store::storage::PartitionId;
 
@@ -146,16 +146,65 @@ impl Layout {
         })
     }
 
-    /// How `wanted` differs from this recorded layout in a way that would number a
-    /// workspace differently, in words; `None` if it does not.
-    pub fn difference(&self, wanted: &Layout) -> Option<String> {
-        if self.partitions != wanted.partitions {
-            return Some(format!(
-                "it was numbered with {} partitions, not {}: workspaces would move to partitions that do not hold their numbers",
-                self.partitions, wanted.partitions
-            ));
+    /// The layout of `params` over `partitions` partitions, for an embedder opening a store
+    /// (`store::OpenOptions::layout`): the kind and its sequences with their initial values,
+    /// each named `seq-ID` until [`named`](Self::named) names it. Params of no kind or of
+    /// several kinds have no layout (a layout records one kind).
+    pub fn from_params(partitions: u32, params: &Params) -> Result<Self, String> {
+        if partitions == 0 {
+            return Err("a layout has at least one partition".into());
         }
-        // Names are labels: only the kind, the ids and the initial values decide numbers.
+        let mut kinds = params.contract_kinds();
+        let (kind, seqs) = match (kinds.pop(), kinds.is_empty()) {
+            (Some(k), true) => k,
+            (None, _) => return Err("the params declare no sequence".into()),
+            (Some(_), false) => {
+                return Err(format!(
+                    "the params declare {} workspace kinds; a layout records one",
+                    kinds.len() + 1
+                ));
+            }
+        };
+        let mut sequences: Vec<LayoutSeq> = (seqs.into_iter())
+            .map(|(id, initial)| LayoutSeq {
+                id,
+                name: format!("seq-{id}"),
+                initial,
+            })
+            .collect();
+        sequences.sort_by_key(|s| s.id);
+        Ok(Self {
+            partitions,
+            kind,
+            sequences,
+        })
+    }
+
+    /// This layout with sequence `id` named `name` (one word; names are labels that `inspect`
+    /// shows, they number nothing).
+    pub fn named(mut self, id: SeqId, name: &str) -> Self {
+        if let Some(s) = self.sequences.iter_mut().find(|s| s.id == id) {
+            s.name = name.split_whitespace().collect::<Vec<_>>().join("-");
+        }
+        self
+    }
+
+    /// The name of sequence `id` in this layout, if it has it.
+    pub fn name(&self, id: SeqId) -> Option<&str> {
+        (self.sequences.iter())
+            .find(|s| s.id == id)
+            .map(|s| s.name.as_str())
+    }
+
+    /// How `wanted` differs from this recorded layout in a way that would number a workspace
+    /// differently; `None` if it does not (names are labels: they number nothing).
+    pub fn refusal(&self, wanted: &Layout) -> Option<LayoutRefusal> {
+        if self.partitions != wanted.partitions {
+            return Some(LayoutRefusal::Partitions {
+                recorded: self.partitions,
+                wanted: wanted.partitions,
+            });
+        }
         let numbering = |l: &Layout| -> Vec<(SeqId, Number)> {
             l.sequences.iter().map(|s| (s.id, s.initial)).collect()
         };
@@ -166,13 +215,82 @@ impl Layout {
                     .collect();
                 format!("kind {} [{}]", l.kind, seqs.join(", "))
             };
-            return Some(format!(
-                "it was numbered with the sequences {}, not {}",
-                list(self),
-                list(wanted)
-            ));
+            return Some(LayoutRefusal::Sequences {
+                recorded: list(self),
+                wanted: list(wanted),
+            });
         }
         None
+    }
+
+    /// [`refusal`](Self::refusal) in words.
+    pub fn difference(&self, wanted: &Layout) -> Option<String> {
+        self.refusal(wanted).map(|r| r.to_string())
+    }
+}
+
+/// Why a store refuses to be numbered by a layout: numbering it so would move a workspace to a
+/// partition that does not hold its numbers, or start a sequence again.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutRefusal {
+    /// The store records another partition count.
+    #[error(
+        "it was numbered with {recorded} partitions, not {wanted}: workspaces would move to partitions that do not hold their numbers"
+    )]
+    Partitions {
+        /// The recorded count.
+        recorded: u32,
+        /// The count asked for.
+        wanted: u32,
+    },
+    /// The store records another kind, other sequence ids or other initial values.
+    #[error("it was numbered with the sequences {recorded}, not {wanted}")]
+    Sequences {
+        /// The recorded kind and sequences, in words.
+        recorded: String,
+        /// The ones asked for, in words.
+        wanted: String,
+    },
+    /// A store with no recorded layout (made before layouts were recorded) holds the PLog of a
+    /// partition the layout asked for does not have.
+    #[error(
+        "it holds partition {partition}'s PLog, so it was numbered with more than {wanted} partitions: workspaces would move to partitions that do not hold their numbers"
+    )]
+    HoldsPartition {
+        /// The partition found.
+        partition: PartitionId,
+        /// The partition count asked for.
+        wanted: u32,
+    },
+}
+
+/// What an open must do about the layout record, once [`settle`] allowed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The store records the layout asked for: nothing to write.
+    Recorded,
+    /// The store records none (new, or made before layouts were recorded): record it.
+    Record,
+}
+
+/// **The layout rule**, the one place it is written: a store that records a layout is numbered
+/// only by that layout (any difference is refused before anything is written); a store that
+/// records none may take `wanted` unless it holds the PLog of a partition `wanted` does not
+/// have (`held`: the store's partitions; a larger count cannot be told from the store).
+pub fn settle(
+    recorded: Option<&Layout>,
+    wanted: &Layout,
+    held: &[PartitionId],
+) -> Result<Settled, LayoutRefusal> {
+    match recorded {
+        Some(r) => r.refusal(wanted).map_or(Ok(Settled::Recorded), Err),
+        None => match held.iter().find(|&&p| p >= wanted.partitions) {
+            Some(&partition) => Err(LayoutRefusal::HoldsPartition {
+                partition,
+                wanted: wanted.partitions,
+            }),
+            None => Ok(Settled::Record),
+        },
     }
 }
 
@@ -254,5 +372,40 @@ mod tests {
             let e = Layout::parse(text).expect_err(text);
             assert!(e.contains(says), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_rule_refuses_any_difference_and_a_legacy_store_holding_a_partition_past_the_count() {
+        let l = layout(4);
+        assert_eq!(settle(Some(&l), &layout(4), &[0, 9]), Ok(Settled::Recorded));
+        assert_eq!(
+            settle(Some(&l), &layout(2), &[]),
+            Err(LayoutRefusal::Partitions {
+                recorded: 4,
+                wanted: 2
+            })
+        );
+        assert_eq!(settle(None, &layout(4), &[0, 3]), Ok(Settled::Record));
+        assert_eq!(
+            settle(None, &layout(3), &[0, 3]),
+            Err(LayoutRefusal::HoldsPartition {
+                partition: 3,
+                wanted: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_layout_from_params_takes_its_one_kind_and_refuses_several() {
+        let params = Params::new().with_seq(7, 2, 100).with_seq(7, 1, 1);
+        let l = Layout::from_params(3, &params)
+            .expect("one kind")
+            .named(2, "rec id");
+        assert_eq!((l.partitions, l.kind), (3, 7));
+        assert_eq!(l.initial(2), Some(100));
+        assert_eq!(l.name(2), Some("rec-id"));
+        assert_eq!(l.name(1), Some("seq-1"));
+        assert!(Layout::from_params(3, &params.with_seq(8, 1, 1)).is_err());
+        assert!(Layout::from_params(0, &Params::new().with_seq(1, 1, 1)).is_err());
     }
 }

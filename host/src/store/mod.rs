@@ -1,20 +1,38 @@
 //! Storage: the contract a backend keeps ([`Storage`], [`StoreReader`]), how events are stored
-//! (the codec), the numbering layout a store records, the checks, the retry policy, the layers
-//! over any backend, and one folder per backend.
+//! ([`codec`]), the numbering [`layout`] a store records and its one rule, the checks
+//! ([`check_store`]), the retry policy, opening a store from its URL ([`open`]), the
+//! [`layers`] over any backend, and one folder per backend ([`memory`], `redb`, `etcd`,
+//! `objects`), none of which imports another.
 
 pub(crate) mod check;
-pub(crate) mod codec;
+pub mod codec;
 pub mod layout;
+pub(crate) mod open;
 pub(crate) mod reader;
 pub(crate) mod retry;
+pub(crate) mod stats;
 pub(crate) mod storage;
 
-pub(crate) mod layers;
+pub mod layers;
 
 #[cfg(feature = "etcd")]
-pub(crate) mod etcd;
-pub(crate) mod memory;
+pub mod etcd;
+pub mod memory;
 #[cfg(feature = "objects")]
-pub(crate) mod objects;
+pub mod objects;
 #[cfg(feature = "redb")]
-pub(crate) mod redb;
+pub mod redb;
+
+pub use check::{CheckError, CheckReport, PlogChecker, StoreCheck, Violation, check_store};
+pub use codec::{StoredEvent, encoded_len};
+pub use layout::{Layout, LayoutRefusal, LayoutSeq};
+pub use open::{
+    ArchiveUse, DEFAULT_DATA_DIR, OpenError, OpenOptions, Store, StoreCheckError, StoreUrl, open,
+    open_reader,
+};
+pub use reader::StoreReader;
+pub use retry::{RetryPolicy, WarnLimiter};
+pub use stats::{Counter, StoreStats};
+pub use storage::{
+    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};

@@ -1,6 +1,8 @@
 //! Storage in memory, laid out as in spec 002, with switches to make it misbehave in tests.
 
-pub(crate) mod gate;
+mod gate;
+
+pub use gate::Gate;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,7 +12,6 @@ use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event};
-use crate::store::memory::gate::Gate;
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };

@@ -15,9 +15,9 @@
 //! uses, created if absent), and ROOT (the run's `--data` directory) keeps the view, the
 //! layout and a `FORMAT` file naming the PLog it belongs to (`plog=`).
 
-pub(crate) mod plog;
+pub mod plog;
 #[cfg(feature = "s3")]
-pub(crate) mod s3;
+pub mod s3;
 
 use std::collections::HashMap;
 use std::fs;

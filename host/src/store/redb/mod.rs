@@ -1,6 +1,17 @@
-//! The embedded, durable store on redb: the store itself, its read-only reader, and the data
-//! directory that holds it.
+//! The embedded, durable store on redb: the store itself ([`RedbStorage`]: group commit,
+//! fenced appends), its read-only reader ([`RedbReader`]), and the data directory that holds
+//! it ([`DataDir`]). Open it with [`store::open`](crate::store::open) (`redb:DIR`) to have its
+//! layout and archive record kept.
 
 pub(crate) mod data_dir;
 pub(crate) mod reader;
 pub(crate) mod storage;
+
+pub use data_dir::{
+    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
+};
+pub use reader::{ReadMode, RedbReader};
+pub use storage::{
+    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
+    Trimmed,
+};

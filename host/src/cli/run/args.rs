@@ -1,0 +1,202 @@
+//! The options of `run`, their parsers, and what they decide: the sequencer's params, the
+//! numbering layout, and the store's options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use sequencer::Params;
+use sequencer_host::encoded_len;
+use sequencer_host::store::{ArchiveUse, OpenOptions};
+use sequencer_host::{Layout, LayoutSeq};
+
+use super::super::common::{ArchiveSpec, CliError, CliResult, KIND, SEQS, StoreArg, parse_secs};
+use super::super::component;
+use sequencer_host::store::DEFAULT_DATA_DIR;
+
+/// Values a partition may hold unwritten (staged batches included) before `start` says "not
+/// now": the default (500) is smaller than one batch of 256 events over a few hundred keys.
+const MAX_UNFLUSHED_VALUES: usize = 100_000;
+
+pub(super) fn params() -> Params {
+    SEQS.iter()
+        .fold(Params::new(), |p, s| p.with_seq(KIND, s.id, s.initial))
+        .with_max_unflushed_values(MAX_UNFLUSHED_VALUES)
+}
+
+/// The longest a command processor waits for its sequencer to become ready.
+pub(super) const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// The most numbers one event of the workload takes (1 + 3 + 2).
+pub(super) const MAX_NUMBERS: usize = 6;
+
+/// Options of `run`.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The data directory (created if missing; resumed if it exists).
+    #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
+    pub data: PathBuf,
+    /// Storage backend: redb (in --data; the old name `embedded` works too), memory, objects
+    /// (the PLog as one object per event, merged into bundles, in --data; objects:DIR in DIR;
+    /// objects:s3://BUCKET/PREFIX on S3 with the view in --data, feature `s3`), or
+    /// etcd://HOST:PORT,... (an etcd cluster shared by many hosts; --data is not used).
+    #[arg(long, default_value = "redb")]
+    pub store: StoreArg,
+    /// Events per bundle of a new object store (an existing one keeps its own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    pub bundle_events: Option<u64>,
+    /// The component to run and the compiled-component cache.
+    #[command(flatten)]
+    pub component: component::ComponentArgs,
+    /// Partitions, each with its own sequencer and command-processor thread.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub partitions: u32,
+    /// Workspaces, spread over the partitions.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub workspaces: u64,
+    /// Events per partition.
+    #[arg(long, default_value_t = 2500)]
+    pub events: u64,
+    /// Share of events that fail after `start` and take the `actualize` path (0 to below
+    /// 1: at 1 no event would ever reach the PLog and the run could never finish).
+    #[arg(long, default_value_t = 0.01, value_parser = parse_share)]
+    pub fail_rate: f64,
+    /// Bytes of payload per PLog event (at most 16 MiB; a store may accept less).
+    #[arg(long, default_value_t = 128, value_parser = parse_payload_bytes)]
+    pub payload_bytes: usize,
+    /// Seed of the workload's choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Events per durable append (one PLog write); 1 appends each event on its own.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub batch_size: u64,
+    /// The longest a batch's first event waits for more commands before the batch is
+    /// appended, in milliseconds (only an offered --rate makes commands wait).
+    #[arg(long, default_value_t = 2.0, value_parser = parse_millis)]
+    pub batch_wait_ms: f64,
+    /// Commands offered per second over all partitions (evenly spaced); 0: as fast as the
+    /// store acknowledges them.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate: f64,
+    /// How long to wait for a store that lost its majority (etcd), or a PLog on S3 that
+    /// answers nothing, before stopping, in seconds: the run goes on by itself when the store
+    /// is back.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub store_wait_s: u64,
+    /// The shortest time between two flusher writes of a partition, in milliseconds: the
+    /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
+    pub flush_interval_ms: f64,
+    /// The archive of the store's old PLog events, objects:DIR (recorded with the store the
+    /// first time; see `archive`). Without it, a recorded archive is used.
+    #[arg(long)]
+    pub archive: Option<ArchiveSpec>,
+    /// Archive and trim every SECS seconds while the workload runs (needs an archive,
+    /// recorded or --archive; redb or etcd store).
+    #[arg(long, value_parser = parse_secs)]
+    pub archive_every: Option<f64>,
+    /// Events per bundle of a new archive.
+    #[arg(long, default_value_t = sequencer_host::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    pub archive_bundle_events: u64,
+}
+
+fn parse_millis(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=60_000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of milliseconds from 0 to 60000"
+        )),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate (events per second, 0 for no limit)"
+        )),
+    }
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        Ok(1.0) => Err(format!(
+            "{s:?}: with every event failing none reaches the PLog and the run never finishes; give a share below 1"
+        )),
+        _ => Err(format!("{s:?} is not a share from 0 to below 1")),
+    }
+}
+
+/// The largest payload `run` makes: a command processor's event, not a file; a batch holds up
+/// to --batch-size of them in memory at once.
+const MAX_PAYLOAD_BYTES: usize = 16 << 20;
+
+/// The most payload bytes one partition's batch may hold in memory.
+const MAX_BATCH_BYTES: u64 = 256 << 20;
+
+fn parse_payload_bytes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_PAYLOAD_BYTES => Ok(n),
+        Ok(_) => Err(format!(
+            "{s:?} bytes is more than a payload may hold ({MAX_PAYLOAD_BYTES} bytes)"
+        )),
+        Err(_) => Err(format!("{s:?} is not a number of bytes")),
+    }
+}
+
+/// The numbering layout of this run: its partition count, the workload's kind and sequences.
+pub fn layout(args: &RunArgs) -> Layout {
+    Layout {
+        partitions: args.partitions,
+        kind: KIND,
+        sequences: (SEQS.iter())
+            .map(|s| LayoutSeq {
+                id: s.id,
+                name: s.name.into(),
+                initial: s.initial,
+            })
+            .collect(),
+    }
+}
+
+impl RunArgs {
+    /// Refuses options that could never finish or fit in memory, before anything is opened.
+    pub fn validate(&self) -> CliResult<()> {
+        let batch_bytes = (self.payload_bytes as u64).saturating_mul(self.batch_size);
+        if batch_bytes > MAX_BATCH_BYTES {
+            return Err(CliError(format!(
+                "--payload-bytes {} with --batch-size {} holds {batch_bytes} bytes of payload per batch in memory, more than {MAX_BATCH_BYTES}: give a smaller --batch-size or --payload-bytes",
+                self.payload_bytes, self.batch_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// The largest event the workload appends: the command as JSON (at most ~160 bytes),
+    /// padded to --payload-bytes.
+    pub fn largest_event(&self) -> usize {
+        encoded_len(MAX_NUMBERS, self.payload_bytes.max(160))
+    }
+
+    /// How the store is opened for this run: its layout, sizes, waits and archive.
+    pub fn open_options(&self) -> OpenOptions {
+        let mut archive = ArchiveUse::default().bundle_events(self.archive_bundle_events);
+        if let Some(ArchiveSpec(root)) = &self.archive {
+            archive = archive.named(root);
+        }
+        if self.archive_every.is_some() {
+            archive = archive.writable();
+        }
+        let mut options = OpenOptions::new()
+            .data(&self.data)
+            .layout(layout(self))
+            .store_wait(Duration::from_secs(self.store_wait_s))
+            .largest_event(self.largest_event())
+            .archive(archive);
+        if let Some(n) = self.bundle_events {
+            options = options.bundle_events(n);
+        }
+        options
+    }
+}

@@ -1,0 +1,410 @@
+//! `run`: the command-processor workload, in five named steps: open the store, recover every
+//! partition from the PLog, run the workload, check what was stored, report.
+//!
+//! One thread per partition plays a command processor that appends its events in batches
+//! (see `workload`); the store, its layout and its archive are the library's
+//! (`sequencer_host::store::open`).
+
+mod args;
+mod report;
+mod workload;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use sequencer::Params;
+use sequencer_host::store::{Counter, OpenError, Store, StoreStats, open};
+use sequencer_host::{
+    Archive, ArchivePass, Driver, DriverConfig, MonotonicClock, PartitionSequencer, ReadAhead,
+    ReadCounts, Runtime, Status, Storage, Trim, WarnLimiter, archive_pass,
+};
+
+pub use args::RunArgs;
+
+use super::common::{CliError, CliResult, explain_open, initial, style};
+use super::component;
+use super::logging::Progress;
+use args::params;
+use workload::{Tally, WARN_INTERVAL, Workload, host, stop_if_stuck};
+
+/// `run`, in its named steps: open the store, recover every partition from the PLog, run the
+/// workload, check what was stored, report.
+pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
+    let opened = open_store(args)?;
+    let recovered = recover(args, &opened, progress)?;
+    let ran = run_workload(args, &opened, &recovered, progress)?;
+    let checked = check_stored(&opened, recovered.stop())?;
+    report::report(args, &opened, &recovered, ran, checked);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run's store and component, opened after every option and the recorded layout were
+/// validated (nothing is written before).
+pub(super) struct Opened {
+    store: Store,
+    runtime: Runtime,
+    /// The storage as the driver and the command processors see it: the store behind the
+    /// read-ahead of numbers.
+    read_ahead: Arc<ReadAhead>,
+    storage: Arc<dyn Storage>,
+}
+
+/// The step that opens: validates the options, loads the component, opens (or creates) the
+/// store through the library, which validates the recorded layout and archive first.
+fn open_store(args: &RunArgs) -> CliResult<Opened> {
+    args.validate()?;
+    let loading = Instant::now();
+    let runtime = component::load(&args.component, sequencer_host::Limits::default())?;
+    tracing::debug!(
+        "loaded {} in {:.2} s",
+        args.component.describe(),
+        loading.elapsed().as_secs_f64()
+    );
+    let store = open(&args.store.0, &args.open_options()).map_err(|e| match e {
+        OpenError::EventTooLarge { .. } => {
+            CliError(format!("--payload-bytes {}: {e}", args.payload_bytes))
+        }
+        other => explain_open(other),
+    })?;
+    let read_ahead = Arc::new(ReadAhead::new(store.storage()));
+    let storage: Arc<dyn Storage> = read_ahead.clone();
+    Ok(Opened {
+        store,
+        runtime,
+        read_ahead,
+        storage,
+    })
+}
+
+/// Every partition's sequencer, actualized from the PLog.
+pub(super) struct Recovered {
+    driver: Driver,
+    seqs: Vec<PartitionSequencer>,
+    /// Events the store held before this run.
+    resumed_events: u64,
+    /// Events replayed to actualize.
+    replayed_events: u64,
+    actualize_time: Duration,
+}
+
+impl Recovered {
+    /// Lets the flusher catch up, then closes every sequencer and stops the driver.
+    fn stop(&self) -> &Self {
+        self.driver.shutdown(&self.seqs);
+        self
+    }
+}
+
+/// The step that recovers: opens every partition's sequencer and waits (with a progress bar,
+/// bounded) until each has replayed its PLog from the stored next offset.
+fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Recovered> {
+    let Opened {
+        store,
+        runtime,
+        read_ahead,
+        storage,
+    } = opened;
+    // What a restart has to replay: from the stored next offset to the PLog's end.
+    let mut to_replay = 0u64;
+    let mut resumed_events = 0u64;
+    let reader = store.reader();
+    for p in 0..args.partitions {
+        if let Some((_, last)) = reader.plog_bounds(p)? {
+            to_replay += (last + 1).saturating_sub(reader.stored_next_offset(p)?.max(1));
+            resumed_events += last;
+        }
+    }
+
+    let driver = Driver::spawn(
+        storage.clone(),
+        Arc::new(MonotonicClock::new()),
+        DriverConfig::default(),
+    )
+    .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0));
+    let params = params();
+    let actualize_started = Instant::now();
+    let seqs = open_partitions(&driver, runtime, &params, args.partitions)?;
+    let bar = progress.multi.add(ProgressBar::new(to_replay));
+    bar.set_style(style(
+        "{prefix:>12} [{bar:40}] {pos}/{len} events replayed ({elapsed})",
+    ));
+    bar.set_prefix("actualizing");
+    let mut progress_at = (Instant::now(), read_ahead.counts().plog_events_read);
+    loop {
+        let replayed = read_ahead.counts().plog_events_read;
+        bar.set_position(replayed.min(to_replay));
+        if seqs.iter().all(|s| s.status() == Status::Ready) {
+            break;
+        }
+        if replayed != progress_at.1 {
+            progress_at = (Instant::now(), replayed);
+        }
+        stop_if_stuck(storage.as_ref(), progress_at.0, || {
+            let waiting: Vec<String> = (seqs.iter())
+                .filter(|s| s.status() != Status::Ready)
+                .map(|s| s.partition().to_string())
+                .collect();
+            format!("partitions {} (actualizing)", waiting.join(", "))
+        })?;
+        if let Some(s) = seqs.iter().find(|s| s.status() == Status::CleanedUp) {
+            return Err(CliError(format!(
+                "partition {}: the sequencer closed while actualizing",
+                s.partition()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bar.finish_and_clear();
+    let actualize_time = actualize_started.elapsed();
+    let replayed_events = read_ahead.counts().plog_events_read;
+    if resumed_events > 0 {
+        tracing::info!(
+            "resumed {resumed_events} events: replayed {replayed_events} from the last flushed offsets in {:.3} s",
+            actualize_time.as_secs_f64()
+        );
+    }
+
+    Ok(Recovered {
+        driver,
+        seqs,
+        resumed_events,
+        replayed_events,
+        actualize_time,
+    })
+}
+
+/// What the workload did.
+pub(super) struct Ran {
+    tally: Tally,
+    elapsed: Duration,
+    /// The store's counters during the workload.
+    during: StoreStats,
+    reads: ReadCounts,
+    /// What `--archive-every` did: passes, and their totals.
+    archived: Option<(u64, ArchivePass)>,
+}
+
+/// The step that runs the workload: one command-processor thread per partition.
+fn run_workload(
+    args: &RunArgs,
+    opened: &Opened,
+    recovered: &Recovered,
+    progress: &Progress,
+) -> CliResult<Ran> {
+    let Opened {
+        store,
+        read_ahead,
+        storage,
+        ..
+    } = opened;
+    let seqs = &recovered.seqs;
+    // The workload.
+    let total = u64::from(args.partitions) * args.events;
+    let events_bar = progress.multi.add(ProgressBar::new(total));
+    events_bar.set_style(style(
+        "{prefix:>12} [{bar:40}] {pos}/{len} events ({elapsed}, eta {eta}) {msg}",
+    ));
+    events_bar.set_prefix("running");
+    let merge_bar = MergeBar::new(store, progress);
+    let actualizations = AtomicU64::new(0);
+    let warnings = WarnLimiter::new(WARN_INTERVAL);
+    let workload = Workload {
+        args,
+        storage,
+        read_ahead,
+        events_bar: &events_bar,
+        actualizations: &actualizations,
+        shared: store.shared(),
+        warnings: &warnings,
+    };
+    let counts_before = store.stats();
+    let reads_before = read_ahead.counts();
+    let started = Instant::now();
+    let stop_archiving = AtomicBool::new(false);
+    let (results, archived): (Vec<CliResult<Tally>>, _) = std::thread::scope(|scope| {
+        let handles: Vec<_> = seqs
+            .iter()
+            .map(|seq| {
+                let w = &workload;
+                scope.spawn(move || w.partition(seq))
+            })
+            .collect();
+        let archiver = match (args.archive_every, store.archive(), store.trim()) {
+            (Some(every), Some(a), Some(hot)) => {
+                let stop = &stop_archiving;
+                Some(scope.spawn(move || archive_while_running(hot, a, every, stop)))
+            }
+            _ => None,
+        };
+        while !handles.iter().all(|h| h.is_finished()) {
+            let rate = events_bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            let mut msg = format!(
+                "{rate:.0}/s, actualizations {}",
+                actualizations.load(Ordering::Relaxed)
+            );
+            let now = store.stats().since(&counts_before);
+            if let Some(views) = now.get(Counter::ViewWrites) {
+                msg.push_str(&format!(", flushes {views}"));
+            }
+            match (now.get(Counter::BundlesWritten), now.get(Counter::Commits)) {
+                (Some(bundles), _) => msg.push_str(&format!(", bundles merged {bundles}")),
+                (None, Some(commits)) => msg.push_str(&format!(", commits {commits}")),
+                (None, None) => {}
+            }
+            events_bar.set_message(msg);
+            if let Some(m) = &merge_bar {
+                m.update();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        stop_archiving.store(true, Ordering::Relaxed);
+        let archived = archiver.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(CliError("the archive thread panicked".into())))
+        });
+        let results = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CliError("a partition thread panicked".into())))
+            })
+            .collect();
+        (results, archived)
+    });
+    let archived = archived.transpose()?;
+    let elapsed = started.elapsed();
+    if let Some(m) = merge_bar {
+        m.drain()?;
+    }
+    let during = store.stats().since(&counts_before);
+    let reads = read_ahead.counts().since(&reads_before);
+    events_bar.finish_and_clear();
+    let mut tally = Tally::default();
+    for r in results {
+        tally.add(r?);
+    }
+
+    Ok(Ran {
+        tally,
+        elapsed,
+        during,
+        reads,
+        archived,
+    })
+}
+
+/// The progress bar of an object store's merger: bundles written since the run began out
+/// of those written plus those owed (complete ranges of one-event objects not yet merged).
+struct MergeBar<'a> {
+    plog: &'a sequencer_host::ObjectPlog,
+    bar: ProgressBar,
+    written_before: u64,
+}
+impl<'a> MergeBar<'a> {
+    /// A bar for an object store's merger; `None` for other stores.
+    fn new(store: &'a Store, progress: &Progress) -> Option<Self> {
+        let plog = store.object_plog()?;
+        let bar = progress.multi.add(ProgressBar::new(0));
+        bar.set_style(style(
+            "{prefix:>12} [{bar:40}] {pos}/{len} bundles written ({elapsed}) {msg}",
+        ));
+        bar.set_prefix("merging");
+        let merge = Self {
+            written_before: plog.stats().bundles_written.load(Ordering::Relaxed),
+            plog,
+            bar,
+        };
+        merge.update();
+        Some(merge)
+    }
+
+    /// Draws what the merger has done and owes now.
+    fn update(&self) {
+        let written =
+            self.plog.stats().bundles_written.load(Ordering::Relaxed) - self.written_before;
+        self.bar.set_length(written + self.plog.merge_backlog());
+        self.bar.set_position(written);
+    }
+
+    /// Merges what the merger still owes, the bar showing it, before the run checks the
+    /// store: a run ends with every complete range in a bundle. A merge that fails (a hole,
+    /// a broken link, a conflicting object) stops the run with the merger's error.
+    fn drain(self) -> CliResult<()> {
+        if self.plog.merge_backlog() > 0 {
+            self.bar.set_message("finishing the merge before the check");
+        }
+        let merged = std::thread::scope(|scope| {
+            let merging = scope.spawn(|| self.plog.merge_now());
+            while !merging.is_finished() {
+                self.update();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            merging
+                .join()
+                .unwrap_or_else(|_| Err(sequencer_host::StorageError("the merge panicked".into())))
+        });
+        self.update();
+        self.bar.finish_and_clear();
+        merged
+            .map(drop)
+            .map_err(|e| CliError(format!("the merger stopped: {e}")))
+    }
+}
+
+/// `--archive-every`: an archive pass every `every` seconds until `stop`; returns how many
+/// passes ran and their totals. A failed pass stops the archiving and, after the workload,
+/// the run (the store and the archive stay consistent: a pass interrupted anywhere is
+/// finished by the next).
+fn archive_while_running(
+    hot: &dyn Trim,
+    archive: &Archive,
+    every: f64,
+    stop: &AtomicBool,
+) -> CliResult<(u64, ArchivePass)> {
+    let mut totals = ArchivePass::default();
+    let mut passes = 0;
+    loop {
+        let due = Instant::now() + Duration::from_secs_f64(every);
+        while Instant::now() < due {
+            if stop.load(Ordering::Relaxed) {
+                return Ok((passes, totals));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pass = archive_pass(hot, archive, |_| {})
+            .map_err(|e| CliError(format!("archiving during the run failed: {e}")))?;
+        tracing::debug!(
+            "archive pass: {} events archived, {} trimmed",
+            pass.archived,
+            pass.trimmed
+        );
+        passes += 1;
+        totals.partitions = pass.partitions;
+        totals.bundles += pass.bundles;
+        totals.archived += pass.archived;
+        totals.trimmed += pass.trimmed;
+        totals.after = pass.after.or(totals.after);
+    }
+}
+
+/// The step that checks: proves the whole store (every partition, and across partitions, its
+/// archive included) against the run's layout once every sequencer has stopped; returns the
+/// events checked.
+fn check_stored(opened: &Opened, _stopped: &Recovered) -> CliResult<u64> {
+    let checked = opened.store.check(initial, |_, _| {})?;
+    Ok(checked.events)
+}
+
+fn open_partitions(
+    driver: &Driver,
+    runtime: &Runtime,
+    params: &Params,
+    partitions: u32,
+) -> CliResult<Vec<PartitionSequencer>> {
+    (0..partitions)
+        .map(|p| driver.open(runtime, p, params).map_err(host))
+        .collect()
+}

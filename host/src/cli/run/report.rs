@@ -1,0 +1,251 @@
+//! The summary table a run prints at its end.
+
+use std::time::Duration;
+
+use sequencer_host::store::{Counter, StoreStats};
+
+use super::super::common::SEQS;
+use super::args::RunArgs;
+use super::{Opened, Ran, Recovered};
+
+/// The step that reports: the summary table.
+pub(super) fn report(
+    args: &RunArgs,
+    opened: &Opened,
+    recovered: &Recovered,
+    ran: Ran,
+    checked: u64,
+) {
+    let Recovered {
+        resumed_events,
+        replayed_events,
+        actualize_time,
+        ..
+    } = *recovered;
+    let Ran {
+        mut tally,
+        elapsed,
+        during,
+        reads,
+        archived,
+    } = ran;
+    let store_line = opened.store.describe();
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let mut rows: Vec<(String, String)> = vec![
+        ("store".into(), store_line),
+        (
+            "archive".into(),
+            match (opened.store.archive(), archived) {
+                (Some(a), Some((passes, t))) => format!(
+                    "{}: {passes} passes during the run archived {} events in {} bundles, trimmed {}",
+                    a.root().display(),
+                    t.archived,
+                    t.bundles,
+                    t.trimmed
+                ),
+                (Some(a), None) => {
+                    format!("{} (old PLog events read from there)", a.root().display())
+                }
+                (None, _) => "none".into(),
+            },
+        ),
+        (
+            "started from".into(),
+            if resumed_events == 0 {
+                "an empty store".into()
+            } else {
+                format!(
+                    "{resumed_events} events: replayed {replayed_events} from the last flushed offsets in {}",
+                    ms(actualize_time)
+                )
+            },
+        ),
+        (
+            "partitions".into(),
+            format!(
+                "{} ({} workspaces, fail rate {})",
+                args.partitions, args.workspaces, args.fail_rate
+            ),
+        ),
+        (
+            "batches".into(),
+            if args.batch_size == 1 {
+                "one event per durable append".into()
+            } else {
+                format!(
+                    "up to {} events, first event waits at most {} ms{}",
+                    args.batch_size,
+                    args.batch_wait_ms,
+                    if args.rate > 0.0 {
+                        format!(", {} commands/s offered", args.rate)
+                    } else {
+                        ", commands always waiting".into()
+                    }
+                )
+            },
+        ),
+        ("events".into(), tally.events.to_string()),
+        ("elapsed".into(), format!("{secs:.2} s")),
+        (
+            "durable events/s".into(),
+            format!("{:.0}", tally.events as f64 / secs),
+        ),
+        (
+            "durable appends".into(),
+            format!(
+                "{} ({:.1} events each{})",
+                tally.appends,
+                (tally.events - tally.recovered) as f64 / tally.appends.max(1) as f64,
+                if tally.recovered > 0 {
+                    format!(
+                        "; {} more events of failed appends found in the PLog",
+                        tally.recovered
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        ("ack latency".into(), latency_line(&mut tally.latencies_us)),
+    ];
+    for (d, n) in SEQS.iter().zip(tally.numbers) {
+        rows.push((format!("numbers {}", d.name), n.to_string()));
+    }
+    store_rows(&mut rows, &during, tally.events);
+    rows.push((
+        "actualizations".into(),
+        format!(
+            "{} ({} after failed appends, {} after appends refused by the fence)",
+            tally.actualizations, tally.append_failures, tally.fenced
+        ),
+    ));
+    rows.push((
+        "time actualizing".into(),
+        format!(
+            "{} total over all partitions, {} mean",
+            ms(tally.actualizing),
+            ms(tally.actualizing / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
+        ),
+    ));
+    rows.push((
+        "numbers reads".into(),
+        format!(
+            "{} storage reads of {} workspaces ({} total, {} mean); {} starts served by reads ahead, {} read on their own",
+            reads.storage_reads,
+            reads.workspaces_read,
+            ms(Duration::from_nanos(reads.read_nanos)),
+            ms(Duration::from_nanos(reads.read_nanos / reads.storage_reads.max(1))),
+            reads.served,
+            reads.missed
+        ),
+    ));
+    rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
+    rows.push((
+        "check".into(),
+        format!("ok: {checked} PLog events, dense offsets, no number issued twice"),
+    ));
+    print_table(&rows);
+}
+
+/// The store's rows: what the counters the backend keeps say about the run.
+fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
+    let per = |n: u64, of: u64| n as f64 / of.max(1) as f64;
+    let views = s.count(Counter::ViewWrites);
+    if let Some(txns) = s.get(Counter::Transactions) {
+        // etcd
+        let appends = s.count(Counter::AppendTransactions);
+        rows.push(("flushes (view writes)".into(), views.to_string()));
+        rows.push((
+            "etcd transactions".into(),
+            format!(
+                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again)",
+                per(events, txns),
+                per(events, appends),
+                s.count(Counter::Retries),
+                s.count(Counter::ReadBacks),
+                s.count(Counter::Fenced),
+                s.count(Counter::ViewConflicts)
+            ),
+        ));
+    } else if let Some(bundles) = s.get(Counter::BundlesWritten) {
+        // objects
+        let written = s.count(Counter::EventsAppended);
+        let syncs = s.count(Counter::Syncs);
+        rows.push((
+            "flushes (view writes)".into(),
+            format!(
+                "{views} ({} view rows, {} redb commits)",
+                s.count(Counter::ViewRows),
+                s.count(Counter::Commits)
+            ),
+        ));
+        rows.push((
+            "event objects".into(),
+            format!(
+                "{written} created in {} appends ({syncs} syncs of files and directories: {:.1} per event; {} appends refused by the fence)",
+                s.count(Counter::Appends),
+                per(syncs, written),
+                s.count(Counter::Fenced)
+            ),
+        ));
+        rows.push((
+            "merger".into(),
+            format!(
+                "{bundles} bundles written, {} one-event objects merged and deleted; {} leftovers of an interrupted merge removed at open",
+                s.count(Counter::MergedEvents),
+                s.count(Counter::LeftoversRemoved)
+            ),
+        ));
+    } else if let Some(commits) = s.get(Counter::Commits) {
+        // redb
+        rows.push((
+            "flushes (view writes)".into(),
+            format!("{views} ({} view rows)", s.count(Counter::ViewRows)),
+        ));
+        rows.push((
+            "commits (1 fsync each)".into(),
+            format!(
+                "{commits} ({:.1} events per fsync, mean {})",
+                per(events, commits),
+                ms(Duration::from_nanos(
+                    s.count(Counter::CommitNanos) / commits.max(1)
+                ))
+            ),
+        ));
+    } else {
+        rows.push(("flushes (view writes)".into(), "n/a in memory".into()));
+    }
+}
+
+/// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
+fn latency_line(us: &mut [u32]) -> String {
+    if us.is_empty() {
+        return "n/a (no event acknowledged)".into();
+    }
+    us.sort_unstable();
+    let at = |q: f64| {
+        let i = ((us.len() as f64 * q).ceil() as usize).clamp(1, us.len()) - 1;
+        ms(Duration::from_micros(u64::from(us[i])))
+    };
+    format!(
+        "p50 {}, p99 {}, max {} (numbering to durable acknowledgement, {} events)",
+        at(0.50),
+        at(0.99),
+        at(1.0),
+        us.len()
+    )
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn print_table(rows: &[(String, String)]) {
+    let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let line = "-".repeat(w + 2 + rows.iter().map(|(_, v)| v.len()).max().unwrap_or(0));
+    println!("{:<w$}  value", "metric");
+    println!("{line}");
+    for (k, v) in rows {
+        println!("{k:<w$}  {v}");
+    }
+}

@@ -1,0 +1,118 @@
+//! `etcd://HOST:PORT,...`: the store on an etcd cluster, its layout and archive record kept in
+//! the cluster beside the PLogs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::store::reader::StoreReader;
+use crate::store::stats::{Counter, StoreStats};
+use crate::store::storage::{Storage, StorageError};
+use crate::{EtcdConfig, EtcdStorage};
+
+use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+
+/// How long a new store's first request may take to be answered.
+const PROBE_WITHIN: Duration = Duration::from_secs(5);
+
+impl Backend for EtcdStorage {
+    fn reader(&self) -> &dyn StoreReader {
+        self
+    }
+
+    fn describe(&self) -> String {
+        format!("{} (fenced appends)", self.label())
+    }
+
+    fn stats(&self) -> StoreStats {
+        let s = self.stats();
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StoreStats::of([
+            (Counter::ViewWrites, get(&s.writes)),
+            (Counter::EventsAppended, get(&s.appends)),
+            (Counter::Transactions, get(&s.txns)),
+            (Counter::AppendTransactions, get(&s.append_txns)),
+            (Counter::Retries, get(&s.retries)),
+            (Counter::ReadBacks, get(&s.read_backs)),
+            (Counter::Fenced, get(&s.fenced)),
+            (Counter::ViewConflicts, get(&s.view_conflicts)),
+        ])
+    }
+
+    #[cfg(feature = "objects")]
+    fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+        Some(self)
+    }
+}
+
+/// Connects to the cluster at `url` and waits (bounded) for it to answer.
+fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
+    let unavailable = |error: StorageError| OpenError::Unavailable {
+        url: url.to_string(),
+        error,
+    };
+    let mut config = EtcdConfig::from_url(url).map_err(unavailable)?;
+    config.quorum_wait = Some(options.store_wait);
+    let store = EtcdStorage::connect(config).map_err(unavailable)?;
+    store.probe(PROBE_WITHIN).map_err(unavailable)?;
+    Ok(store)
+}
+
+pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, OpenError> {
+    let StoreUrl::Etcd(address) = url else {
+        return Err(super::not_built(url));
+    };
+    let store = connect(address, options)?;
+    let recorded = store.read_layout()?;
+    let name = || format!("etcd store {address}");
+    super::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
+    super::refuse_large_events(options, store.append_limits())?;
+    let layout = super::settle_open(recorded, options, &store, false, &name, "etcd", |l| {
+        Ok(store.record_layout(l)?)
+    })?;
+    #[cfg(feature = "objects")]
+    let (archive, storage) = {
+        use crate::store::layers::archive::WithArchive;
+        let archive = match options.archive.choose(url, store.read_archive()?)? {
+            Some(c) => {
+                archive::open_chosen(options, c, &store, |root| Ok(store.record_archive(root)?))?
+            }
+            None => archive::Opened::none(),
+        };
+        let storage: Arc<dyn Storage> = match &archive.archive {
+            Some(a) => Arc::new(WithArchive::new(store.clone(), Some(a.clone()))?),
+            None => Arc::new(store.clone()),
+        };
+        (archive, storage)
+    };
+    #[cfg(not(feature = "objects"))]
+    let (archive, storage) = {
+        options.archive.choose(url, None)?;
+        (
+            archive::Opened::none(),
+            Arc::new(store.clone()) as Arc<dyn Storage>,
+        )
+    };
+    Ok(Opened {
+        created: false,
+        backend: Box::new(store),
+        layout,
+        archive,
+        storage,
+    })
+}
+
+pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
+    let StoreUrl::Etcd(address) = url else {
+        return Err(super::not_built(url));
+    };
+    let store = EtcdStorage::connect_url(address)?;
+    #[cfg(feature = "objects")]
+    {
+        use crate::store::layers::archive::WithArchive;
+        let archive = archive::open_recorded(store.read_archive()?)?;
+        Ok(Box::new(WithArchive::new(store, archive)?))
+    }
+    #[cfg(not(feature = "objects"))]
+    Ok(Box::new(store))
+}

@@ -1,0 +1,38 @@
+//! `memory`: nothing to validate, nothing kept.
+
+use std::sync::Arc;
+
+use crate::store::memory::MemoryStorage;
+use crate::store::reader::StoreReader;
+use crate::store::stats::StoreStats;
+use crate::store::storage::Storage;
+
+use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+
+impl Backend for MemoryStorage {
+    fn reader(&self) -> &dyn StoreReader {
+        self
+    }
+
+    fn describe(&self) -> String {
+        "memory (nothing kept)".into()
+    }
+
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
+}
+
+/// A new, empty store in memory (its layout is the opener's: there is nothing to compare).
+pub(super) fn open(options: &OpenOptions) -> Result<Opened, OpenError> {
+    options.archive.refuse_for(&StoreUrl::Memory)?;
+    let store = MemoryStorage::new();
+    super::refuse_large_events(options, store.append_limits())?;
+    Ok(Opened {
+        storage: Arc::new(store.clone()),
+        backend: Box::new(store),
+        layout: options.layout.clone(),
+        created: true,
+        archive: archive::Opened::none(),
+    })
+}

@@ -1,0 +1,141 @@
+//! `redb`, `redb:DIR`: the embedded store in a data directory, its layout in the `LAYOUT` file
+//! and its archive record in the `ARCHIVE` file beside the database.
+
+use std::sync::Arc;
+
+use crate::store::reader::StoreReader;
+use crate::store::redb::data_dir::{DataDir, DirState, OpenMode};
+use crate::store::stats::{Counter, StoreStats};
+use crate::store::storage::Storage;
+
+use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+
+impl Backend for DataDir {
+    fn reader(&self) -> &dyn StoreReader {
+        self.store()
+    }
+
+    fn describe(&self) -> String {
+        format!("redb {}", self.store().path().display())
+    }
+
+    fn stats(&self) -> StoreStats {
+        let c = self.store().counts();
+        StoreStats::of([
+            (Counter::ViewWrites, c.writes),
+            (Counter::ViewRows, c.values_written),
+            (Counter::Commits, c.commits),
+            (Counter::CommitNanos, c.commit_nanos),
+            (Counter::EventsAppended, c.appends),
+            (Counter::Appends, c.append_writes),
+        ])
+    }
+
+    #[cfg(feature = "objects")]
+    fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+        Some(self.store())
+    }
+}
+
+pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, OpenError> {
+    let dir = url
+        .local_dir(&options.data)
+        .unwrap_or_else(|| options.data.clone());
+    let mode = match options.create {
+        true => OpenMode::OpenOrCreate,
+        false => OpenMode::Existing,
+    };
+    // Everything validated and read before anything is written.
+    let state = DataDir::validate(&dir, mode)?;
+    let existing = state == DirState::Existing;
+    let recorded = match existing {
+        true => DataDir::read_layout(&dir)?,
+        false => None,
+    };
+    let name = || format!("data directory {}", dir.display());
+    super::refuse_another(recorded.as_ref(), options, &name, "redb")?;
+    #[cfg(feature = "objects")]
+    let chosen = {
+        use crate::store::layers::archive::ArchiveRecord;
+        let record = match existing {
+            true => ArchiveRecord::read(&dir)?,
+            false => None,
+        };
+        let chosen = options.archive.choose(url, record)?;
+        if let (true, Some((root, _))) = (existing, &chosen) {
+            archive::check_before_writing(&DataDir::open_read_only(&dir)?, root)?;
+        }
+        chosen
+    };
+    #[cfg(not(feature = "objects"))]
+    options.archive.choose(url, None)?;
+
+    let data_dir = DataDir::open_validated(&dir, state)?;
+    tracing::info!(
+        "{} data directory {}",
+        if data_dir.created() {
+            "created"
+        } else {
+            "opened"
+        },
+        dir.display()
+    );
+    let layout = super::settle_open(
+        recorded,
+        options,
+        data_dir.store(),
+        data_dir.created(),
+        &name,
+        "redb",
+        |l| {
+            data_dir.record_layout(l)?;
+            Ok(l.clone())
+        },
+    )?;
+    #[cfg(feature = "objects")]
+    let (archive, storage) = {
+        use crate::store::layers::archive::{ArchiveRecord, WithArchive};
+        let archive = match chosen {
+            Some(c) => archive::open_chosen(options, c, data_dir.store(), |root| {
+                Ok(ArchiveRecord::write(&dir, root)?)
+            })?,
+            None => archive::Opened::none(),
+        };
+        let with: Arc<dyn Storage> = Arc::new(WithArchive::new(
+            data_dir.store().clone(),
+            archive.archive.clone(),
+        )?);
+        (archive, with)
+    };
+    #[cfg(not(feature = "objects"))]
+    let (archive, storage) = (
+        archive::Opened::none(),
+        Arc::new(data_dir.store().clone()) as Arc<dyn Storage>,
+    );
+    Ok(Opened {
+        created: data_dir.created(),
+        backend: Box::new(data_dir),
+        layout,
+        archive,
+        storage,
+    })
+}
+
+pub(super) fn open_reader(
+    url: &StoreUrl,
+    options: &OpenOptions,
+) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
+    let dir = url
+        .local_dir(&options.data)
+        .unwrap_or_else(|| options.data.clone());
+    DataDir::validate(&dir, OpenMode::Existing)?;
+    let reader = DataDir::open_read_only(&dir)?;
+    #[cfg(feature = "objects")]
+    {
+        use crate::store::layers::archive::{ArchiveRecord, WithArchive};
+        let archive = archive::open_recorded(ArchiveRecord::read(&dir)?)?;
+        Ok(Box::new(WithArchive::new(reader, archive)?))
+    }
+    #[cfg(not(feature = "objects"))]
+    Ok(Box::new(reader))
+}
