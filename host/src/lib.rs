@@ -62,10 +62,11 @@ pub use store::etcd::{
 #[cfg(feature = "objects")]
 pub use store::layers::archive::{
     ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
-    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
+    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, WithArchive, absolute, archive_pass,
     check_lines_up, open_recorded, safe_end,
 };
 pub use store::layers::read_ahead::{ReadAhead, ReadCounts};
+pub use store::layers::trim::{Trim, Trimmed};
 pub use store::layout::{Layout, LayoutSeq};
 pub use store::memory::gate::Gate;
 pub use store::memory::{Faults, MemoryStorage, WriteRecord};
@@ -94,7 +95,6 @@ pub use store::redb::reader::{ReadMode, RedbReader};
 #[cfg(feature = "redb")]
 pub use store::redb::storage::{
     DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
-    Trimmed,
 };
 pub use store::retry::{RetryPolicy, WarnLimiter};
 pub use store::storage::{

@@ -1234,7 +1234,7 @@ impl EtcdStorage {
 }
 
 #[cfg(feature = "objects")]
-impl crate::store::layers::archive::Trim for EtcdStorage {
+impl crate::store::layers::trim::Trim for EtcdStorage {
     /// Deletes the PLog keys (packs) of a partition whose events all lie below `below`, the
     /// stored next offset and the PLog's last event, at most [`TRIM_KEYS`] per request (one
     /// range delete); a pack holding any event at or past those stays whole.
@@ -1242,14 +1242,14 @@ impl crate::store::layers::archive::Trim for EtcdStorage {
         &self,
         partition: PartitionId,
         below: PLogOffset,
-    ) -> Result<crate::store::redb::storage::Trimmed, StorageError> {
+    ) -> Result<crate::store::layers::trim::Trimmed, StorageError> {
         use crate::store::reader::StoreReader;
         let Some((first, last)) = self.plog_bounds(partition)? else {
-            return Ok(crate::store::redb::storage::Trimmed::default());
+            return Ok(crate::store::layers::trim::Trimmed::default());
         };
         let stored = self.stored_next_offset(partition)?;
         let end = below.min(stored).min(last);
-        let none = crate::store::redb::storage::Trimmed {
+        let none = crate::store::layers::trim::Trimmed {
             deleted: 0,
             first_kept: first,
         };
@@ -1298,7 +1298,7 @@ impl crate::store::layers::archive::Trim for EtcdStorage {
                 .trim_revision
                 .fetch_max(u64::try_from(h.revision()).unwrap_or(0), Ordering::Relaxed);
         }
-        Ok(crate::store::redb::storage::Trimmed {
+        Ok(crate::store::layers::trim::Trimmed {
             deleted: upto + 1 - first,
             first_kept: upto + 1,
         })
