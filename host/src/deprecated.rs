@@ -24,7 +24,7 @@ pub use crate::store::codec::{
     decode_event, encode_event, encode_event_into, encode_pack, split_pack,
 };
 #[deprecated(note = "moved to `sequencer_host::store::layers`")]
-pub use crate::store::layers::{ReadAhead, ReadCounts};
+pub use crate::store::layers::{ReadAhead, ReadCounts, Trim, Trimmed};
 #[deprecated(note = "moved to `sequencer_host::store::memory`")]
 pub use crate::store::memory::{Faults, Gate, WriteRecord};
 #[deprecated(note = "moved to `sequencer_host::store`")]
@@ -38,14 +38,14 @@ pub use crate::store::{
 pub use crate::store::redb::{
     DB_FILE, DB_FORMAT_VERSION, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION,
     LAYOUT_FILE, OpenError, OpenFailure, OpenMode, ReadMode, RedbReader, RedbStorage, StoreCounts,
-    StoreStats, TRIM_CHUNK, Trimmed,
+    StoreStats, TRIM_CHUNK,
 };
 
 #[cfg(feature = "objects")]
 #[deprecated(note = "moved to `sequencer_host::store::layers::archive`")]
 pub use crate::store::layers::archive::{
     ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
-    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, WithArchive, absolute, archive_pass,
+    DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, WithArchive, absolute, archive_pass,
     check_lines_up, open_recorded, safe_end,
 };
 #[cfg(feature = "objects")]

@@ -1,4 +1,5 @@
-//! The archive of a redb or etcd store's old PLog events, and the trim of the hot store.
+//! The archive of a redb or etcd store's old PLog events, and the trim of the hot store (through
+//! the [`Trim`] contract of `layers::trim`).
 //!
 //! An archive is a directory of bundles in the object PLog's format (`object_plog`), so the
 //! same reader reads it:
@@ -25,11 +26,11 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
 use crate::store::objects::plog::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
 use crate::store::redb::data_dir::{sync_dir, write_synced};
-use crate::store::redb::storage::{RedbStorage, Trimmed};
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
@@ -324,33 +325,6 @@ impl ArchiveRecord {
 /// Makes an archive path absolute (so the record holds wherever the command was run from).
 pub fn absolute(root: &Path) -> PathBuf {
     std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf())
-}
-
-/// A hot store whose oldest PLog events may be trimmed: what `archive` needs of a backend.
-pub trait Trim: StoreReader + Send + Sync {
-    /// Deletes some of the partition's oldest PLog events below `below`, durably, never at
-    /// or past the stored next offset nor the partition's last event; returns what it did
-    /// (0 deleted when nothing more can go).
-    fn trim_below(
-        &self,
-        partition: PartitionId,
-        below: PLogOffset,
-    ) -> Result<Trimmed, StorageError>;
-
-    /// Work after a pass that trimmed something (etcd: compacting its history).
-    fn after_trim(&self) -> Result<Option<String>, StorageError> {
-        Ok(None)
-    }
-}
-
-impl Trim for RedbStorage {
-    fn trim_below(
-        &self,
-        partition: PartitionId,
-        below: PLogOffset,
-    ) -> Result<Trimmed, StorageError> {
-        self.trim(partition, below)
-    }
 }
 
 /// What one [`archive_pass`] did.
@@ -773,6 +747,7 @@ pub fn open_recorded(recorded: Option<PathBuf>) -> Result<Option<Archive>, Archi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::redb::storage::RedbStorage;
     use sequencer::SeqValue;
 
     #[test]

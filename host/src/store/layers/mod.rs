@@ -1,8 +1,11 @@
-//! Layers over any backend: the read-ahead of numbers ([`ReadAhead`]), and the archive of old
-//! PLog events ([`archive`]: bundles, passes, trim, and the archive read under the store).
+//! Layers over any backend: the read-ahead of numbers ([`ReadAhead`]), the archive of old PLog
+//! events ([`archive`]: bundles, passes, and the archive read under the store), and the trim
+//! contract a hot store keeps for the archive ([`Trim`]).
 
 #[cfg(feature = "objects")]
 pub mod archive;
 pub(crate) mod read_ahead;
+pub(crate) mod trim;
 
 pub use read_ahead::{ReadAhead, ReadCounts};
+pub use trim::{Trim, Trimmed};

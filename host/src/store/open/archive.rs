@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "objects")]
-use crate::store::layers::archive::{Archive, ArchiveError, Trim, WithArchive, check_lines_up};
+use crate::store::layers::Trim;
+#[cfg(feature = "objects")]
+use crate::store::layers::archive::{Archive, ArchiveError, WithArchive, check_lines_up};
 use crate::store::reader::StoreReader;
 
 use super::{OpenError, OpenOptions, StoreUrl};

@@ -40,7 +40,7 @@ impl Backend for EtcdStorage {
     }
 
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         Some(self)
     }
 }

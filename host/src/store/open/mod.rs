@@ -291,7 +291,7 @@ trait Backend: Send + Sync {
     fn stats(&self) -> StoreStats;
     /// The store as archive passes trim it (redb, etcd).
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         None
     }
     /// The object store's PLog, whose merger a run drains before it checks.
@@ -383,7 +383,7 @@ impl Store {
     }
 
     /// The store as archive passes trim it (redb and etcd stores).
-    pub fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+    pub fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         self.backend.trim()
     }
 

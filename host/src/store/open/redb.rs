@@ -32,7 +32,7 @@ impl Backend for DataDir {
     }
 
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::archive::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         Some(self.store())
     }
 }

@@ -13,5 +13,4 @@ pub use data_dir::{
 pub use reader::{ReadMode, RedbReader};
 pub use storage::{
     DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
-    Trimmed,
 };

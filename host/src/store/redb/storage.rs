@@ -39,6 +39,7 @@ use redb::{
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::storage::{
     AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -129,15 +130,6 @@ enum Request {
 /// The most PLog events one trim transaction deletes, so that the appends and flusher writes
 /// committed in the same group never wait long behind it.
 pub const TRIM_CHUNK: u64 = 16_384;
-
-/// What one trim did to a partition's PLog.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Trimmed {
-    /// Events deleted.
-    pub deleted: u64,
-    /// The first offset the PLog still holds afterwards (its next offset if it is empty).
-    pub first_kept: PLogOffset,
-}
 
 type ReadJob = Box<dyn FnOnce(&Database) + Send>;
 
@@ -848,6 +840,17 @@ impl RedbStorage {
             return Err(AppendError::Storage(self.closed()));
         }
         futures::executor::block_on(rx).unwrap_or_else(|_| Err(AppendError::Storage(self.closed())))
+    }
+}
+
+/// What the archive trims through: [`RedbStorage::trim`].
+impl Trim for RedbStorage {
+    fn trim_below(
+        &self,
+        partition: PartitionId,
+        below: PLogOffset,
+    ) -> Result<Trimmed, StorageError> {
+        self.trim(partition, below)
     }
 }
 

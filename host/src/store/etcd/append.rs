@@ -1,0 +1,177 @@
+//! Appends: one fenced transaction per part of a batch (see "The fence" and "Ambiguous
+//! outcomes" in the module's doc), a batch split to fit the cluster's request limit.
+
+use std::sync::atomic::Ordering;
+
+use etcd_client::{
+    Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
+};
+use sequencer::PLogOffset;
+
+use crate::store::codec::encode_pack;
+use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::keys::{offset_of, plog_key, plog_prefix, prefix_end};
+use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId};
+
+/// The most events one PLog key (one append transaction) holds.
+pub const PACK_MAX_EVENTS: usize = 1024;
+
+/// Room in an append request for the key, the compares, the else branch and gRPC framing.
+const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
+
+impl EtcdStorage {
+    /// Appends `batch` (see [`Storage::append_events`](crate::store::storage::Storage::append_events))
+    /// in parts that each fit one request, in order, each one fenced transaction.
+    pub(super) fn append_batch(
+        &self,
+        partition: PartitionId,
+        batch: &EventBatch,
+    ) -> Result<(), AppendError> {
+        let limits = self.request_limits();
+        batch.append_in_parts(limits, |part| {
+            if part.encoded_len() > limits.max_bytes {
+                // One event alone over this store's own limit: refused here, before etcd would
+                // refuse the request (which would mean the limits disagree, see `too_large`).
+                return Err(AppendError::Storage(self.err(
+                    &format!(
+                        "append at partition {partition} offset {}",
+                        part.first()
+                    ),
+                    &format!(
+                        "the event is {} bytes, more than one request of this store takes ({} bytes)",
+                        part.encoded_len(),
+                        limits.max_bytes
+                    ),
+                )));
+            }
+            let pack = encode_pack(part.iter().map(|(_, e)| e));
+            self.block(self.clone().append_part_async(
+                partition,
+                part.first(),
+                part.next() - 1,
+                pack,
+            ))
+        })
+    }
+
+    /// What one append request takes: at most [`PACK_MAX_EVENTS`] events, and the cluster's
+    /// request limit less what the request needs beside the events.
+    pub(super) fn request_limits(&self) -> AppendLimits {
+        // The pack's lengths, the key, the compares, the else branch and gRPC framing take at
+        // most this much beside the events.
+        let overhead = 4 * PACK_MAX_EVENTS + REQUEST_HEADROOM_BYTES;
+        AppendLimits {
+            max_events: PACK_MAX_EVENTS,
+            max_bytes: self
+                .inner
+                .config
+                .max_request_bytes
+                .saturating_sub(overhead)
+                .max(1),
+        }
+    }
+
+    /// One fenced append transaction: stores the events from `first` to `last` (encoded as
+    /// one value, `pack`) under `last`'s key if `first` is the PLog's next offset, else nothing.
+    async fn append_part_async(
+        self,
+        partition: PartitionId,
+        first: PLogOffset,
+        last: PLogOffset,
+        pack: Vec<u8>,
+    ) -> Result<(), AppendError> {
+        if first == 0 {
+            return Err(AppendError::WrongOffset {
+                expected: self
+                    .clone()
+                    .next_plog_offset_async(partition)
+                    .await
+                    .map_err(AppendError::Storage)?,
+                offered: 0,
+            });
+        }
+        let count = last + 1 - first;
+        let key = plog_key(partition, last);
+        let prefix = plog_prefix(partition);
+        // The fence: no key at or after `first` (no event there: a key holds the events up to
+        // its offset), and a key at `first - 1` (the PLog ends exactly there).
+        let mut when = vec![
+            Compare::create_revision(plog_key(partition, first), CompareOp::Equal, 0)
+                .with_range(prefix_end(&prefix)),
+        ];
+        if first > 1 {
+            when.push(Compare::create_revision(
+                plog_key(partition, first - 1),
+                CompareOp::Greater,
+                0,
+            ));
+        }
+        let txn = Txn::new()
+            .when(when)
+            .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
+            .or_else(vec![
+                TxnOp::get(key.clone(), None),
+                TxnOp::get(
+                    prefix.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_range(prefix_end(&prefix))
+                            .with_sort(SortTarget::Key, SortOrder::Descend)
+                            .with_limit(1)
+                            .with_keys_only(),
+                    ),
+                ),
+            ]);
+        let stats = &self.inner.stats;
+        let mut attempts = 0u32;
+        let what = if count == 1 {
+            format!("append at partition {partition} offset {first}")
+        } else {
+            format!("append at partition {partition} offset {first} ({count} events, to {last})")
+        };
+        let resp = self
+            .clone()
+            .retrying(what, |mut kv| {
+                attempts += 1;
+                stats.txns.fetch_add(1, Ordering::Relaxed);
+                stats.append_txns.fetch_add(1, Ordering::Relaxed);
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+            .map_err(AppendError::Storage)?;
+        if resp.succeeded() {
+            stats.appends.fetch_add(count, Ordering::Relaxed);
+            return Ok(());
+        }
+        let mut at_last: Option<Vec<u8>> = None;
+        let mut plog_last: PLogOffset = 0;
+        for (i, r) in resp.op_responses().into_iter().enumerate() {
+            if let TxnOpResponse::Get(g) = r {
+                match i {
+                    0 => at_last = g.kvs().first().map(|kv| kv.value().to_vec()),
+                    _ => {
+                        plog_last = g
+                            .kvs()
+                            .first()
+                            .and_then(|kv| offset_of(kv.key()))
+                            .unwrap_or(0);
+                    }
+                }
+            }
+        }
+        // Only after an attempt whose outcome is unknown can the events be ours: a first
+        // attempt that was answered "no" wrote nothing (and another writer's events may be
+        // byte-for-byte equal to ours).
+        if attempts > 1 && at_last.as_deref() == Some(pack.as_slice()) {
+            stats.read_backs.fetch_add(1, Ordering::Relaxed);
+            stats.appends.fetch_add(count, Ordering::Relaxed);
+            return Ok(());
+        }
+        stats.fenced.fetch_add(1, Ordering::Relaxed);
+        Err(AppendError::WrongOffset {
+            expected: plog_last + 1,
+            offered: first,
+        })
+    }
+}

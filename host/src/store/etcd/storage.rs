@@ -1,0 +1,96 @@
+//! The [`Storage`] contract on etcd: each method runs its work (in `append.rs`, `plog.rs`,
+//! `view.rs`) on the store's runtime, the synchronous ones waiting for it on the caller's thread.
+
+use futures::future::BoxFuture;
+use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+
+use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::keys::next_key;
+use crate::store::etcd::plog::PAGE_EVENTS;
+use crate::store::storage::{
+    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+};
+
+impl Storage for EtcdStorage {
+    fn read_numbers(
+        &self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.block(self.clone().numbers_async(partition, ws, seqs.to_vec()))
+    }
+
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        self.block(
+            self.clone()
+                .numbers_many_async(partition, ws.to_vec(), seqs.to_vec()),
+        )
+    }
+
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let fut = self.clone().get_u64(
+            next_key(partition),
+            format!("read the next offset of partition {partition}"),
+        );
+        self.spawn(async move { fut.await.map(Option::unwrap_or_default) })
+    }
+
+    fn write(
+        &self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> BoxFuture<'static, Result<(), StorageError>> {
+        self.spawn(self.clone().write_async(partition, values, next_offset))
+    }
+
+    fn read_plog(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+        let this = self.clone();
+        self.spawn(async move {
+            // One event more than asked for tells whether the PLog ends with the page.
+            let want = max_events.min(PAGE_EVENTS - 1);
+            let events = this.events_async(partition, from, want + 1).await?;
+            Ok(PlogPage::collect(
+                from,
+                want,
+                events.into_iter().map(|e| (e.offset, e.values)),
+            ))
+        })
+    }
+
+    fn append_event(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+        payload: &[u8],
+    ) -> Result<(), AppendError> {
+        self.append_events(partition, &EventBatch::single(offset, values, payload))
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.append_batch(partition, batch)
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.quorum.failure()
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        self.request_limits()
+    }
+}

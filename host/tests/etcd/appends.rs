@@ -1,0 +1,223 @@
+//! Appends on the cluster: two hosts on one partition (the fence), a batch beyond the request
+//! limit split into parts, an event larger than a request, and a request the cluster refuses.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use sequencer::SeqValue;
+use sequencer_host::StoreReader as _;
+use sequencer_host::{
+    AppendError, Driver, DriverConfig, EtcdConfig, EtcdStorage, Limits, MonotonicClock,
+    PartitionSequencer, Runtime, Storage,
+};
+
+use crate::cluster::Cluster;
+use crate::common::{component_path, run_host, text};
+use crate::support::{all_events, check_passes, command_processor, event_batch, params};
+
+#[test]
+fn two_hosts_on_one_partition_never_both_commit_an_offset_and_the_loser_goes_on_without_reuse() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let hosts: Vec<(EtcdStorage, Driver)> = (0..2)
+        .map(|_| {
+            let store = cluster.store(Duration::from_secs(10));
+            let driver = Driver::spawn(
+                Arc::new(store.clone()),
+                Arc::new(MonotonicClock::new()),
+                DriverConfig::default(),
+            );
+            (store, driver)
+        })
+        .collect();
+    let seqs: Vec<PartitionSequencer> = hosts
+        .iter()
+        .map(|(_, d)| d.open(&runtime, 0, &params()).expect("open partition 0"))
+        .collect();
+    let per_host = 150;
+    let results: Vec<(Vec<u64>, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = seqs
+            .iter()
+            .zip(&hosts)
+            .zip(["A", "B"])
+            .map(|((seq, (store, _)), name)| {
+                s.spawn(move || command_processor(name, seq, store, 7, per_host))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("host thread"))
+            .collect()
+    });
+    for (seq, (_, driver)) in seqs.iter().zip(&hosts) {
+        driver.idle();
+        seq.cleanup();
+    }
+    let (a, b) = (&results[0], &results[1]);
+    assert!(
+        a.0.iter().all(|o| !b.0.contains(o)),
+        "an offset committed by both hosts"
+    );
+    let mut all: Vec<u64> = a.0.iter().chain(&b.0).copied().collect();
+    all.sort_unstable();
+    let dense: Vec<u64> = (1..=2 * per_host as u64).collect();
+    assert_eq!(
+        all, dense,
+        "together the hosts committed offsets 1..=300 once each"
+    );
+    assert!(
+        a.1 + b.1 > 0,
+        "the hosts raced: at least one append was fenced"
+    );
+    let checked = check_passes(&cluster.url());
+    assert!(
+        checked.contains("check passed: 1 partitions, 300 PLog events"),
+        "{checked}"
+    );
+    eprintln!("fenced appends: host A {}, host B {}", a.1, b.1);
+}
+
+#[test]
+fn a_batch_beyond_the_request_limit_is_appended_in_parts_in_order_and_reads_back_densely() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let mut config = EtcdConfig::new(cluster.endpoints.clone());
+    config.max_request_bytes = 64 * 1024;
+    let store = EtcdStorage::connect(config).expect("connect");
+    let limits = store.append_limits();
+    assert!(limits.max_bytes < 64 * 1024, "{limits:?}");
+
+    // 3000 events of ~230 bytes: parts of at most 1024 events and the byte limit.
+    let batch = event_batch(1, 3000, 200);
+    let parts = batch.parts(limits).count();
+    assert!(parts >= 10, "{parts} parts");
+    store.append_events(0, &batch).expect("append 3000 events");
+    assert_eq!(
+        store.stats().append_txns.load(Ordering::Relaxed),
+        parts as u64,
+        "one transaction per part"
+    );
+    // One event on its own (stored as a plain event), then another batch.
+    store
+        .append_event(0, 3001, &[SeqValue::new(1, 1, 3001)], b"single")
+        .expect("append one");
+    store
+        .append_events(0, &event_batch(3002, 5, 10))
+        .expect("append 5");
+
+    let events = all_events(&store, 0);
+    let offsets: Vec<u64> = events.iter().map(|e| e.offset).collect();
+    assert_eq!(offsets, (1..=3006).collect::<Vec<_>>(), "dense, in order");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.values == [SeqValue::new(1, 1, e.offset)])
+    );
+    assert_eq!(events[1499].payload[..11], *b"event 1500 ");
+    assert_eq!(events[3000].payload, b"single");
+    // A read from inside a pack starts at the offset asked for.
+    let page = store.events(0, 1234, 3).expect("read");
+    assert_eq!(
+        page.iter().map(|e| e.offset).collect::<Vec<_>>(),
+        vec![1234, 1235, 1236]
+    );
+    assert_eq!(store.plog_bounds(0).expect("bounds"), Some((1, 3006)));
+
+    // Stale or early batches are refused whole: inside a pack, at its start, past the end.
+    for offered in [1500, 1025, 3006, 3008] {
+        assert_eq!(
+            store.append_events(0, &event_batch(offered, 3, 10)),
+            Err(AppendError::WrongOffset {
+                expected: 3007,
+                offered
+            }),
+            "a batch at {offered}"
+        );
+    }
+    assert_eq!(all_events(&store, 0).len(), 3006, "nothing written");
+    let checked = check_passes(&cluster.url());
+    assert!(
+        checked.contains("1 partitions, 3006 PLog events"),
+        "{checked}"
+    );
+}
+
+#[test]
+fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothing() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let store = cluster.store(Duration::from_secs(5));
+    let huge = event_batch(1, 1, 2 * 1024 * 1024);
+    let err = store.append_events(0, &huge).expect_err("too large");
+    let message = err.to_string();
+    assert!(matches!(err, AppendError::Storage(_)), "{message}");
+    assert!(!message.contains('\n'), "one line: {message}");
+    assert!(
+        message.contains("append at partition 0 offset 1"),
+        "{message}"
+    );
+    assert_eq!(store.plog_bounds(0).expect("bounds"), None);
+
+    // The main job refuses such a payload before it writes anything.
+    let out = run_host(&[
+        "run",
+        "--store",
+        &cluster.url(),
+        "--component",
+        component_path().to_str().expect("utf-8"),
+        "--payload-bytes",
+        "2000000",
+        "--batch-size", // small enough for memory: the store's limit is what refuses it
+        "8",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--payload-bytes 2000000") && stderr.contains("does not fit in one write"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert_eq!(store.partitions().expect("partitions"), Vec::<u32>::new());
+    assert_eq!(
+        store.read_layout().expect("layout"),
+        None,
+        "no layout either"
+    );
+}
+
+#[test]
+fn a_request_the_cluster_refuses_as_too_large_is_not_retried_and_becomes_the_stores_failure() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    // The store believes the cluster takes 8 MiB requests; it takes etcd's default 1.5 MiB.
+    let mut config = EtcdConfig::new(cluster.endpoints.clone());
+    config.max_request_bytes = 8 << 20;
+    let store = EtcdStorage::connect(config).expect("connect");
+    let started = Instant::now();
+    let err = store
+        .append_events(0, &event_batch(1, 1, 3 << 20))
+        .expect_err("the cluster refuses the request");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused at once, not retried: {:?}: {err}",
+        started.elapsed()
+    );
+    assert!(err.to_string().contains("too large"), "{err}");
+    let failure = store
+        .failure()
+        .expect("a failure that cannot clear by itself");
+    assert!(failure.contains("--max-request-bytes"), "{failure}");
+    // Every later request is refused at once, naming it; nothing was written.
+    let again = store
+        .append_events(0, &event_batch(1, 1, 100))
+        .expect_err("refused after the failure");
+    assert!(again.to_string().contains("--max-request-bytes"), "{again}");
+    let fresh = cluster.store(Duration::from_secs(10));
+    assert_eq!(fresh.partitions().expect("partitions"), Vec::<u32>::new());
+}
