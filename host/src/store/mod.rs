@@ -8,6 +8,8 @@ pub mod layout;
 pub(crate) mod reader;
 pub(crate) mod retry;
 pub(crate) mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub(crate) mod layers;
 
