@@ -9,6 +9,7 @@
 #   etcd-cluster.sh restart DIR N      start member N again on its data and ports
 #   etcd-cluster.sh wait DIR [N...]    wait until the members (all by default) report healthy
 #   etcd-cluster.sh leader DIR N       exit 0 if member N is the leader (etcdctl endpoint status)
+#   etcd-cluster.sh wipe DIR           delete every key (the next test finds an empty store)
 #
 # Each member's pid is in DIR/mN/pid and its log in DIR/mN/log. A pid is signalled only if
 # /proc/PID/cmdline still names this DIR's data directory, so a reused pid is never hit.
@@ -112,7 +113,7 @@ stop_members() {
 }
 
 cmd=${1:-}; dir=${2:-}
-[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|kill|restart|wait|leader DIR [N]"
+[[ -n "$cmd" && -n "$dir" ]] || die "usage: $0 start|stop|kill|restart|wait|leader|wipe DIR [N]"
 case "$cmd" in
   start)
     bash "$here/etcd-ensure.sh"
@@ -163,6 +164,11 @@ case "$cmd" in
     status="$(ETCDCTL_API=3 etcdctl --endpoints "$(endpoint "$dir" "$n")" --dial-timeout 1s \
       --command-timeout 2s endpoint status 2>/dev/null || true)"
     [[ "$(cut -d, -f5 <<<"$status" | tr -d ' ')" == true ]]
+    ;;
+  wipe)
+    dir="$(cd "$dir" && pwd)"
+    ETCDCTL_API=3 etcdctl --endpoints "$(<"$dir/endpoints")" --dial-timeout 2s \
+      --command-timeout 10s del "" --from-key >/dev/null
     ;;
   *) die "unknown command $cmd" ;;
 esac

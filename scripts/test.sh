@@ -59,9 +59,13 @@ echo "$PROTOC" >&2
 step "formatting"
 cargo fmt --all -- --check
 
-step "build and lint (clippy -D warnings) the workspace with the etcd and S3 stores: every target"
+# The host's features for the tests: the etcd and S3 stores, and the backend contract suite
+# (`testing`: host/tests/contract.rs runs it on every backend, the custom_storage example on its own).
+HOST_FEATURES=plog-sequencer-host/etcd,plog-sequencer-host/s3,plog-sequencer-host/testing
+
+step "build and lint (clippy -D warnings) the workspace with the etcd and S3 stores and the contract suite: every target"
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
-with_clippy cargo test --workspace --features plog-sequencer-host/etcd,plog-sequencer-host/s3 --all-targets --no-run
+with_clippy cargo test --workspace --features "$HOST_FEATURES" --all-targets --no-run
 
 step "every feature at once (they are additive): cargo check --workspace --all-features"
 cargo check --quiet --workspace --all-features
@@ -103,11 +107,11 @@ cargo publish --quiet --dry-run --workspace --allow-dirty
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
 bg_wait s3
-with_clippy cargo test --workspace --features plog-sequencer-host/etcd,plog-sequencer-host/s3
+with_clippy cargo test --workspace --features "$HOST_FEATURES"
 
 step "the examples an embedder starts from (host/examples), run"
 for example in embedded_store custom_storage facade; do
-  cargo run --quiet -p plog-sequencer-host --example "$example"
+  cargo run --quiet -p plog-sequencer-host --features testing --example "$example"
 done
 
 step "cargo install --path host (dev profile), then run with no component flag"

@@ -1,9 +1,11 @@
 //! A storage engine of your own: the `Storage` trait implemented over a map in memory. A real
 //! backend keeps the same promises durably (see the trait's documentation): values before the
 //! offset, one partition's writes in the order they were begun, an append fenced at the PLog's
-//! next offset, and nothing acknowledged before it is durable.
+//! next offset, and nothing acknowledged before it is durable. At the end it runs the storage
+//! contract suite (`sequencer_host::store::testing`, feature `testing`) on `MapStorage`: every
+//! promise of the trait a caller can observe, each checked on a fresh store.
 //!
-//! Run: `cargo run -p plog-sequencer-host --example custom_storage`
+//! Run: `cargo run -p plog-sequencer-host --example custom_storage --features testing`
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 use sequencer_host::bindings::StartOutcome;
+use sequencer_host::store::testing::{StoreMaker, check_contract};
 use sequencer_host::{
     AppendError, Driver, DriverConfig, MonotonicClock, PartitionId, PlogPage, Runtime, Storage,
     StorageError,
@@ -33,6 +36,8 @@ struct Partition {
 #[derive(Default)]
 struct MapStorage {
     partitions: Mutex<HashMap<PartitionId, Partition>>,
+    /// Print each flusher write (for the demo, not for the contract suite's many stores).
+    announce_writes: bool,
 }
 
 impl MapStorage {
@@ -76,10 +81,12 @@ impl Storage for MapStorage {
             }
             p.stored_offset = next_offset; // ...then the offset
         });
-        println!(
-            "  flusher wrote {} value(s) and offset {next_offset}",
-            values.len()
-        );
+        if self.announce_writes {
+            println!(
+                "  flusher wrote {} value(s) and offset {next_offset}",
+                values.len()
+            );
+        }
         async { Ok(()) }.boxed()
     }
 
@@ -117,9 +124,28 @@ impl Storage for MapStorage {
     }
 }
 
+/// Makes fresh `MapStorage`s for the contract suite. It keeps nothing once closed and has no
+/// `StoreReader`, so the suite skips those checks (and says so).
+struct FreshMaps;
+
+impl StoreMaker for FreshMaps {
+    type Store = MapStorage;
+
+    fn name(&self) -> String {
+        "MapStorage (this example)".into()
+    }
+
+    fn fresh(&mut self) -> Result<MapStorage, StorageError> {
+        Ok(MapStorage::default())
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = Runtime::builder().default_cache().load_bundled()?;
-    let storage = Arc::new(MapStorage::default());
+    let storage = Arc::new(MapStorage {
+        announce_writes: true,
+        ..MapStorage::default()
+    });
     let driver = Driver::spawn(
         storage.clone(),
         Arc::new(MonotonicClock::new()),
@@ -163,5 +189,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(view.get(&(2, 1)), Some(&100));
     assert_eq!(stored, 2, "the stored offset is the last flushed event's");
     println!("ok: view {view:?}, stored offset {stored}");
+
+    // The storage contract suite, each check on a fresh MapStorage: a broken promise is an
+    // error naming it and what was seen.
+    let report = check_contract(&mut FreshMaps)?;
+    println!("the contract suite passed on {report}");
     Ok(())
 }

@@ -1,4 +1,7 @@
-//! The embedded store's promises, and the checker that proves stored data consistent.
+//! The embedded store's own promises (appends share commits, a flusher write is one commit),
+//! the event codec, the checker that proves stored data consistent, and the component on the
+//! embedded store across reopenings. The promises every backend keeps (the fence, pages,
+//! durability, payloads) are the contract suite's: `tests/contract.rs`.
 
 #![cfg(feature = "redb")]
 
@@ -13,86 +16,14 @@ use sequencer::{Params, SeqValue};
 use sequencer_host::StoreReader as _;
 use sequencer_host::bindings::StartOutcome;
 use sequencer_host::{
-    AppendError, DataDir, Driver, DriverConfig, Limits, MonotonicClock, OpenMode, PlogChecker,
-    RedbStorage, Runtime, Storage, decode_event, encode_event,
+    DataDir, Driver, DriverConfig, Limits, MonotonicClock, OpenMode, PlogChecker, RedbStorage,
+    Runtime, Storage, decode_event, encode_event,
 };
 
 fn store() -> (tempfile::TempDir, RedbStorage) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let s = RedbStorage::create(&tmp.path().join("s.redb")).expect("create");
     (tmp, s)
-}
-
-#[test]
-fn an_append_at_any_offset_but_the_next_is_refused_and_writes_nothing() {
-    let (_tmp, s) = store();
-    let v = [SeqValue::new(1, 1, 1)];
-    assert_eq!(
-        s.append_event(0, 2, &v, b"x"),
-        Err(AppendError::WrongOffset {
-            expected: 1,
-            offered: 2
-        })
-    );
-    s.append_event(0, 1, &v, b"a").expect("first");
-    for stale in [0, 1, 3] {
-        assert_eq!(
-            s.append_event(0, stale, &v, b"b"),
-            Err(AppendError::WrongOffset {
-                expected: 2,
-                offered: stale
-            })
-        );
-    }
-    assert_eq!(s.plog_bounds(0).expect("bounds"), Some((1, 1)));
-    assert_eq!(s.events(0, 1, 10).expect("events")[0].payload, b"a");
-    // Partitions are fenced separately.
-    s.append_event(1, 1, &v, b"").expect("other partition");
-}
-
-#[test]
-fn events_values_and_offsets_survive_closing_and_reopening() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.redb");
-    {
-        let s = RedbStorage::create(&path).expect("create");
-        for o in 1..=5 {
-            s.append_event(
-                3,
-                o,
-                &[SeqValue::new(7, 1, o * 10)],
-                format!("e{o}").as_bytes(),
-            )
-            .expect("append");
-        }
-        block_on(s.write(3, vec![SeqValue::new(7, 1, 40)], 4)).expect("write");
-    }
-    let s = RedbStorage::open(&path).expect("reopen");
-    assert_eq!(s.partitions().expect("partitions"), vec![3]);
-    assert_eq!(s.read_numbers(3, 7, &[1, 2]).expect("numbers"), vec![40, 0]);
-    assert_eq!(block_on(s.read_next_offset(3)).expect("offset"), 4);
-    assert_eq!(block_on(s.read_next_offset(9)).expect("offset"), 0);
-    let events = s.events(3, 1, 100).expect("events");
-    assert_eq!(events.len(), 5);
-    assert_eq!(events[4].payload, b"e5");
-    assert_eq!(events[4].values, vec![SeqValue::new(7, 1, 50)]);
-    assert_eq!(s.view(3).expect("view"), vec![(7, 1, 40)]);
-}
-
-#[test]
-fn plog_pages_cover_the_requested_range_and_say_where_the_log_ends() {
-    let (_tmp, s) = store();
-    for o in 1..=10 {
-        s.append_event(0, o, &[SeqValue::new(1, 1, o), SeqValue::new(1, 2, o)], b"")
-            .expect("append");
-    }
-    let page = block_on(s.read_plog(0, 3, 4)).expect("page");
-    assert_eq!((page.next, page.end, page.values.len()), (7, false, 8));
-    assert_eq!(page.values[0], (3, SeqValue::new(1, 1, 3)));
-    let page = block_on(s.read_plog(0, 7, 4)).expect("page");
-    assert_eq!((page.next, page.end), (11, true));
-    let page = block_on(s.read_plog(0, 11, 4)).expect("page");
-    assert_eq!((page.next, page.end, page.values.len()), (11, true, 0));
 }
 
 #[test]
@@ -253,15 +184,4 @@ fn the_component_on_the_embedded_store_resumes_after_reopening_without_reusing_n
     }
     let expected: Vec<(u64, u64)> = (0..60).map(|i| (i + 1, i + 100)).collect();
     assert_eq!(issued, expected, "numbers continue, none reused");
-}
-
-#[test]
-fn the_memory_store_keeps_an_appended_payload_and_append_without_one_still_works() {
-    let m = sequencer_host::MemoryStorage::new();
-    m.append_event(0, 1, &[SeqValue::new(1, 1, 1)], b"cmd")
-        .expect("append");
-    m.append(0, 2, &[SeqValue::new(1, 1, 2)]).expect("append");
-    assert_eq!(m.payload(0, 1), b"cmd");
-    assert!(m.payload(0, 2).is_empty());
-    assert_eq!(m.plog(0).len(), 2);
 }

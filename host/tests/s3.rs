@@ -28,59 +28,15 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
 use sequencer_host::{
-    Access, AppendError, EventBatch, MERGE_PAUSE_ENV, ObjectPlog, S3Location, bundle_object,
-    connect_s3_with, encode_event, event_object,
+    Access, AppendError, EventBatch, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, encode_event,
+    event_object,
 };
 
+use common::moto::Moto as Server;
 use common::{BIN, component_path, text};
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/s3-server.sh");
-const ENSURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/s3-ensure.sh");
-const BUCKET: &str = "sequencer";
-
-/// A moto server in a temp dir; stopped on drop.
-struct Server {
-    dir: tempfile::TempDir,
-    endpoint: String,
-}
-
+/// moto, with the main job's commands on it.
 impl Server {
-    /// Starts a server, or `None` (skip) when moto is unavailable outside CI.
-    fn start() -> Option<Self> {
-        let (dir, out) = common::start_service("moto", ENSURE, SCRIPT)?;
-        let (stdout, stderr) = text(&out);
-        let server = Self {
-            endpoint: stdout.trim().to_string(),
-            dir,
-        };
-        assert!(
-            out.status.success() && server.endpoint.starts_with("http://127.0.0.1:"),
-            "moto did not start:\n{stdout}{stderr}"
-        );
-        Some(server)
-    }
-
-    /// The client settings for this server.
-    fn vars(&self) -> Vec<(String, String)> {
-        [
-            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_REGION", "us-east-1"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-    }
-
-    /// The objects under `s3://sequencer/PREFIX`.
-    fn objects(&self, prefix: &str) -> Arc<dyn ObjectStore> {
-        let location = S3Location::parse(&format!("s3://{BUCKET}/{prefix}")).expect("location");
-        connect_s3_with(&location, self.vars())
-            .expect("connect")
-            .objects
-    }
-
     /// The host command with this server's settings.
     fn host(&self) -> Command {
         let mut c = common::host();
@@ -123,16 +79,6 @@ impl Server {
     /// A completing run of `events` per partition over 4 partitions.
     fn run(&self, url: &str, data: &Path, events: u64, bundle: u64) -> Output {
         self.run_host(&run_args(url, data, events, bundle))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(SCRIPT)
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
     }
 }
 
@@ -726,11 +672,7 @@ fn a_run_whose_s3_goes_away_stops_in_one_line_once_the_store_wait_is_over() {
     }
     std::thread::sleep(Duration::from_millis(500));
     // The server goes away (everything it held with it: moto keeps objects in memory).
-    let _ = Command::new("bash")
-        .arg(SCRIPT)
-        .arg("stop")
-        .arg(server.dir.path())
-        .status();
+    server.stop();
     let gone = std::time::Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("poll") {

@@ -12,6 +12,8 @@ pub(crate) mod reader;
 pub(crate) mod retry;
 pub(crate) mod stats;
 pub(crate) mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub mod layers;
 

@@ -2,6 +2,11 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+#[cfg(feature = "etcd")]
+pub mod etcd_cluster;
+#[cfg(feature = "s3")]
+pub mod moto;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};

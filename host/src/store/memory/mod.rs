@@ -373,8 +373,8 @@ impl Inner {
                 "injected append failure".into(),
             )));
         }
-        let p = self.partitions.entry(partition).or_default();
-        let expected = plog_next(p);
+        // A refused append leaves no trace, not even an empty partition.
+        let expected = self.partitions.get(&partition).map_or(1, plog_next);
         if part.first() != expected {
             return Err(AppendError::WrongOffset {
                 expected,
@@ -390,6 +390,7 @@ impl Inner {
             })?;
             events.push((offset, values, payload));
         }
+        let p = self.partitions.entry(partition).or_default();
         for (offset, values, payload) in events {
             p.plog.insert(offset, values);
             if !payload.is_empty() {

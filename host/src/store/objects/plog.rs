@@ -1002,6 +1002,21 @@ impl Shared {
         }
     }
 
+    /// Deletes the one-event object at `o` that a bundle also holds, counting it as a
+    /// leftover removed. One already gone is fine and not counted: a merger (this handle's
+    /// thread, or another host's) deleted it first.
+    fn remove_leftover(&self, p: PartitionId, o: PLogOffset) -> Result<(), StorageError> {
+        let name = event_object(p, o);
+        match block_on(self.objects.delete(&ObjPath::from(name.as_str()))) {
+            Ok(()) => {
+                self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(os_err(format!("delete {name}"), e)),
+        }
+    }
+
     /// One pass of [`scan`](Self::scan).
     fn scan_once(&self, p: PartitionId) -> Result<Part, Scan> {
         // Events are listed before bundles: a merger writes a bundle before it deletes the
@@ -1060,9 +1075,7 @@ impl Shared {
                             && e.event == b.event(i)
                             && self.access == Access::Write =>
                     {
-                        block_on(self.objects.delete(&ObjPath::from(event_object(p, o))))
-                            .map_err(|e| os_err(format!("delete {}", event_object(p, o)), e))?;
-                        self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
+                        self.remove_leftover(p, o)?;
                     }
                     // Read-only: the leftover stays where it is.
                     Some(e) if e.hash == b.hashes[i] && e.event == b.event(i) => {}
@@ -1082,9 +1095,7 @@ impl Shared {
                             }
                         );
                         if self.access == Access::Write {
-                            block_on(self.objects.delete(&ObjPath::from(event_object(p, o))))
-                                .map_err(|e| os_err(format!("delete {}", event_object(p, o)), e))?;
-                            self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
+                            self.remove_leftover(p, o)?;
                         }
                     }
                     None => {}

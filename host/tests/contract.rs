@@ -1,0 +1,472 @@
+//! The backend contract suite (`sequencer_host::store::testing`) on every backend of the
+//! crate: memory (as it is, and split into small writes), redb (the store alone, and in a
+//! data directory read through `RedbReader`), the object store on the local file system (read
+//! through `ObjectReader`), the object store's PLog on S3 (moto; feature `s3`) and etcd on a
+//! real 3-member cluster (feature `etcd`). Each check runs on a fresh store.
+//!
+//! Without moto or etcd those two fail under CI (`CI` set) and are skipped with a message
+//! otherwise.
+
+#![cfg(all(feature = "testing", feature = "cli"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
+use sequencer_host::{
+    AppendLimits, DataDir, MemoryStorage, ObjectReader, ObjectStorage, OpenMode, RedbStorage,
+    StorageError, StoreReader,
+};
+
+/// The report, printed, after asserting that exactly the promises `skipped` name (by a word
+/// of each) went unchecked.
+fn kept_all_but(report: Report, skipped: &[&str]) {
+    eprintln!("{report}");
+    let unchecked: Vec<&str> = report.skipped.iter().map(|(p, _)| *p).collect();
+    assert_eq!(
+        unchecked.len(),
+        skipped.len(),
+        "unchecked promises: {:?}",
+        report.skipped
+    );
+    for word in skipped {
+        assert!(
+            unchecked.iter().any(|p| p.contains(word)),
+            "expected the promise about {word:?} unchecked: {:?}",
+            report.skipped
+        );
+    }
+}
+
+/// A message for a store that failed to open.
+fn storage_error(e: impl std::fmt::Display) -> StorageError {
+    StorageError(e.to_string())
+}
+
+/// A new folder under `dir` for the `made`th store (counted on).
+fn next_dir(dir: &Path, made: &mut u32, name: &str) -> PathBuf {
+    *made += 1;
+    dir.join(format!("{name}-{made}"))
+}
+
+/// Memory stores, optionally splitting every batch as a backend with `limits` must.
+struct Memory {
+    limits: Option<AppendLimits>,
+}
+
+impl StoreMaker for Memory {
+    type Store = MemoryStorage;
+
+    fn name(&self) -> String {
+        match self.limits {
+            None => "MemoryStorage".into(),
+            Some(l) => format!("MemoryStorage with {l:?}"),
+        }
+    }
+
+    fn fresh(&mut self) -> Result<MemoryStorage, StorageError> {
+        let m = MemoryStorage::new();
+        if let Some(limits) = self.limits {
+            m.set_append_limits(limits);
+        }
+        Ok(m)
+    }
+
+    fn reader<'s>(
+        &'s self,
+        store: &'s MemoryStorage,
+    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+        Some(Ok(Box::new(store)))
+    }
+}
+
+#[test]
+fn memory_storage_keeps_the_storage_contract() {
+    kept_all_but(
+        assert_contract(&mut Memory { limits: None }),
+        &["reopen", "refused part"],
+    );
+}
+
+#[test]
+fn memory_storage_splitting_batches_into_small_writes_keeps_the_storage_contract() {
+    let limits = AppendLimits {
+        max_events: 4,
+        max_bytes: 4096,
+    };
+    let mut maker = Memory {
+        limits: Some(limits),
+    };
+    kept_all_but(assert_contract(&mut maker), &["reopen"]);
+}
+
+/// redb stores in a temp dir: a bare `RedbStorage` read through itself, or a `DataDir` read
+/// through `RedbReader` (a private copy, since the store is live).
+struct Redb {
+    dir: tempfile::TempDir,
+    made: u32,
+    in_data_dir: bool,
+}
+
+impl Redb {
+    fn new(in_data_dir: bool) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+            made: 0,
+            in_data_dir,
+        }
+    }
+
+    fn open_data_dir(path: &Path, mode: OpenMode) -> Result<RedbStorage, StorageError> {
+        let dir = DataDir::open(path, mode).map_err(storage_error)?;
+        Ok(dir.store().clone())
+    }
+}
+
+impl StoreMaker for Redb {
+    type Store = RedbStorage;
+
+    fn name(&self) -> String {
+        if self.in_data_dir {
+            "RedbStorage in a DataDir, read through RedbReader".into()
+        } else {
+            "RedbStorage".into()
+        }
+    }
+
+    fn fresh(&mut self) -> Result<RedbStorage, StorageError> {
+        let path = next_dir(self.dir.path(), &mut self.made, "store");
+        if self.in_data_dir {
+            Self::open_data_dir(&path, OpenMode::OpenOrCreate)
+        } else {
+            RedbStorage::create(&path.with_extension("redb"))
+        }
+    }
+
+    fn reopen(&mut self, store: RedbStorage) -> Option<Result<RedbStorage, StorageError>> {
+        let file = store.path().to_path_buf();
+        drop(store);
+        Some(match (self.in_data_dir, file.parent()) {
+            (true, Some(dir)) => Self::open_data_dir(dir, OpenMode::Existing),
+            _ => RedbStorage::open(&file).map_err(storage_error),
+        })
+    }
+
+    fn reader<'s>(
+        &'s self,
+        store: &'s RedbStorage,
+    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+        match (self.in_data_dir, store.path().parent()) {
+            (true, Some(dir)) => Some(
+                DataDir::open_read_only(dir)
+                    .map(|r| Box::new(r) as Box<dyn StoreReader>)
+                    .map_err(storage_error),
+            ),
+            _ => Some(Ok(Box::new(store))),
+        }
+    }
+}
+
+#[test]
+fn redb_storage_keeps_the_storage_contract() {
+    kept_all_but(assert_contract(&mut Redb::new(false)), &["refused part"]);
+}
+
+#[test]
+fn a_data_dir_read_through_redb_reader_keeps_the_storage_contract() {
+    kept_all_but(assert_contract(&mut Redb::new(true)), &["refused part"]);
+}
+
+/// Object stores on the local file system, bundles of 4 events (so merges run during the
+/// checks), read through `ObjectReader` as `check` reads them.
+struct LocalObjects {
+    dir: tempfile::TempDir,
+    made: u32,
+}
+
+impl StoreMaker for LocalObjects {
+    type Store = ObjectStorage;
+
+    fn name(&self) -> String {
+        "ObjectStorage on the local file system, read through ObjectReader".into()
+    }
+
+    fn fresh(&mut self) -> Result<ObjectStorage, StorageError> {
+        let root = next_dir(self.dir.path(), &mut self.made, "objects");
+        ObjectStorage::open(&root, Some(4))
+    }
+
+    fn reopen(&mut self, store: ObjectStorage) -> Option<Result<ObjectStorage, StorageError>> {
+        let root = store.root().to_path_buf();
+        drop(store);
+        Some(ObjectStorage::open(&root, None))
+    }
+
+    fn reader<'s>(
+        &'s self,
+        store: &'s ObjectStorage,
+    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+        Some(ObjectReader::open(store.root()).map(|r| Box::new(r) as Box<dyn StoreReader>))
+    }
+}
+
+#[test]
+fn the_object_store_on_the_local_file_system_keeps_the_storage_contract() {
+    let mut maker = LocalObjects {
+        dir: tempfile::tempdir().expect("temp dir"),
+        made: 0,
+    };
+    kept_all_but(assert_contract(&mut maker), &["refused part"]);
+}
+
+#[cfg(feature = "s3")]
+mod s3 {
+    use super::*;
+    use crate::common::moto::Moto;
+
+    /// Object stores whose PLog is on moto, each under a prefix of its own (bundles of 4),
+    /// their views in a temp dir, read through `ObjectReader`.
+    struct S3 {
+        moto: Moto,
+        dir: tempfile::TempDir,
+        made: u32,
+    }
+
+    impl S3 {
+        /// The store with its view in `root` and its PLog under the prefix of the same name.
+        fn open(&self, root: &Path, bundle: Option<u64>) -> Result<ObjectStorage, StorageError> {
+            ObjectStorage::open_with(root, Some(self.moto.remote(&prefix(root))), bundle)
+        }
+    }
+
+    fn prefix(root: &Path) -> String {
+        root.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    impl StoreMaker for S3 {
+        type Store = ObjectStorage;
+
+        fn name(&self) -> String {
+            "ObjectStorage with its PLog on S3 (moto), read through ObjectReader".into()
+        }
+
+        fn fresh(&mut self) -> Result<ObjectStorage, StorageError> {
+            let root = next_dir(self.dir.path(), &mut self.made, "contract");
+            self.open(&root, Some(4))
+        }
+
+        fn reopen(&mut self, store: ObjectStorage) -> Option<Result<ObjectStorage, StorageError>> {
+            let root = store.root().to_path_buf();
+            drop(store);
+            Some(self.open(&root, None))
+        }
+
+        fn reader<'s>(
+            &'s self,
+            store: &'s ObjectStorage,
+        ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+            let remote = self.moto.remote(&prefix(store.root()));
+            Some(
+                ObjectReader::open_with(store.root(), Some(remote))
+                    .map(|r| Box::new(r) as Box<dyn StoreReader>),
+            )
+        }
+    }
+
+    #[test]
+    fn the_object_store_with_its_plog_on_s3_keeps_the_storage_contract() {
+        let Some(moto) = Moto::start() else {
+            return;
+        };
+        let mut maker = S3 {
+            moto,
+            dir: tempfile::tempdir().expect("temp dir"),
+            made: 0,
+        };
+        kept_all_but(assert_contract(&mut maker), &["refused part"]);
+    }
+}
+
+#[cfg(feature = "etcd")]
+mod etcd {
+    use super::*;
+    use crate::common::etcd_cluster::EtcdCluster;
+    use sequencer_host::{EtcdConfig, EtcdStorage};
+
+    /// Stores on one 3-member cluster, emptied for each fresh store; reopened with a new
+    /// client.
+    struct Etcd {
+        cluster: EtcdCluster,
+    }
+
+    impl Etcd {
+        fn connect(&self) -> Result<EtcdStorage, StorageError> {
+            EtcdStorage::connect(EtcdConfig::new(self.cluster.endpoints.clone()))
+        }
+    }
+
+    impl StoreMaker for Etcd {
+        type Store = EtcdStorage;
+
+        fn name(&self) -> String {
+            "EtcdStorage on a 3-member cluster".into()
+        }
+
+        fn fresh(&mut self) -> Result<EtcdStorage, StorageError> {
+            self.cluster.wipe();
+            self.connect()
+        }
+
+        fn reopen(&mut self, store: EtcdStorage) -> Option<Result<EtcdStorage, StorageError>> {
+            drop(store);
+            Some(self.connect())
+        }
+
+        fn reader<'s>(
+            &'s self,
+            store: &'s EtcdStorage,
+        ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+            Some(Ok(Box::new(store)))
+        }
+    }
+
+    #[test]
+    fn the_etcd_store_on_a_real_cluster_keeps_the_storage_contract() {
+        let Some(cluster) = EtcdCluster::start() else {
+            return;
+        };
+        kept_all_but(assert_contract(&mut Etcd { cluster }), &[]);
+    }
+}
+
+/// A promise a [`Flawed`] store breaks.
+#[derive(Clone, Copy, Debug)]
+enum Flaw {
+    /// `write` keeps the values but not the offset.
+    ForgetsTheOffset,
+    /// Partition 10 is partition 1 (and 20 is 2...): a key prefix taken for a whole key.
+    TenIsOne,
+    /// An append at any offset is taken (the fence is gone).
+    NoFence,
+    /// `read_plog` returns every event from `from` on, whatever `max_events` says.
+    PagesWithoutLimit,
+}
+
+/// A memory store with one flaw, to prove the suite sees it.
+struct Flawed {
+    inner: MemoryStorage,
+    flaw: Flaw,
+}
+
+impl Flawed {
+    fn partition(&self, p: u32) -> u32 {
+        match self.flaw {
+            Flaw::TenIsOne if p >= 10 => p / 10,
+            _ => p,
+        }
+    }
+}
+
+impl sequencer_host::Storage for Flawed {
+    fn read_numbers(&self, p: u32, ws: u64, seqs: &[u16]) -> Result<Vec<u64>, StorageError> {
+        self.inner.read_numbers(self.partition(p), ws, seqs)
+    }
+
+    fn read_next_offset(
+        &self,
+        p: u32,
+    ) -> futures::future::BoxFuture<'static, Result<u64, StorageError>> {
+        self.inner.read_next_offset(self.partition(p))
+    }
+
+    fn write(
+        &self,
+        p: u32,
+        values: Vec<sequencer::SeqValue>,
+        next_offset: u64,
+    ) -> futures::future::BoxFuture<'static, Result<(), StorageError>> {
+        let next_offset = match self.flaw {
+            Flaw::ForgetsTheOffset => 0,
+            _ => next_offset,
+        };
+        self.inner.write(self.partition(p), values, next_offset)
+    }
+
+    fn read_plog(
+        &self,
+        p: u32,
+        from: u64,
+        max_events: usize,
+    ) -> futures::future::BoxFuture<'static, Result<sequencer_host::PlogPage, StorageError>> {
+        let max_events = match self.flaw {
+            Flaw::PagesWithoutLimit => usize::MAX,
+            _ => max_events,
+        };
+        self.inner.read_plog(self.partition(p), from, max_events)
+    }
+
+    fn append_event(
+        &self,
+        p: u32,
+        offset: u64,
+        values: &[sequencer::SeqValue],
+        payload: &[u8],
+    ) -> Result<(), sequencer_host::AppendError> {
+        match self.flaw {
+            Flaw::NoFence => {
+                self.inner.seed_event(p, offset, values);
+                Ok(())
+            }
+            _ => self
+                .inner
+                .append_event(self.partition(p), offset, values, payload),
+        }
+    }
+}
+
+struct FlawedMaker(Flaw);
+
+impl StoreMaker for FlawedMaker {
+    type Store = Flawed;
+
+    fn name(&self) -> String {
+        format!("a store with the flaw {:?}", self.0)
+    }
+
+    fn fresh(&mut self) -> Result<Flawed, StorageError> {
+        Ok(Flawed {
+            inner: MemoryStorage::new(),
+            flaw: self.0,
+        })
+    }
+}
+
+#[test]
+fn a_store_that_breaks_a_promise_fails_the_suite_naming_that_promise() {
+    use sequencer_host::store::testing::check_contract;
+    let cases = [
+        (
+            Flaw::ForgetsTheOffset,
+            "a write stores values and the offset",
+        ),
+        (Flaw::TenIsOne, "partitions are independent"),
+        (
+            Flaw::NoFence,
+            "append_event accepts only the PLog's next offset",
+        ),
+        (Flaw::PagesWithoutLimit, "read_plog pages from anywhere"),
+    ];
+    for (flaw, promise) in cases {
+        let failure =
+            check_contract(&mut FlawedMaker(flaw)).expect_err("a flawed store fails the suite");
+        eprintln!("{failure}");
+        assert!(failure.promise.starts_with(promise), "{flaw:?}: {failure}");
+        assert!(
+            failure.to_string().contains(&format!("{flaw:?}")),
+            "the failure names the store: {failure}"
+        );
+    }
+}
