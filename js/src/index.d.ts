@@ -1,5 +1,5 @@
 /**
- * @sequencer/wasm: dense, monotonic per-workspace numbers for event-sourced command processing,
+ * plog-sequencer: dense, monotonic per-workspace numbers for event-sourced command processing,
  * recovered from the PLog. A Rust core compiled to WebAssembly, driven on the JS event loop.
  *
  * In a browser or a bundle, `await init()` before anything else (the API throws
@@ -33,7 +33,7 @@ export type InitInput =
 /**
  * Instantiates the package's wasm; the API works once the promise resolves. Without `input`
  * the wasm is fetched from next to the package (Vite and webpack emit it and rewrite the URL;
- * with esbuild pass the URL of `@sequencer/wasm/sequencer_bg.wasm` from its `file` loader).
+ * with esbuild pass the URL of `plog-sequencer/sequencer_bg.wasm` from its `file` loader).
  * Idempotent: every call returns the same promise (a later `input` is ignored) until one
  * rejects; the next call then tries again. An `input` of the wrong kind rejects with
  * `InvalidArgumentError`. In Node the wasm is instantiated at import: `init` resolves at once.

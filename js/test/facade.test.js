@@ -24,7 +24,7 @@ import {
   TransactionInProgressError,
   eventValues,
   systemParams,
-} from '@sequencer/wasm';
+} from 'plog-sequencer';
 import { rejectsWith, watchUnhandledRejections } from './helpers.js';
 
 /** A clock that moves only when told, with timers on its own time. */
