@@ -1,5 +1,5 @@
 /**
- * The ISequence facade of spec 002 (`EventSequencer`, `systemParams`, `eventValues`): the
+ * The ISequence facade, docs/DESIGN.md §5 (`EventSequencer`, `systemParams`, `eventValues`): the
  * command processor's flows (start → ids → finish / cancel), waiting for recovery on a manual
  * clock, the status transitions, recovery of the next ids from a platform PLog, and misuse.
  */
