@@ -3,7 +3,7 @@
 # through the `plog-sequencer` package of python/, installed from its wheel), the component
 # transpiled by jco (node --test) and the wasm-bindgen build js/pkg (node --test); the Rust
 # runner runs in `cargo test --workspace`. Then the Python package's own tests (python/tests/),
-# the README's two examples (load the plugin from Python, and from JavaScript through jco), and
+# docs/PLUGIN.md's two examples (load the plugin from Python, and from JavaScript through jco), and
 # the Python wheel installed with pip into a fresh venv running python/examples/quickstart.py,
 # and the plugin artifact's manifest and archive checked.
 #
@@ -163,14 +163,14 @@ wanted python-package && run python-package "$PY/.venv/bin/python" -m pytest --r
 wanted jco && run jco node --test --test-reporter=spec "$JCO/conformance.test.js"
 wanted wasm-bindgen && run wasm-bindgen node --test --test-reporter=spec "$CONF/runners/wasm-bindgen/conformance.test.js"
 
-# The README's examples, run as written (and checked to be in the README as they are): Python
+# docs/PLUGIN.md's examples, run as written (and checked to be in that page as they are): Python
 # with the package installed in the runner's venv; jco in a fresh folder with the packages installed, the component transpiled next to
 # the example.
 examples() {
   local out work file
   for file in "$CONF/examples/load_plugin.py" "$CONF/examples/load_plugin.mjs"; do
-    python3 -c 'import sys; sys.exit(open(sys.argv[1]).read() not in open(sys.argv[2]).read())' "$file" "$ROOT/README.md" ||
-      { echo "README.md does not hold $(basename "$file") as it is: copy the file into its code block" >&2; return 1; }
+    python3 -c 'import sys; sys.exit(open(sys.argv[1]).read() not in open(sys.argv[2]).read())' "$file" "$ROOT/docs/PLUGIN.md" ||
+      { echo "docs/PLUGIN.md does not hold $(basename "$file") as it is: copy the file into its code block" >&2; return 1; }
   done
   out="$("$PY/.venv/bin/python" "$CONF/examples/load_plugin.py" "$SEQUENCER_COMPONENT")"
   echo "load_plugin.py: $out"

@@ -1,4 +1,4 @@
-import { MemoryStorage, Sequencer } from '@sequencer/wasm';
+import { MemoryStorage, Sequencer } from 'plog-sequencer';
 const storage = new MemoryStorage(); // or any { readNumbers, readNextOffset, write, readPlog }
 storage.seedEvent(42, [{ ws: 1000, seq: 1, value: 13 }]); // the PLog already holds event 42
 const seq = await Sequencer.open({ params: { seqTypes: { 1: { 1: 1 } } }, storage }); // kind 1: sequence 1 from 1

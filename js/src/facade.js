@@ -1,7 +1,8 @@
 /**
- * The `ISequence` facade of spec 002 for command processors: start an event, take record ids,
- * finish or cancel it; over the driver (`Sequencer`) and the platform's system sequences. Also
- * the storage adapter's half: the sequence values a platform PLog event carries.
+ * The `ISequence` facade for command processors (docs/DESIGN.md §5): start an event, take
+ * record ids, finish or cancel it; over the driver (`Sequencer`) and the platform's system
+ * sequences. Also the storage adapter's half: the sequence values a platform PLog event
+ * carries.
  *
  * Every rule is the wasm core's (`src/facade.rs` and the shell): the constants, the system
  * params, `startEvent` and the record kinds come from the wasm module; this file waits and
@@ -111,9 +112,9 @@ function timerAt(clock, deadline, fire) {
 }
 
 /**
- * Spec 002's `ISequence` for one partition: a command processor starts an event in a
- * workspace (its PLog and WLog offsets), takes record ids, then finishes the event once it is
- * in the PLog or cancels it (recovery; the same offsets and ids are handed out again).
+ * The `ISequence` facade for one partition (docs/DESIGN.md §5.1): a command processor starts
+ * an event in a workspace (its PLog and WLog offsets), takes record ids, then finishes the event
+ * once it is in the PLog or cancels it (recovery; the same offsets and ids are handed out again).
  *
  * Recovery starts at construction. One event at a time; misuse throws the package's coded
  * errors (`TRANSACTION_IN_PROGRESS`, `NO_TRANSACTION`, `CLEANED_UP`, ...).
@@ -150,7 +151,10 @@ export class EventSequencer {
     return s;
   }
 
-  /** Spec 002's `Status`: `'recover' | 'ready' | 'eventing' | 'finished'` (`'none'` never here). */
+  /**
+   * `Status` (docs/DESIGN.md §5.3): `'recover' | 'ready' | 'eventing' | 'finished'` (`'none'`
+   * never here).
+   */
   get status() {
     return this.#driver.sequenceStatus;
   }
@@ -318,11 +322,11 @@ function safe(what, x) {
 }
 
 /**
- * The sequence values a platform PLog event carries, as spec 002's recovery reads them: its
- * WLog offset; C documents and records raise the C record id; O/W documents and records raise
- * the record id; the argument object and all its descendants raise the record id. Keys may
- * repeat. The result is what `MemoryStorage.append` / `seedEvent` take (and what a storage's
- * `readPlog` returns per event).
+ * The sequence values a platform PLog event carries, as recovery reads them (docs/DESIGN.md
+ * §5.4): its WLog offset; C documents and records raise the C record id; O/W documents and
+ * records raise the record id; the argument object and all its descendants raise the record
+ * id. Keys may repeat. The result is what `MemoryStorage.append` / `seedEvent` take (and what
+ * a storage's `readPlog` returns per event).
  * @param {import('./index').PlatformEvent} event
  * @returns {import('./index').SeqValue[]}
  */

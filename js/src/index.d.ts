@@ -1,5 +1,5 @@
 /**
- * @sequencer/wasm: dense, monotonic per-workspace numbers for event-sourced command processing,
+ * plog-sequencer: dense, monotonic per-workspace numbers for event-sourced command processing,
  * recovered from the PLog. A Rust core compiled to WebAssembly, driven on the JS event loop.
  *
  * In a browser or a bundle, `await init()` before anything else (the API throws
@@ -33,7 +33,7 @@ export type InitInput =
 /**
  * Instantiates the package's wasm; the API works once the promise resolves. Without `input`
  * the wasm is fetched from next to the package (Vite and webpack emit it and rewrite the URL;
- * with esbuild pass the URL of `@sequencer/wasm/sequencer_bg.wasm` from its `file` loader).
+ * with esbuild pass the URL of `plog-sequencer/sequencer_bg.wasm` from its `file` loader).
  * Idempotent: every call returns the same promise (a later `input` is ignored) until one
  * rejects; the next call then tries again. An `input` of the wrong kind rejects with
  * `InvalidArgumentError`. In Node the wasm is instantiated at import: `init` resolves at once.
@@ -224,8 +224,8 @@ export declare class Sequencer {
    */
   flushStartBatch(kind: number, wsList: ArrayLike<number>, seqs: ArrayLike<number>): Promise<BatchResult>;
   /**
-   * `StartEvent` of spec 002 without waiting (params from `systemParams`): the offsets, or
-   * `null` for "not now" (see `notNowReason`). `EventSequencer` waits out "not now".
+   * `StartEvent` (docs/DESIGN.md §5.1) without waiting (params from `systemParams`): the
+   * offsets, or `null` for "not now" (see `notNowReason`). `EventSequencer` waits out "not now".
    * @throws {TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | CleanedUpError | InvalidArgumentError | StorageError}
    */
   startEvent(ws: number): Promise<StartedEvent | null>;
@@ -235,26 +235,26 @@ export declare class Sequencer {
    */
   next(seq: number): number;
   /**
-   * `NextRecID` of spec 002.
+   * `NextRecID` (docs/DESIGN.md §5.1).
    * @throws {NoTransactionError | UnknownSeqIdError | UnsafeIntegerError | CleanedUpError}
    */
   nextRecId(): number;
   /**
-   * `NextCRecID` of spec 002.
+   * `NextCRecID` (docs/DESIGN.md §5.1).
    * @throws {NoTransactionError | UnknownSeqIdError | UnsafeIntegerError | CleanedUpError}
    */
   nextCRecId(): number;
   /**
-   * `FinishEvent` of spec 002: `flush()`.
+   * `FinishEvent` (docs/DESIGN.md §5.1): `flush()`.
    * @throws {NoTransactionError | UnsafeIntegerError | CleanedUpError}
    */
   finishEvent(): void;
   /**
-   * `CancelEvent` of spec 002: drops the event in progress and recovers.
+   * `CancelEvent` (docs/DESIGN.md §5.1): drops the event in progress and recovers.
    * @throws {NoTransactionError | CleanedUpError}
    */
   cancelEvent(): void;
-  /** spec 002's status. */
+  /** The facade's status (docs/DESIGN.md §5.3). */
   readonly sequenceStatus: SequenceStatus;
   /**
    * Ends the open event but not the transaction: the next `start` numbers another event of
@@ -282,7 +282,7 @@ export declare class Sequencer {
   close(): void;
 }
 
-// ---- the ISequence facade of spec 002 --------------------------------------------------------
+// ---- the ISequence facade (docs/DESIGN.md §5) ------------------------------------------------
 
 /** The workspace kind the facade's system sequences belong to. */
 export declare const SYSTEM_KIND: 0;
@@ -311,8 +311,8 @@ export declare const FIRST_CREC_ID: 322685000131072;
 export declare function systemParams(params?: Partial<SequencerParams>): SequencerParams;
 
 /**
- * Spec 002's `SequenceStatus`. `'none'` (not created yet) is never reported by an
- * `EventSequencer`: construction starts recovery.
+ * The facade's `SequenceStatus` (docs/DESIGN.md §5.3). `'none'` (not created yet) is never
+ * reported by an `EventSequencer`: construction starts recovery.
  */
 export type SequenceStatus = 'none' | 'recover' | 'ready' | 'eventing' | 'finished';
 
@@ -340,9 +340,10 @@ export interface StartedEvent {
 }
 
 /**
- * Spec 002's `ISequence` for one partition. Recovery starts at construction; one event at a
- * time: `startEvent`, `nextRecId` / `nextCRecId`, then `finishEvent` once the event is in the
- * PLog or `cancelEvent` if it is not (the same offsets and ids are handed out again).
+ * The `ISequence` facade for one partition (docs/DESIGN.md §5). Recovery starts at
+ * construction; one event at a time: `startEvent`, `nextRecId` / `nextCRecId`, then
+ * `finishEvent` once the event is in the PLog or `cancelEvent` if it is not (the same offsets
+ * and ids are handed out again).
  */
 export declare class EventSequencer {
   constructor(options: EventSequencerOptions);

@@ -29,7 +29,7 @@ function table(read) {
 
 /** Status names by the core's status number. */
 const STATUS = /** @type {() => ReadonlyArray<import('./index').SequencerStatus>} */ (table(statusNames));
-/** spec 002's status names by the core's number. */
+/** The facade's status names by the core's number (docs/DESIGN.md §5.3). */
 const SEQUENCE_STATUS = /** @type {() => ReadonlyArray<import('./index').SequenceStatus>} */ (
   table(sequenceStatusNames)
 );
@@ -263,8 +263,8 @@ export class Sequencer {
   }
 
   /**
-   * `StartEvent` of spec 002 (params with `systemParams`): the event's PLog and WLog offsets,
-   * or `null` for "not now" (see `notNowReason`); never waits for recovery (the facade's
+   * `StartEvent` (docs/DESIGN.md §5.1; params with `systemParams`): the event's PLog and WLog
+   * offsets, or `null` for "not now" (see `notNowReason`); never waits for recovery (the facade's
    * `EventSequencer` does).
    * @param {number} ws
    * @returns {Promise<import('./index').StartedEvent | null>}
@@ -283,12 +283,18 @@ export class Sequencer {
     return this.#number(this.#core.next(seq));
   }
 
-  /** `NextRecID` of spec 002: the next O/W document or record id of the event's workspace. */
+  /**
+   * `NextRecID` (docs/DESIGN.md §5.1): the next O/W document or record id of the event's
+   * workspace.
+   */
   nextRecId() {
     return this.#number(this.#core.nextRecId());
   }
 
-  /** `NextCRecID` of spec 002: the next C document or record id of the event's workspace. */
+  /**
+   * `NextCRecID` (docs/DESIGN.md §5.1): the next C document or record id of the event's
+   * workspace.
+   */
   nextCRecId() {
     return this.#number(this.#core.nextCRecId());
   }
@@ -321,19 +327,22 @@ export class Sequencer {
     this.#kick();
   }
 
-  /** `FinishEvent` of spec 002: `flush()`. */
+  /** `FinishEvent` (docs/DESIGN.md §5.1): `flush()`. */
   finishEvent() {
     this.#check(this.#core.finishEvent());
     this.#kick();
   }
 
-  /** `CancelEvent` of spec 002: drops the event in progress (`NoTransactionError` without one). */
+  /**
+   * `CancelEvent` (docs/DESIGN.md §5.1): drops the event in progress (`NoTransactionError`
+   * without one).
+   */
   cancelEvent() {
     this.#check(this.#core.cancelEvent());
     this.#kick();
   }
 
-  /** spec 002's status: `'recover' | 'ready' | 'eventing' | 'finished'`. */
+  /** The facade's status, docs/DESIGN.md §5.3: `'recover' | 'ready' | 'eventing' | 'finished'`. */
   get sequenceStatus() {
     return SEQUENCE_STATUS()[this.#core.sequenceStatus()];
   }

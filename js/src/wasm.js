@@ -21,7 +21,7 @@ export function markReady() {
 export function requireWasm(what) {
   if (!ready) {
     throw new NotInitializedError(
-      `${what} needs the wasm module: call and await init() first (import { init } from '@sequencer/wasm')`,
+      `${what} needs the wasm module: call and await init() first (import { init } from 'plog-sequencer')`,
     );
   }
 }

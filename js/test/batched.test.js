@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryStorage, Sequencer, UnknownSeqIdError, NoTransactionError, StorageError } from '@sequencer/wasm';
+import { MemoryStorage, Sequencer, UnknownSeqIdError, NoTransactionError, StorageError } from 'plog-sequencer';
 import { rejectsWith } from './helpers.js';
 
 const KIND = 1;

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryStorage, Sequencer, StorageError } from '@sequencer/wasm';
+import { MemoryStorage, Sequencer, StorageError } from 'plog-sequencer';
 import { KIND, SEQ, WS, params, rng, startWhenPossible, watchUnhandledRejections } from './helpers.js';
 
 /** Two kinds, three sequences, small limits so that replay and "not now" paths run too. */

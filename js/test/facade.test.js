@@ -1,5 +1,5 @@
 /**
- * The ISequence facade of spec 002 (`EventSequencer`, `systemParams`, `eventValues`): the
+ * The ISequence facade, docs/DESIGN.md §5 (`EventSequencer`, `systemParams`, `eventValues`): the
  * command processor's flows (start → ids → finish / cancel), waiting for recovery on a manual
  * clock, the status transitions, recovery of the next ids from a platform PLog, and misuse.
  */
@@ -24,7 +24,7 @@ import {
   TransactionInProgressError,
   eventValues,
   systemParams,
-} from '@sequencer/wasm';
+} from 'plog-sequencer';
 import { rejectsWith, watchUnhandledRejections } from './helpers.js';
 
 /** A clock that moves only when told, with timers on its own time. */

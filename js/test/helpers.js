@@ -3,7 +3,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { SequencerError } from '@sequencer/wasm';
+import { SequencerError } from 'plog-sequencer';
 
 export const KIND = 1;
 export const SEQ = 1;
@@ -52,7 +52,7 @@ export async function rejectsWith(fn, cls) {
 
 /**
  * Starts a transaction, waiting out "not now" (actualization or too many unflushed values).
- * @param {import('@sequencer/wasm').Sequencer} s
+ * @param {import('plog-sequencer').Sequencer} s
  */
 export async function startWhenPossible(s, kind, ws) {
   for (;;) {

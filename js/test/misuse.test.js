@@ -21,7 +21,7 @@ import {
   UnknownWsKindError,
   UnsafeIntegerError,
   errorClasses,
-} from '@sequencer/wasm';
+} from 'plog-sequencer';
 import { KIND, SEQ, WS, params, rejectsWith } from './helpers.js';
 
 const open = (storage = new MemoryStorage(), extra = {}) => Sequencer.open({ params: params(extra), storage });

@@ -73,7 +73,7 @@ test('npm pack without the built pkg/ fails with one line naming scripts/js-buil
       (e) => e,
     );
     assert.ok(failed, 'npm pack succeeded without pkg/');
-    const ours = failed.stderr.split('\n').filter((l) => l.startsWith('@sequencer/wasm:'));
+    const ours = failed.stderr.split('\n').filter((l) => l.startsWith('plog-sequencer:'));
     assert.equal(ours.length, 1, failed.stderr);
     assert.match(ours[0], /not packing without the built wasm \(missing js\/pkg\/sequencer\.js.*run `bash scripts\/js-build\.sh`/);
     assert.deepEqual((await readdir(dir)).filter((f) => f.endsWith('.tgz')), []);

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
+import { MemoryStorage, NoTransactionError, Sequencer } from 'plog-sequencer';
 import { KIND, SEQ, params, rejectsWith } from './helpers.js';
 
 test('staged events take consecutive offsets and reach storage only after flush', async () => {

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryStorage, Sequencer } from '@sequencer/wasm';
+import { MemoryStorage, Sequencer } from 'plog-sequencer';
 import { KIND, SEQ, WS, params } from './helpers.js';
 
 test('a replay stores the offset after the last event it read, a flush the offset of the last event it flushed, and a restart numbers on from there', async () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import * as api from '@sequencer/wasm';
+import * as api from 'plog-sequencer';
 import { errorCodes, facadeConstants, recordSeq, sequenceStatusNames, statusNames } from '../pkg/sequencer.js';
 
 const dts = readFileSync(new URL('../src/index.d.ts', import.meta.url), 'utf8');

@@ -7,7 +7,7 @@ const needed = ['pkg/sequencer.js', 'pkg/sequencer.d.ts', 'pkg/sequencer_bg.wasm
 const missing = needed.filter((f) => !existsSync(new URL(`../${f}`, import.meta.url)));
 if (missing.length > 0) {
   console.error(
-    `@sequencer/wasm: not packing without the built wasm (missing js/${missing.join(', js/')}): run \`bash scripts/js-build.sh\` from the repository root first`,
+    `plog-sequencer: not packing without the built wasm (missing js/${missing.join(', js/')}): run \`bash scripts/js-build.sh\` from the repository root first`,
   );
   process.exit(1);
 }

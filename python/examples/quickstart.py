@@ -3,8 +3,8 @@
     pip install plog_sequencer-*.whl     # the wheel from scripts/build-plugin.sh
     python quickstart.py
 
-Uses spec 002's facade (`start_event`, `next_rec_id`, `finish_event`) over the system
-sequences: the PLog offset, the workspace's WLog offset and its record ids.
+Uses the facade (`start_event`, `next_rec_id`, `finish_event`; docs/DESIGN.md §5) over the
+system sequences: the PLog offset, the workspace's WLog offset and its record ids.
 """
 
 from plog_sequencer import EventOffsets, MemoryStorage, Params, Plugin

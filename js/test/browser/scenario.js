@@ -2,7 +2,7 @@
 // the input the page's query names (`?input=default|url|request|response|bytes|module`), then
 // actualize from a PLog, run transactions against an async in-memory storage, then a batch of
 // two events in one call, flush, misuse once; the result lands in `window.sequencerResult`.
-import { init, MemoryStorage, NoTransactionError, Sequencer } from '@sequencer/wasm';
+import { init, MemoryStorage, NoTransactionError, Sequencer } from 'plog-sequencer';
 
 const WASM = '/pkg/sequencer_bg.wasm';
 

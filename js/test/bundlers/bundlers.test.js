@@ -119,7 +119,7 @@ for (const format of ['esm', 'iife']) {
     const entry = join(app, 'src', `main-esbuild-${format}.js`);
     await writeFile(
       entry,
-      `import * as api from '@sequencer/wasm';\nimport wasmUrl from '@sequencer/wasm/sequencer_bg.wasm';\nimport { report, run } from './scenario.js';\nreport(run(api, wasmUrl));\n`,
+      `import * as api from 'plog-sequencer';\nimport wasmUrl from 'plog-sequencer/sequencer_bg.wasm';\nimport { report, run } from './scenario.js';\nreport(run(api, wasmUrl));\n`,
     );
     const out = join(app, `dist-esbuild-${format}`);
     const result = await esbuild.build({
@@ -143,7 +143,7 @@ for (const format of ['esm', 'iife']) {
 test('Vite (init() without input: Vite emits the wasm) builds the package without warnings and the page numbers events in Chromium', async () => {
   const root = join(app, 'vite');
   await mkdir(root);
-  await writeFile(join(root, 'main.js'), `import * as api from '@sequencer/wasm';\nimport { report, run } from '../src/scenario.js';\nreport(run(api));\n`);
+  await writeFile(join(root, 'main.js'), `import * as api from 'plog-sequencer';\nimport { report, run } from '../src/scenario.js';\nreport(run(api));\n`);
   await writeFile(join(root, 'index.html'), page('<script type="module" src="./main.js"></script>'));
   const problems = [];
   const logger = vite.createLogger('warn');
@@ -167,7 +167,7 @@ test('Vite (init() without input: Vite emits the wasm) builds the package withou
 
 test('webpack (init() without input: webpack emits the wasm) builds the package without warnings and the page numbers events in Chromium', async () => {
   const entry = join(app, 'src', 'main-webpack.js');
-  await writeFile(entry, `import * as api from '@sequencer/wasm';\nimport { report, run } from './scenario.js';\nreport(run(api));\n`);
+  await writeFile(entry, `import * as api from 'plog-sequencer';\nimport { report, run } from './scenario.js';\nreport(run(api));\n`);
   const out = join(app, 'dist-webpack');
   const stats = await new Promise((resolve, reject) =>
     webpack(
@@ -193,16 +193,16 @@ async function node(file, load) {
 }
 
 test('Node imports the installed package as an ES module (no init needed) and numbers events', async () => {
-  const result = await node('esm.mjs', "import * as api from '@sequencer/wasm';");
+  const result = await node('esm.mjs', "import * as api from 'plog-sequencer';");
   assert.deepEqual(result, { before: null, same: true, ...NUMBERED });
 });
 
 test('Node requires the installed package as CommonJS and numbers events, with the same classes as import', async () => {
-  const result = await node('cjs.cjs', "const api = require('@sequencer/wasm');");
+  const result = await node('cjs.cjs', "const api = require('plog-sequencer');");
   assert.deepEqual(result, { before: null, same: true, ...NUMBERED });
   await writeFile(
     join(app, 'both.mjs'),
-    `import { createRequire } from 'node:module';\nimport * as esm from '@sequencer/wasm';\nconst cjs = createRequire(import.meta.url)('@sequencer/wasm');\nconsole.log(cjs.Sequencer === esm.Sequencer && cjs.SequencerError === esm.SequencerError);\n`,
+    `import { createRequire } from 'node:module';\nimport * as esm from 'plog-sequencer';\nconst cjs = createRequire(import.meta.url)('plog-sequencer');\nconsole.log(cjs.Sequencer === esm.Sequencer && cjs.SequencerError === esm.SequencerError);\n`,
   );
   const { stdout } = await run(process.execPath, ['both.mjs'], { cwd: app });
   assert.equal(stdout, 'true\n');

@@ -1,6 +1,6 @@
 // Compiled (not run) by `tsc -p tsconfig.json` (lib ES2020 + DOM): every kind of input `init`
 // takes in a browser, and the error a call before it throws.
-import { init, NotInitializedError, Sequencer, MemoryStorage, type InitInput } from '@sequencer/wasm';
+import { init, NotInitializedError, Sequencer, MemoryStorage, type InitInput } from 'plog-sequencer';
 
 export async function initUsage(wasmUrl: string): Promise<void> {
   try {

@@ -27,7 +27,7 @@ import {
   type SeqStorage,
   type SeqValues,
   type SequencerStatus,
-} from '@sequencer/wasm';
+} from 'plog-sequencer';
 
 /** A storage of the user's own, all async. */
 class MyStorage implements SeqStorage {

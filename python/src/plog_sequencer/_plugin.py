@@ -190,9 +190,9 @@ class Plugin:
         return Sequencer(self, params, storage, clock or MonotonicClock(), observer)
 
     def system_params(self, base: Params) -> Params:
-        """`base` with spec 002's system sequences added (workspace kind 0: the WLog offset and
-        the record ids), its limits kept: the params of a sequencer for the `events` calls
-        (`start_event`, ...)."""
+        """`base` with the facade's system sequences added (docs/DESIGN.md §5.2: workspace kind
+        0, the WLog offset and the record ids), its limits kept: the params of a sequencer for
+        the `events` calls (`start_event`, ...)."""
         inst = _Instance(self, _NoHost())
         return _params_from(inst.call("events.system-params", _params_record(base)))
 
@@ -480,7 +480,7 @@ class Sequencer:
         """`flush`, then `start_batch`, in one call."""
         return self._batch("flush-start-batch", kind, ws, seqs)
 
-    # ---- the events interface (spec 002's facade) ----------------------------------------------
+    # ---- the events interface (the facade, docs/DESIGN.md §5) ---------------------------------
 
     def start_event(self, ws: int) -> Union[EventOffsets, NotNow]:
         """`StartEvent`: begin an event in workspace `ws` (needs params from
@@ -507,7 +507,7 @@ class Sequencer:
         self._checked("events.cancel-event")
 
     def event_status(self) -> SequenceStatus:
-        """`Status` of spec 002."""
+        """The facade's `Status` (docs/DESIGN.md §5.3)."""
         return SequenceStatus(self._call("events.status"))
 
     # ---- the tasks -----------------------------------------------------------------------------

@@ -28,7 +28,8 @@ class Status(str, Enum):
 
 
 class SequenceStatus(str, Enum):
-    """spec 002's `SequenceStatus` (the `events` interface's `sequence-status`)."""
+    """The facade's `SequenceStatus` (docs/DESIGN.md §5.3; the `events` interface's
+    `sequence-status`)."""
 
     NONE = "none"
     RECOVER = "recover"

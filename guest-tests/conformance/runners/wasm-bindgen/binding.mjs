@@ -1,5 +1,5 @@
 // The wasm-bindgen binding: the shell of js/pkg (built by scripts/test-js.sh) through the
-// @sequencer/wasm package's low-level `SequencerCore`. Type conversion only: every rule is the
+// plog-sequencer package's low-level `SequencerCore`. Type conversion only: every rule is the
 // shell's, as in the component. The shell queues the storage work it begins and keeps its
 // wake-up; after every call this binding hands them to the host. A numbers read the shell
 // hands out (this build's reads may be asynchronous, so it never reads inline) is performed
