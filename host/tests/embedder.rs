@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{component_path, run_host, text};
@@ -40,22 +40,50 @@ debug = false
     )
 }
 
+/// Where the outside crate and its build live: a folder of the build directory this test was
+/// built in (`CARGO_TARGET_DIR`, else the workspace's `target/`), kept between runs so that a
+/// second run builds only what changed. Its own target folder: its features differ from the
+/// workspace's, so it shares no build with it anyway.
+fn outside_dir() -> PathBuf {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        // .../target/debug/deps/embedder-HASH
+        None => std::env::current_exe()
+            .expect("the test's path")
+            .ancestors()
+            .nth(3)
+            .expect("the target folder")
+            .to_path_buf(),
+    };
+    target.join("outside-embedder")
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Writes `bytes` to `path` unless it holds them already (so a rerun rebuilds nothing).
+fn put(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).ok().as_deref() != Some(bytes) {
+        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+}
+
 #[test]
 fn a_program_outside_the_workspace_numbers_on_redb_restarts_and_passes_check() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let krate = tmp.path().join("outside-embedder");
+    let outside = outside_dir();
+    let krate = outside.join("crate");
     std::fs::create_dir_all(krate.join("src")).expect("crate folder");
-    std::fs::write(krate.join("Cargo.toml"), manifest()).expect("manifest");
+    put(&krate.join("Cargo.toml"), manifest().as_bytes());
     // The example is the program, as a user would copy it.
-    std::fs::copy(
-        Path::new(HOST_DIR).join("examples/embedded_store.rs"),
-        krate.join("src/main.rs"),
-    )
-    .expect("copy the example");
-    // The workspace's lock pins the same versions, so nothing is fetched or built anew but
-    // the two path crates.
-    let lock = Path::new(HOST_DIR).join("../Cargo.lock");
-    std::fs::copy(&lock, krate.join("Cargo.lock")).expect("copy Cargo.lock");
+    let example = Path::new(HOST_DIR).join("examples/embedded_store.rs");
+    put(&krate.join("src/main.rs"), &read(&example));
+    // The workspace's lock pins the same versions: nothing new is fetched.
+    put(
+        &krate.join("Cargo.lock"),
+        &read(&Path::new(HOST_DIR).join("../Cargo.lock")),
+    );
 
     let data = tmp.path().join("data");
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -64,6 +92,7 @@ fn a_program_outside_the_workspace_numbers_on_redb_restarts_and_passes_check() {
         .args(["run", "--quiet", "--"])
         .arg(&data)
         .env("SEQUENCER_COMPONENT", component_path())
+        .env("CARGO_TARGET_DIR", outside.join("target"))
         // Its own cache of compiled components, so the test leaves nothing behind.
         .env("SEQUENCER_CACHE", tmp.path().join("cache"))
         .env_remove("CARGO_MANIFEST_DIR")

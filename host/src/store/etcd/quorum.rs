@@ -150,7 +150,7 @@ impl Quorum {
         let lost_for = since.elapsed();
         if lost_for > wait {
             let failure = format!(
-                "{}: no majority ({reachable} of {total} members reachable) for {:.0} s, longer than the store waits ({} s, --store-wait-s); start the members that are down, then run again",
+                "{}: no majority ({reachable} of {total} members reachable) for {:.0} s, longer than the store waits ({} s); start the members that are down, then run again",
                 self.label,
                 lost_for.as_secs_f64(),
                 wait.as_secs()

@@ -333,7 +333,7 @@ fn same_plog(root: &Path, m: &Marker, url: Option<&str>) -> Result<(), StorageEr
     Err(err(
         root,
         format!(
-            "holds the view of {}, not of {}: give another --data directory",
+            "holds the view of {}, not of {}: give it another data directory",
             name(m.plog.as_deref()),
             name(url)
         ),

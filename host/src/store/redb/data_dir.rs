@@ -92,7 +92,7 @@ pub enum DataDirError {
     },
     /// Another process has the directory's database open.
     #[error(
-        "data directory {} is in use by another process (a run, inspect or check): wait for it to end, or use another --data",
+        "data directory {} is in use by another process (a run, inspect or check): wait for it to end, or use another data directory",
         .0.display()
     )]
     InUse(PathBuf),
