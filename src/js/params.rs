@@ -46,7 +46,8 @@ impl CoreParams {
         self.record(r)
     }
 
-    /// Adds the facade's system sequences to workspace kind 0 (spec 002), replacing those ids.
+    /// Adds the facade's system sequences to workspace kind 0 (`facade::system_params`),
+    /// replacing those ids.
     #[wasm_bindgen(js_name = addSystemSequences)]
     pub fn add_system_sequences(&mut self) {
         self.inner = facade::system_params(core::mem::take(&mut self.inner));

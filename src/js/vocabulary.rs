@@ -36,7 +36,7 @@ pub fn wit_status_names() -> Vec<String> {
         .collect()
 }
 
-/// spec 002's status names by `sequenceStatus()` value.
+/// The facade's sequence status names by `sequenceStatus()` value.
 #[wasm_bindgen(js_name = sequenceStatusNames)]
 pub fn sequence_status_names() -> Vec<String> {
     facade::SequenceStatus::ALL
@@ -45,7 +45,7 @@ pub fn sequence_status_names() -> Vec<String> {
         .collect()
 }
 
-/// The facade's constants (spec 002): `[SYSTEM_KIND, SEQ_WLOG_OFFSET, SEQ_REC_ID, SEQ_CREC_ID,
+/// The facade's constants: `[SYSTEM_KIND, SEQ_WLOG_OFFSET, SEQ_REC_ID, SEQ_CREC_ID,
 /// FIRST_WLOG_OFFSET, REGISTER_FACTOR, FIRST_USER_BASE_RECORD_ID, FIRST_REC_ID, FIRST_CREC_ID]`.
 #[wasm_bindgen(js_name = facadeConstants)]
 pub fn facade_constants() -> Vec<f64> {
@@ -66,7 +66,7 @@ pub fn facade_constants() -> Vec<f64> {
 }
 
 /// The sequence a record of kind `kind` (`'CDoc'`, `'CRecord'`, `'ODoc'`, `'ORecord'`,
-/// `'WDoc'`, `'WRecord'`) raises in recovery (spec 002), or -1 for an unknown kind.
+/// `'WDoc'`, `'WRecord'`) raises in recovery (`facade::RecordKind`), or -1 for an unknown kind.
 #[wasm_bindgen(js_name = recordSeq)]
 pub fn record_seq(kind: &str) -> i32 {
     facade::RecordKind::parse(kind).map_or(-1, |k| i32::from(k.seq()))
