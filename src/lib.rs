@@ -48,10 +48,13 @@ mod error;
 pub mod facade;
 #[cfg(all(feature = "js", not(target_os = "wasi")))]
 mod js;
+mod kinds;
 mod params;
+mod retry;
 mod sequencer;
 pub mod shell;
 pub mod testkit;
+mod timer;
 mod types;
 mod unflushed;
 mod vocab;

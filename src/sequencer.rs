@@ -5,7 +5,10 @@ use core::time::Duration;
 
 use crate::cache::{CacheSlot, NumberCache};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::params::Params;
+use crate::retry::{Backoff, RetryPolicy};
+use crate::timer::{Timer, TimerTable};
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
 use crate::unflushed::Unflushed;
 use crate::work::{
@@ -39,29 +42,6 @@ pub struct HeldNumbers {
     pub transaction: usize,
 }
 
-/// The sequences of one workspace kind with their initial values, sorted by sequence.
-struct KindSeqs(Box<[(SeqId, Number)]>);
-
-impl KindSeqs {
-    fn initial(&self, seq: SeqId) -> Option<Number> {
-        self.0.iter().find(|(s, _)| *s == seq).map(|(_, i)| *i)
-    }
-}
-
-/// The kinds of the params, sorted: a platform has a handful, so a binary search (one or two
-/// comparisons) beats hashing the kind on every `start`.
-struct Kinds(Box<[(WsKind, KindSeqs)]>);
-
-impl Kinds {
-    #[inline]
-    fn get(&self, kind: WsKind) -> Option<&KindSeqs> {
-        self.0
-            .binary_search_by_key(&kind, |(k, _)| *k)
-            .ok()
-            .map(|i| &self.0[i].1)
-    }
-}
-
 /// One sequence of the transaction in progress.
 #[derive(Clone, Copy)]
 struct Slot {
@@ -88,63 +68,6 @@ struct PendingLoad {
     seqs: Vec<SeqId>,
 }
 
-/// How long to wait before retrying a failed storage operation.
-#[derive(Clone, Copy)]
-struct RetryPolicy {
-    first: Duration,
-    max: Duration,
-    jitter_percent: u8,
-}
-
-impl RetryPolicy {
-    /// The wait after failure number `failures` (0 for the first) at `now`: `first`, doubling
-    /// with each failure up to `max`, less up to `jitter_percent` of it drawn from a hash of
-    /// `now` and `failures` (deterministic: the core reads no random source).
-    fn delay(&self, failures: u32, now: Instant) -> Duration {
-        let full = self
-            .first
-            .saturating_mul(1u32 << failures.min(31))
-            .min(self.max);
-        let nanos = u64::try_from(full.as_nanos()).unwrap_or(u64::MAX);
-        let span = u128::from(nanos) * u128::from(self.jitter_percent.min(100)) / 100;
-        let draw = mix(now.as_nanos() ^ u64::from(failures).rotate_left(32));
-        // `draw / 2^64` of the span, in 0..=span.
-        let off = (u128::from(draw) * (span + 1)) >> 64;
-        Duration::from_nanos(nanos - off as u64)
-    }
-}
-
-/// A 64-bit finalizer (SplitMix64's): every input bit moves every output bit.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// When a failed operation may be tried again.
-#[derive(Default)]
-struct Backoff {
-    failures: u32,
-    not_before: Option<Instant>,
-}
-
-impl Backoff {
-    fn ready(&self, now: Instant) -> bool {
-        self.not_before.is_none_or(|t| now >= t)
-    }
-
-    fn failed(&mut self, now: Instant, policy: RetryPolicy) {
-        let delay = policy.delay(self.failures, now);
-        self.failures = self.failures.saturating_add(1);
-        self.not_before = Some(now.saturating_add(delay));
-    }
-
-    fn succeeded(&mut self) {
-        *self = Self::default();
-    }
-}
-
 /// Where actualization stands.
 enum Step {
     /// A write handed out before `actualize` must be reported before storage can be read.
@@ -152,16 +75,16 @@ enum Step {
     /// Reading the stored next PLog offset (`issued` while the read is outstanding).
     ReadOffset { issued: Option<Ticket> },
     /// Replaying the PLog from `from` (`issued` while a page read is outstanding).
+    /// While held back by unflushed values, [`Timer::ReplayRecheck`] says when to look again.
     Replay {
         from: PLogOffset,
         issued: Option<Ticket>,
-        /// Set while held back by unflushed values: when to look again.
-        recheck_at: Option<Instant>,
     },
 }
 
 struct Actualization {
     step: Step,
+    /// Consecutive failed reads; [`Timer::ActualizeRetry`] holds the next one back.
     retry: Backoff,
 }
 
@@ -210,7 +133,10 @@ pub struct Sequencer {
     /// The slot `next` looks at first: the one after the last it used.
     slot_cursor: usize,
     pending_load: Option<PendingLoad>,
+    /// Consecutive failed writes; [`Timer::WriteRetry`] holds the next one back.
     write_retry: Backoff,
+    /// Every deadline the sequencer waits for.
+    timers: TimerTable,
     next_ticket: u64,
 }
 
@@ -219,24 +145,10 @@ impl Sequencer {
     /// offset. Refuses invalid params.
     pub fn new(params: Params) -> Result<Self, Error> {
         params.validate()?;
-        let mut kinds: Vec<(WsKind, KindSeqs)> = params
-            .seq_types
-            .iter()
-            .map(|(&kind, seqs)| {
-                let mut list: Vec<(SeqId, Number)> = seqs.iter().map(|(&s, &i)| (s, i)).collect();
-                list.sort_unstable();
-                (kind, KindSeqs(list.into_boxed_slice()))
-            })
-            .collect();
-        kinds.sort_unstable_by_key(|(kind, _)| *kind);
-        let widest = params
-            .seq_types
-            .values()
-            .map(|s| s.len())
-            .max()
-            .unwrap_or(0);
+        let kinds = Kinds::new(&params.seq_types);
+        let widest = kinds.widest();
         Ok(Self {
-            kinds: Kinds(kinds.into_boxed_slice()),
+            kinds,
             max_unflushed: params.max_unflushed_values,
             batcher_delay: params.batcher_delay_on_overflow,
             retry: RetryPolicy {
@@ -257,6 +169,7 @@ impl Sequencer {
             slot_cursor: 0,
             pending_load: None,
             write_retry: Backoff::default(),
+            timers: TimerTable::default(),
             next_ticket: 0,
         })
     }
@@ -327,7 +240,7 @@ impl Sequencer {
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
         let mut missing: Vec<SeqId> = Vec::new();
-        for (i, &(seq, initial)) in seqs.0.iter().enumerate() {
+        for (i, &(seq, initial)) in seqs.all().iter().enumerate() {
             let known = cached
                 .and_then(|c| c.get_at(i, seq))
                 .or_else(|| unwritten(&self.unflushed, orphan, ws, seq));
@@ -446,7 +359,7 @@ impl Sequencer {
     /// numbers.
     pub fn kind_seqs(&self, kind: WsKind) -> Result<impl Iterator<Item = SeqId> + '_, Error> {
         let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
-        Ok(seqs.0.iter().map(|&(seq, _)| seq))
+        Ok(seqs.all().iter().map(|&(seq, _)| seq))
     }
 
     /// Adds to `out` each workspace of `ws` (once) for which a `start` of kind `kind` would
@@ -486,7 +399,7 @@ impl Sequencer {
                 cached.and_then(|c| c.get_at(i, seq)).is_some()
                     || unwritten(&self.unflushed, orphan, w, seq).is_some()
             };
-            if !seqs.0.iter().enumerate().all(held) && !out.contains(&w) {
+            if !seqs.all().iter().enumerate().all(held) && !out.contains(&w) {
                 out.push(w);
             }
         }
@@ -498,10 +411,14 @@ impl Sequencer {
     /// nothing unless the sequencer is ready.
     pub fn preload(&mut self, kind: WsKind, ws: WsId, stored: &[Number]) -> Result<(), Error> {
         self.check_alive()?;
-        let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
-        if stored.len() != seqs.0.len() {
+        let seqs = self
+            .kinds
+            .get(kind)
+            .ok_or(Error::UnknownWsKind(kind))?
+            .all();
+        if stored.len() != seqs.len() {
             return Err(Error::MalformedNumbers {
-                expected: seqs.0.len(),
+                expected: seqs.len(),
                 got: stored.len(),
             });
         }
@@ -514,7 +431,7 @@ impl Sequencer {
         let orphan = self.cache.orphan(ws);
         self.cache.raise(
             ws,
-            seqs.0.iter().zip(stored).map(|(&(seq, initial), &stored)| {
+            seqs.iter().zip(stored).map(|(&(seq, initial), &stored)| {
                 let stored = continue_from(stored, initial);
                 (
                     seq,
@@ -620,6 +537,7 @@ impl Sequencer {
             step,
             retry: Backoff::default(),
         });
+        self.stop_actualizer_timers();
         Ok(())
     }
 
@@ -632,6 +550,7 @@ impl Sequencer {
         self.pending_load = None;
         self.cache.clear();
         self.unflushed.clear_all();
+        self.timers = TimerTable::default();
     }
 
     /// The next storage operation to perform, if one is due at `now`.
@@ -642,7 +561,7 @@ impl Sequencer {
         if matches!(self.phase, Phase::CleanedUp) {
             return None;
         }
-        if self.write_wanted() && self.write_retry.ready(now) {
+        if self.write_wanted() && !self.timers.pending(Timer::WriteRetry, now) {
             let ticket = self.new_ticket();
             let (values, next_plog_offset) = self.unflushed.begin_write(ticket, self.stored_offset);
             return Some(Work::Write(WriteRequest {
@@ -657,7 +576,7 @@ impl Sequencer {
         let Phase::Actualizing(a) = &mut self.phase else {
             return None;
         };
-        if !a.retry.ready(now) {
+        if self.timers.pending(Timer::ActualizeRetry, now) {
             return None;
         }
         let work = match &mut a.step {
@@ -665,20 +584,17 @@ impl Sequencer {
                 *issued = Some(ticket);
                 Work::ReadNextOffset { ticket }
             }
-            Step::Replay {
-                from,
-                issued,
-                recheck_at,
-            } if issued.is_none() => {
+            Step::Replay { from, issued } if issued.is_none() => {
                 if unflushed >= max_unflushed {
                     // Still held back: look again one batcher delay from now.
-                    if recheck_at.is_some_and(|t| now >= t) {
-                        *recheck_at = Some(now.saturating_add(self.batcher_delay));
+                    if self.timers.expired(Timer::ReplayRecheck, now) {
+                        let at = now.saturating_add(self.batcher_delay);
+                        self.timers.set(Timer::ReplayRecheck, at);
                     }
                     return None;
                 }
                 *issued = Some(ticket);
-                *recheck_at = None;
+                self.timers.stop(Timer::ReplayRecheck);
                 Work::ReadPlog {
                     ticket,
                     from: *from,
@@ -707,26 +623,31 @@ impl Sequencer {
     /// The latest instant by which the driver must call [`poll_work`](Self::poll_work) again,
     /// if no outcome is reported before then; `None` when only a report can make work due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let write = self
-            .write_wanted()
-            .then_some(self.write_retry.not_before)
-            .flatten();
-        let actualizer = match &self.phase {
-            Phase::Actualizing(a) => match a.step {
-                Step::ReadOffset { issued: None } => a.retry.not_before,
-                Step::Replay {
-                    issued: None,
-                    recheck_at,
-                    ..
-                } => a.retry.not_before.max(recheck_at),
-                _ => None,
-            },
+        self.timers.earliest(|timer| self.awaits(timer))
+    }
+
+    /// Whether the work `timer` holds back is wanted now. A retry delay stays armed until the
+    /// next success, through the attempt it let through, and a replay recheck until the next
+    /// read: while nothing waits for them their deadlines must wake no one.
+    fn awaits(&self, timer: Timer) -> bool {
+        let step = match &self.phase {
+            Phase::Actualizing(a) => Some(&a.step),
             _ => None,
         };
-        match (write, actualizer) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        match timer {
+            Timer::WriteRetry => self.write_wanted(),
+            Timer::ActualizeRetry => matches!(
+                step,
+                Some(Step::ReadOffset { issued: None } | Step::Replay { issued: None, .. })
+            ),
+            Timer::ReplayRecheck => matches!(step, Some(Step::Replay { issued: None, .. })),
         }
+    }
+
+    /// Actualization starts over or ends: its retry delay and replay recheck go with it.
+    fn stop_actualizer_timers(&mut self) {
+        self.timers.stop(Timer::ActualizeRetry);
+        self.timers.stop(Timer::ReplayRecheck);
     }
 
     /// Reports that the [`Work::Write`] under `ticket` is durable in storage.
@@ -739,6 +660,7 @@ impl Sequencer {
             self.stored_offset = offset;
         }
         self.write_retry.succeeded();
+        self.timers.stop(Timer::WriteRetry);
         self.after_write_settled();
         Ok(())
     }
@@ -762,9 +684,9 @@ impl Sequencer {
                 a.step = Step::Replay {
                     from: offset.max(1),
                     issued: None,
-                    recheck_at: None,
                 };
                 a.retry.succeeded();
+                self.stop_actualizer_timers();
                 self.stored_offset = offset;
                 Ok(())
             }
@@ -877,13 +799,20 @@ impl Sequencer {
         if finished {
             self.phase = Phase::Ready;
             self.next_offset = cursor;
+            self.stop_actualizer_timers();
         } else if let Phase::Actualizing(a) = &mut self.phase {
             a.retry.succeeded();
             a.step = Step::Replay {
                 from: cursor,
                 issued: None,
-                recheck_at: (!whole_page).then(|| now.saturating_add(self.batcher_delay)),
             };
+            self.timers.stop(Timer::ActualizeRetry);
+            if whole_page {
+                self.timers.stop(Timer::ReplayRecheck);
+            } else {
+                let at = now.saturating_add(self.batcher_delay);
+                self.timers.set(Timer::ReplayRecheck, at);
+            }
         }
         ReplayProgress {
             consumed: i,
@@ -909,7 +838,8 @@ impl Sequencer {
                 self.unflushed.write_done();
             } else {
                 self.unflushed.write_failed();
-                self.write_retry.failed(now, self.retry);
+                let at = self.write_retry.failed(now, self.retry);
+                self.timers.set(Timer::WriteRetry, at);
             }
             self.after_write_settled();
             return Ok(());
@@ -929,7 +859,8 @@ impl Sequencer {
             };
             if *issued == Some(ticket) {
                 *issued = None;
-                a.retry.failed(now, self.retry);
+                let at = a.retry.failed(now, self.retry);
+                self.timers.set(Timer::ActualizeRetry, at);
                 return Ok(());
             }
         }

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use sequencer::testkit::Rng;
 use sequencer::{Params, SeqValue, Work};
-use sequencer_guest_tests::sim::engine::{Effect, Io};
+use sequencer_guest_tests::sim::io::{Effect, Io};
 use sequencer_host::bindings::{GuestError, HeldNumbers, Outcome, SeqQuad, StartOutcome, Status};
 use sequencer_host::link::{Instance, Limits, Linked, plog_words, wit_page};
 use sequencer_host::{component_path, guest_params};

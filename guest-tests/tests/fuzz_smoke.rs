@@ -55,9 +55,9 @@ fn random_call_sequences_through_the_boundary_only_ever_get_typed_errors() {
 /// `FUZZ_INPUT=<file>`.
 #[test]
 fn flush_at_the_last_plog_offset_is_a_typed_outcome_not_an_overflow() {
-    use sequencer_guest_tests::sim::engine::{
-        Call, Delivery, EngineKind, Io, Refusal, Reply, boot,
-    };
+    use sequencer_guest_tests::sim::calls::{Call, Delivery, Refusal, Reply};
+    use sequencer_guest_tests::sim::engine::{EngineKind, boot};
+    use sequencer_guest_tests::sim::io::Io;
     use sequencer_host::bindings::GuestParams;
     use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
 

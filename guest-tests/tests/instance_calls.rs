@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use sequencer::Params;
-use sequencer_guest_tests::sim::engine::{Effect, Io, NumbersAnswer};
+use sequencer_guest_tests::sim::io::{Effect, Io, NumbersAnswer};
 use sequencer_host::bindings::{GuestError, Outcome, PlogPage, Refusal, StartOutcome, Status};
 use sequencer_host::link::{Limits, Linked};
 use sequencer_host::{component_path, guest_params};

@@ -114,11 +114,12 @@ fn trap(e: wasmtime::Error) -> Fail {
 }
 
 fn refusal(e: &GuestError) -> (String, String) {
-    (link::error_case(e).to_owned(), sequencer_host::describe(e))
+    (e.case().to_owned(), e.describe())
 }
 
+/// A core refusal under the case the component reports it as, with the core's own text.
 fn native_refusal(e: &Error) -> (String, String) {
-    let case = e.kind().wit_case().unwrap_or("invalid-params");
+    let case = GuestError::from(e.clone()).case();
     (case.to_owned(), e.to_string())
 }
 

@@ -7,16 +7,17 @@
 
 use std::sync::OnceLock;
 
-use sequencer::{HeldNumbers, NotNowReason, Status};
+use sequencer::{HeldNumbers, NotNowReason};
 use sequencer_host::bindings::{
-    BatchNumbers, GuestError, GuestParams, NotNowReason as GuestNotNow, Outcome, QuadNumbers,
-    SeqQuad, StartOutcome, Status as GuestStatus,
+    BatchNumbers, GuestParams, NotNowReason as GuestNotNow, Outcome, QuadNumbers, SeqQuad,
+    StartOutcome,
 };
-use sequencer_host::link::{Instance, Limits, Linked, plog_words, wit_page};
+use sequencer_host::link::{Instance, Limits, Linked, core_status, plog_words, wit_page};
 
-use super::engine::{
-    BatchReply, Call, Delivery, Engine, EngineFault, Io, Quad, Refusal, Reply, Started, flat_layout,
+use super::calls::{
+    BatchReply, Call, Delivery, Engine, EngineFault, Quad, Refusal, Reply, Started, flat_layout,
 };
+use super::io::Io;
 
 /// Fuel for one guest call: far more than any call needs, so running out means a runaway guest.
 pub const FUEL_PER_CALL: u64 = 500_000_000;
@@ -59,7 +60,7 @@ impl ComponentEngine {
             .sequencer()
             .call_create(&mut store, params);
         std::mem::swap(io, &mut store.data_mut().host);
-        Ok(created.map_err(trap)?.map_err(refusal).map(|handle| {
+        Ok(created.map_err(trap)?.map_err(Refusal::from).map(|handle| {
             Self(Instance {
                 store,
                 plugin,
@@ -76,52 +77,49 @@ impl ComponentEngine {
             Call::Start { kind, ws } => Reply::Start(
                 api.call_start(store, h, *kind, *ws)?
                     .map(started)
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::StartNext { kind, ws, seqs } => Reply::StartNext(
                 api.call_start_next(store, h, *kind, *ws, seqs)?
                     .map(|(o, n)| (started(o), n))
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::FlushStartNext { kind, ws, seqs } => Reply::StartNext(
                 api.call_flush_start_next(store, h, *kind, *ws, seqs)?
                     .map(|(o, n)| (started(o), n))
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::StartNextQuad { kind, ws, seqs } => Reply::Quad(
                 api.call_start_next_quad(store, h, *kind, *ws, seq_quad(seqs))?
                     .map(quad_reply)
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::FlushStartNextQuad { kind, ws, seqs } => Reply::Quad(
                 api.call_flush_start_next_quad(store, h, *kind, *ws, seq_quad(seqs))?
                     .map(quad_reply)
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
-            Call::Stage => Reply::Done(api.call_stage(store, h)?.map_err(refusal)),
+            Call::Stage => Reply::Done(api.call_stage(store, h)?.map_err(Refusal::from)),
             Call::StartBatch { kind, ws, seqs } => Reply::Batch(
                 api.call_start_batch(store, h, *kind, ws, seq_quad(seqs))?
                     .map(batch_reply)
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::FlushStartBatch { kind, ws, seqs } => Reply::Batch(
                 api.call_flush_start_batch(store, h, *kind, ws, seq_quad(seqs))?
                     .map(batch_reply)
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
-            Call::Next { seq } => Reply::Number(api.call_next(store, h, *seq)?.map_err(refusal)),
-            Call::Flush => Reply::Done(api.call_flush(store, h)?.map_err(refusal)),
-            Call::Actualize => Reply::Done(api.call_actualize(store, h)?.map_err(refusal)),
+            Call::Next { seq } => {
+                Reply::Number(api.call_next(store, h, *seq)?.map_err(Refusal::from))
+            }
+            Call::Flush => Reply::Done(api.call_flush(store, h)?.map_err(Refusal::from)),
+            Call::Actualize => Reply::Done(api.call_actualize(store, h)?.map_err(Refusal::from)),
             Call::Cleanup => {
                 api.call_cleanup(store, h)?;
                 Reply::Nothing
             }
-            Call::Status => Reply::Status(match api.call_status(store, h)? {
-                GuestStatus::Actualizing => Status::Actualizing,
-                GuestStatus::Ready => Status::Ready,
-                GuestStatus::InTransaction => Status::InTransaction,
-                GuestStatus::CleanedUp => Status::CleanedUp,
-            }),
+            Call::Status => Reply::Status(core_status(api.call_status(store, h)?)),
             Call::HeldNumbers => {
                 let h = api.call_held_numbers(store, h)?;
                 Reply::Held(HeldNumbers {
@@ -135,11 +133,11 @@ impl ComponentEngine {
                 outcome: Delivery::PlogPage { values, next, end },
             } if flat_layout(*op) => Reply::Done(
                 api.call_deliver_plog_words(store, h, *op, &plog_words(values), *next, *end)?
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::Deliver { op, outcome } => Reply::Done(
                 api.call_deliver(store, h, *op, &outcome_to_guest(outcome))?
-                    .map_err(refusal),
+                    .map_err(Refusal::from),
             ),
             Call::Pump => {
                 api.call_pump(store, h)?;
@@ -209,29 +207,5 @@ pub fn outcome_to_guest(d: &Delivery) -> Outcome {
             Outcome::PlogPage(wit_page(values, *next, *end))
         }
         Delivery::Failed(m) => Outcome::Failed(m.clone()),
-    }
-}
-
-fn refusal(e: GuestError) -> Refusal {
-    match e {
-        GuestError::InvalidParams(_) => Refusal::InvalidParams,
-        GuestError::CleanedUp => Refusal::CleanedUp,
-        GuestError::TransactionInProgress => Refusal::TransactionInProgress,
-        GuestError::NoTransaction => Refusal::NoTransaction,
-        GuestError::UnknownWsKind(k) => Refusal::UnknownWsKind(k),
-        GuestError::UnknownSeqId(r) => Refusal::UnknownSeqId {
-            kind: r.kind,
-            seq: r.seq,
-        },
-        GuestError::AlreadyActualizing => Refusal::AlreadyActualizing,
-        GuestError::SequenceExhausted(r) => Refusal::SequenceExhausted {
-            kind: r.kind,
-            seq: r.seq,
-        },
-        GuestError::UnknownOperation(op) => Refusal::UnknownOperation(op),
-        GuestError::WrongOutcome(op) => Refusal::WrongOutcome(op),
-        GuestError::MalformedNumbers(m) => Refusal::MalformedNumbers(m),
-        GuestError::MalformedPlogPage(m) => Refusal::MalformedPlogPage(m),
-        GuestError::Storage(m) => Refusal::Storage(m),
     }
 }

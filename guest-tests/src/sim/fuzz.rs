@@ -12,7 +12,9 @@ use sequencer::{SeqValue, Status, Work, WriteRequest};
 use sequencer_host::bindings::GuestParams;
 use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
 
-use super::engine::{Call, Delivery, Effect, Engine, EngineKind, Io, NumbersAnswer, Reply, boot};
+use super::calls::{Call, Delivery, Engine, Reply, Started};
+use super::engine::{EngineKind, boot};
+use super::io::{Effect, Io, NumbersAnswer};
 use super::rng::Rng;
 
 /// Reads the input front to back; past its end every read is 0.
@@ -263,7 +265,7 @@ pub fn run_input(data: &[u8]) -> Result<FuzzReport, String> {
             0 => {
                 let (kind, ws) = (u16::from(b.u8() % 4), u64::from(b.u8() % 4));
                 let reply = h.checked(Call::Start { kind, ws })?;
-                if let Reply::Start(Ok(super::engine::Started::Offset(o))) = reply {
+                if let Reply::Start(Ok(Started::Offset(o))) = reply {
                     h.tx = Some((o, ws, Vec::new()));
                 }
             }
@@ -324,7 +326,7 @@ pub fn run_input(data: &[u8]) -> Result<FuzzReport, String> {
             8 => {
                 let (kind, ws) = (u16::from(b.u8() % 4), u64::from(b.u8() % 4));
                 let seqs = (0..b.u8() % 6).map(|_| u16::from(b.u8() % 10)).collect();
-                if let Reply::StartNext(Ok((super::engine::Started::Offset(o), numbers))) =
+                if let Reply::StartNext(Ok((Started::Offset(o), numbers))) =
                     h.call(Call::StartNext {
                         kind,
                         ws,

@@ -7,7 +7,7 @@ use crate::store::storage::PartitionId;
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// The guest refused the call (misuse or storage failure it reported).
-    #[error("sequencer refused the call: {}", describe(.0))]
+    #[error("sequencer refused the call: {}", .0.describe())]
     Sequencer(GuestError),
     /// The guest trapped; its instance was replaced by a new one that is actualizing.
     #[error("the sequencer of partition {partition} trapped and was restarted: {message}")]
@@ -25,27 +25,7 @@ pub enum HostError {
     Component(String),
 }
 
-/// A one-line description of a guest error.
+/// A one-line description of a guest error ([`GuestError::describe`]).
 pub fn describe(e: &GuestError) -> String {
-    match e {
-        GuestError::InvalidParams(m) => format!("invalid params: {m}"),
-        GuestError::CleanedUp => "the sequencer was cleaned up".into(),
-        GuestError::TransactionInProgress => "a transaction is already in progress".into(),
-        GuestError::NoTransaction => "no transaction is in progress".into(),
-        GuestError::UnknownWsKind(k) => format!("unknown workspace kind {k}"),
-        GuestError::UnknownSeqId(r) => {
-            format!("unknown sequence {} for workspace kind {}", r.seq, r.kind)
-        }
-        GuestError::AlreadyActualizing => "actualization is already in progress".into(),
-        GuestError::SequenceExhausted(r) => {
-            format!(
-                "sequence {} of workspace kind {} is exhausted",
-                r.seq, r.kind
-            )
-        }
-        GuestError::UnknownOperation(op) => format!("no storage operation {op} is outstanding"),
-        GuestError::WrongOutcome(op) => format!("wrong kind of outcome for operation {op}"),
-        GuestError::MalformedNumbers(m) | GuestError::MalformedPlogPage(m) => m.clone(),
-        GuestError::Storage(m) => format!("storage failed: {m}"),
-    }
+    e.describe()
 }

@@ -214,23 +214,10 @@ pub fn core_status(s: wit::Status) -> Status {
     }
 }
 
-/// The case name of a WIT error (as the WIT spells it), for messages and comparisons.
+/// The case name of a WIT error (as the WIT spells it), for messages and comparisons
+/// ([`GuestError::case`]).
 pub fn error_case(e: &GuestError) -> &'static str {
-    match e {
-        GuestError::InvalidParams(_) => "invalid-params",
-        GuestError::CleanedUp => "cleaned-up",
-        GuestError::TransactionInProgress => "transaction-in-progress",
-        GuestError::NoTransaction => "no-transaction",
-        GuestError::UnknownWsKind(_) => "unknown-ws-kind",
-        GuestError::UnknownSeqId(_) => "unknown-seq-id",
-        GuestError::AlreadyActualizing => "already-actualizing",
-        GuestError::SequenceExhausted(_) => "sequence-exhausted",
-        GuestError::UnknownOperation(_) => "unknown-operation",
-        GuestError::WrongOutcome(_) => "wrong-outcome",
-        GuestError::MalformedNumbers(_) => "malformed-numbers",
-        GuestError::MalformedPlogPage(_) => "malformed-plog-page",
-        GuestError::Storage(_) => "storage",
-    }
+    e.case()
 }
 
 /// `HasData` for [`StoreData`]: the imports borrow the whole store data.

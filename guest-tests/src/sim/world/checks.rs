@@ -130,12 +130,12 @@ impl World<'_> {
         }
         if let Some(peak) = self.engine.as_ref().and_then(|e| e.memory_peak()) {
             self.stats.peak_guest_memory = self.stats.peak_guest_memory.max(peak as u64);
-            if peak > crate::sim::GUEST_MEMORY_BOUND {
+            if peak > GUEST_MEMORY_BOUND {
                 return Err(violation(
                     Invariant::MemoryBounds,
                     format!(
                         "the component's linear memory grew to {peak} bytes (bound {})",
-                        crate::sim::GUEST_MEMORY_BOUND
+                        GUEST_MEMORY_BOUND
                     ),
                 ));
             }

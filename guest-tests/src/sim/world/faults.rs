@@ -1,40 +1,8 @@
-//! The configuration drawn per seed, and the faults injected step by step: storage acting on an operation (or failing, halfway or
-//! not), outcomes delivered late, out of order or with a lost acknowledgement, and crashes.
-
-use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+//! The faults injected step by step, at the rates the seed drew ([`FaultRates`]): storage
+//! acting on an operation (or failing, halfway or not), outcomes delivered late, out of order or
+//! with a lost acknowledgement, and crashes.
 
 use super::*;
-
-impl Shape {
-    /// The limits and params of the run of `seed`, drawn from `rng`: tight and roomy ones, so
-    /// that volume covers both.
-    pub(super) fn draw(seed: u64, rng: &mut Rng) -> (Shape, GuestParams) {
-        let shape = Shape {
-            max_unflushed: rng.pick(&[1, 2, 4, 4, 8, 500]),
-            lru: rng.pick(&[3, 4, 8, 8, 64]),
-            page_events: rng.range(1, 6),
-            workspaces: rng.pick(&[1, 3, 6, 6, 20]),
-        };
-        let retry = rng.range(1, 10) * MS;
-        let params = GuestParams {
-            kinds: [1u16, 2]
-                .iter()
-                .map(|&kind| KindSequences {
-                    kind,
-                    sequences: kind_seqs(kind).to_vec(),
-                })
-                .collect(),
-            max_unflushed_values: shape.max_unflushed as u32,
-            lru_cache_size: shape.lru as u32,
-            batcher_delay_ns: rng.range(1, 3) * MS,
-            retry_delay_ns: retry,
-            max_retry_delay_ns: retry * rng.pick(&[1, 8]),
-            // Derived from the seed, not drawn: the rest of a seed's run stays as it was.
-            retry_jitter_percent: [0, 50, 100][(seed % 3) as usize],
-        };
-        (shape, params)
-    }
-}
 
 impl World<'_> {
     /// Storage acts on operation `i`: a read is answered (or fails), a write applies its next
@@ -43,10 +11,11 @@ impl World<'_> {
         let calm = self.calm;
         let down = self.io.storage.down() && !calm;
         let fail = |rng: &mut Rng, percent| !calm && (down || rng.chance(percent));
+        let rates = &self.faults;
         let p = &mut self.pending[i];
         let (next_state, note) = match (&p.begun, &p.state) {
             (Work::ReadNextOffset { ticket: Ticket(op) }, _) => {
-                if fail(&mut self.rng, 8) {
+                if fail(&mut self.rng, rates.read_fails_percent) {
                     self.stats.failed_reads += 1;
                     (
                         OpState::Ready(Delivery::Failed("read failed".into())),
@@ -67,7 +36,7 @@ impl World<'_> {
                 },
                 _,
             ) => {
-                if fail(&mut self.rng, 8) {
+                if fail(&mut self.rng, rates.read_fails_percent) {
                     self.stats.failed_reads += 1;
                     (
                         OpState::Ready(Delivery::Failed("read failed".into())),
@@ -91,7 +60,7 @@ impl World<'_> {
                 }),
                 OpState::Waiting,
             ) => {
-                if fail(&mut self.rng, 6) {
+                if fail(&mut self.rng, rates.write_fails_percent) {
                     self.stats.failed_writes += 1;
                     (
                         OpState::Ready(Delivery::Failed("write failed".into())),
@@ -111,7 +80,7 @@ impl World<'_> {
                 }),
                 _,
             ) => {
-                if fail(&mut self.rng, 4) {
+                if fail(&mut self.rng, rates.write_fails_halfway_percent) {
                     self.stats.failed_writes += 1;
                     (
                         OpState::Ready(Delivery::Failed("write failed halfway".into())),
@@ -148,7 +117,10 @@ impl World<'_> {
                 "delivering an unfinished operation",
             ));
         };
-        if outcome == Delivery::Written && !self.calm && self.rng.chance(3) {
+        if outcome == Delivery::Written
+            && !self.calm
+            && self.rng.chance(self.faults.write_ack_lost_percent)
+        {
             // The write landed but its acknowledgement was lost: storage reports a failure.
             self.stats.ambiguous_writes += 1;
             outcome = Delivery::Failed("timed out (the write landed)".into());

@@ -2,7 +2,8 @@
 //! late and reordered completions, storage faults, crashes and clock jumps around one engine,
 //! checking every invariant after every step.
 //!
-//! By concern: the configuration and faults drawn per seed ([`faults`]), the command
+//! By concern: the faults injected step by step ([`faults`], at the rates the seed's
+//! [`Options`](super::options::Options) drew), the command
 //! processor's workload ([`workload`]), the model of what every number and offset must be
 //! ([`model`]), misuse probes ([`probes`]), one checker per invariant family ([`checks`]), and
 //! the scheduler ([`scheduler`]); this module holds the run's state and its calls into the
@@ -21,12 +22,15 @@ use sequencer::{
 };
 use sequencer_host::bindings::GuestParams;
 
-use super::engine::{
-    BatchReply, Call, Delivery, Effect, Engine, EngineFault, Io, NumbersAnswer, Quad, Refusal,
-    Reply, Started, boot,
+use super::calls::{
+    BatchReply, Call, Delivery, Engine, EngineFault, Quad, Refusal, Reply, Started,
 };
+use super::config::SimConfig;
+use super::engine::boot;
+use super::io::{Effect, Io, NumbersAnswer};
+use super::options::{FaultRates, HOUR, MS, Options, Shape, kind_seqs};
 use super::rng::Rng;
-use super::{Invariant, SimConfig, Stats, Violation};
+use super::verdict::{GUEST_MEMORY_BOUND, Invariant, Stats, Violation};
 
 mod checks;
 mod faults;
@@ -35,11 +39,6 @@ mod probes;
 mod scheduler;
 mod workload;
 
-/// The sequences of workspace kind 1: (sequence, initial value).
-const KIND_1: &[(u16, u64)] = &[(1, 1), (2, 50), (3, 7)];
-/// The sequences of workspace kind 2; sequence 9 starts next to the end of the numbers, so
-/// transactions run into `sequence-exhausted`.
-const KIND_2: &[(u16, u64)] = &[(1, 1), (9, u64::MAX - 6)];
 /// The widest kind's number of sequences.
 const WIDEST: usize = 3;
 /// The distinct sequences of all kinds: what one workspace's cache entry can grow to when the
@@ -50,27 +49,11 @@ const UNKNOWN_SEQ: u16 = 77;
 /// A kind the params do not define.
 const UNKNOWN_KIND: u16 = 9;
 
-const MS: u64 = 1_000_000;
-const HOUR: u64 = 3_600_000 * MS;
-
-fn kind_seqs(kind: u16) -> &'static [(u16, u64)] {
-    if kind == 1 { KIND_1 } else { KIND_2 }
-}
-
 fn initial(kind: u16, seq: u16) -> u64 {
     kind_seqs(kind)
         .iter()
         .find(|(s, _)| *s == seq)
         .map_or(1, |(_, i)| *i)
-}
-
-/// Limits chosen per seed, so that volume covers tight and roomy configurations.
-#[derive(Clone, Copy, Debug)]
-struct Shape {
-    max_unflushed: usize,
-    lru: usize,
-    page_events: u64,
-    workspaces: u64,
 }
 
 /// Where a storage operation stands.
@@ -164,6 +147,8 @@ pub(super) struct World<'c> {
     rng: Rng,
     shape: Shape,
     params: GuestParams,
+    /// The chance of every fault in this run.
+    faults: FaultRates,
     io: Io,
     engine: Option<Box<dyn Engine>>,
     pending: Vec<Pending>,
@@ -215,8 +200,14 @@ fn fmt_ns(ns: u64) -> String {
 
 impl<'c> World<'c> {
     pub(super) fn new(seed: u64, cfg: &'c SimConfig, trace: bool) -> Self {
-        let mut rng = Rng::new(seed);
-        let (shape, params) = Shape::draw(seed, &mut rng);
+        let (
+            Options {
+                shape,
+                params,
+                faults,
+            },
+            rng,
+        ) = Options::draw(seed);
         let io = Io {
             storage: super::storage::SimStorage {
                 offset_first: cfg.offset_first,
@@ -229,6 +220,7 @@ impl<'c> World<'c> {
             rng,
             shape,
             params,
+            faults,
             io,
             engine: None,
             pending: Vec::new(),
@@ -422,13 +414,21 @@ impl<'c> World<'c> {
                     let latency = if self.calm {
                         0
                     } else {
-                        match self.rng.below(20) {
-                            0..=13 => 0,
-                            14..=18 => self.rng.range(1, 5 * MS),
-                            _ => {
-                                self.stats.long_latencies += 1;
-                                self.rng.range(100 * MS, 2_000 * MS)
+                        let (short, long) = (
+                            self.faults.short_latency_percent,
+                            self.faults.long_latency_percent,
+                        );
+                        match self.rng.below(100) {
+                            roll if roll < short => {
+                                let r = &self.faults.short_latency_ns;
+                                self.rng.range(*r.start(), *r.end())
                             }
+                            roll if roll < short + long => {
+                                self.stats.long_latencies += 1;
+                                let r = &self.faults.long_latency_ns;
+                                self.rng.range(*r.start(), *r.end())
+                            }
+                            _ => 0,
                         }
                     };
                     self.pending.push(Pending {

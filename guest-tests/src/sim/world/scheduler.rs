@@ -38,6 +38,7 @@ impl World<'_> {
             let ready = matches!(op.state, OpState::Ready(_));
             (p || (!ready && op.not_before <= now), d || ready)
         });
+        let f = &self.faults;
         let table = [
             (Command, 300),
             (Perform, if can_perform { 140 } else { 0 }),
@@ -60,11 +61,11 @@ impl World<'_> {
                     0
                 },
             ),
-            (Jump, 4),
-            (Crash, 5),
-            (Shutdown, 1),
-            (Outage, if down { 0 } else { 3 }),
-            (Recover, if down { 60 } else { 0 }),
+            (Jump, f.jump_weight),
+            (Crash, f.crash_weight),
+            (Shutdown, f.shutdown_weight),
+            (Outage, if down { 0 } else { f.outage_weight }),
+            (Recover, if down { f.recover_weight } else { 0 }),
             (Actualize, 5),
             (Probe, 15),
         ];
@@ -107,10 +108,13 @@ impl World<'_> {
             }
             Action::Jump => {
                 self.stats.clock_jumps += 1;
-                self.io.now = if self.rng.chance(5) {
+                self.io.now = if self.rng.chance(self.faults.jump_to_end_percent) {
                     self.io.now.max(u64::MAX - self.rng.below(1 << 40))
                 } else {
-                    self.io.now.saturating_add(self.rng.range(HOUR, 720 * HOUR))
+                    let r = &self.faults.jump_ns;
+                    self.io
+                        .now
+                        .saturating_add(self.rng.range(*r.start(), *r.end()))
                 };
                 self.note(|| "the clock jumps".into());
                 Ok(())

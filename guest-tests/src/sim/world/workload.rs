@@ -70,10 +70,16 @@ impl World<'_> {
         let answer = if self.calm {
             NumbersAnswer::FromStorage
         } else {
+            let f = &self.faults;
+            let fail = f.numbers_read_fails_percent;
+            let fail_many = fail + f.numbers_many_fails_percent;
+            let short = fail_many + f.numbers_many_short_percent;
             match self.rng.below(100) {
-                0..=2 => NumbersAnswer::Fail("numbers read failed".into()),
-                3..=5 => NumbersAnswer::FailMany("numbers read (many) failed".into()),
-                6..=7 => NumbersAnswer::ShortMany,
+                roll if roll < fail => NumbersAnswer::Fail("numbers read failed".into()),
+                roll if roll < fail_many => {
+                    NumbersAnswer::FailMany("numbers read (many) failed".into())
+                }
+                roll if roll < short => NumbersAnswer::ShortMany,
                 _ => NumbersAnswer::FromStorage,
             }
         };
@@ -621,7 +627,7 @@ impl World<'_> {
             ));
         };
         let events: Vec<Event> = tx.events().cloned().collect();
-        if !self.calm && self.rng.chance(3) {
+        if !self.calm && self.rng.chance(self.faults.command_fails_percent) {
             self.note(|| "the command fails: actualize".into());
             if let Some(tx) = self.tx_mut() {
                 tx.appended = Some(false);
@@ -631,11 +637,13 @@ impl World<'_> {
         let mut all_ok = true;
         for Event { offset, values, .. } in events {
             let roll = self.rng.below(100);
+            let fails = self.faults.append_fails_percent;
+            let lands_but_fails = fails + self.faults.append_lands_but_fails_percent;
             let (written, ok) = if self.calm {
                 (true, true)
-            } else if self.io.storage.down() || roll < 4 {
+            } else if self.io.storage.down() || roll < fails {
                 (false, false)
-            } else if roll < 7 {
+            } else if roll < lands_but_fails {
                 self.stats.appends_failed_but_written += 1;
                 (true, false)
             } else {

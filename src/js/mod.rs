@@ -18,20 +18,27 @@
 //!   wake-up it asks for is `wakeAt()`. Work and PLog pages cross as flat arrays of numbers.
 //! - Time crosses as milliseconds on the driver's clock (`clock.now()`, read by the shell only
 //!   when the core has a deadline) and becomes the core's nanoseconds.
+//!
+//! By concern: the conversions of numbers, times and refusals at the boundary ([`convert`]),
+//! the construction parameters ([`params`]), the vocabulary tables the driver checks itself
+//! against ([`vocabulary`]); this module holds the sequencer class and its host.
 
-use core::time::Duration;
 use std::collections::VecDeque;
 
 use wasm_bindgen::prelude::*;
 
 use crate::shell::{Batch, BatchStop, EventStart, Host, Read, Shell};
 use crate::{
-    Error, ErrorKind, Instant, NotNowReason, Number, Outcome, Params, PlogPage, ReadNumbers,
-    ReadNumbersMany, SeqId, SeqValue, Start, Status, Ticket, Work, WsId, facade,
+    Error, Instant, NotNowReason, Number, Outcome, PlogPage, ReadNumbers, ReadNumbersMany, SeqId,
+    SeqValue, Start, Status, Ticket, Work, WsId,
 };
 
-/// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
-const MAX_SAFE: u64 = (1 << 53) - 1;
+use convert::{code, instant, message, to_f64, to_u16, to_u64};
+pub use params::CoreParams;
+
+mod convert;
+mod params;
+mod vocabulary;
 
 /// What the starting calls return instead of an offset (offsets are at least 1).
 #[wasm_bindgen]
@@ -90,73 +97,6 @@ impl From<Status> for CoreStatus {
     }
 }
 
-/// Every error code, in the core's table order (the driver checks its classes against it).
-#[wasm_bindgen(js_name = errorCodes)]
-pub fn error_codes() -> Vec<String> {
-    ErrorKind::ALL.iter().map(|k| k.code().to_owned()).collect()
-}
-
-/// The WIT case of each error code of [`error_codes`], in the same order (`""` for a code the
-/// WIT does not have).
-#[wasm_bindgen(js_name = errorWitCases)]
-pub fn error_wit_cases() -> Vec<String> {
-    ErrorKind::ALL
-        .iter()
-        .map(|k| k.wit_case().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// The package's status names by [`CoreStatus`] value.
-#[wasm_bindgen(js_name = statusNames)]
-pub fn status_names() -> Vec<String> {
-    Status::ALL.iter().map(|s| s.js_name().to_owned()).collect()
-}
-
-/// The WIT's status names by [`CoreStatus`] value.
-#[wasm_bindgen(js_name = witStatusNames)]
-pub fn wit_status_names() -> Vec<String> {
-    Status::ALL
-        .iter()
-        .map(|s| s.wit_name().to_owned())
-        .collect()
-}
-
-/// spec 002's status names by `sequenceStatus()` value.
-#[wasm_bindgen(js_name = sequenceStatusNames)]
-pub fn sequence_status_names() -> Vec<String> {
-    facade::SequenceStatus::ALL
-        .iter()
-        .map(|s| s.wit_name().to_owned())
-        .collect()
-}
-
-/// The facade's constants (spec 002): `[SYSTEM_KIND, SEQ_WLOG_OFFSET, SEQ_REC_ID, SEQ_CREC_ID,
-/// FIRST_WLOG_OFFSET, REGISTER_FACTOR, FIRST_USER_BASE_RECORD_ID, FIRST_REC_ID, FIRST_CREC_ID]`.
-#[wasm_bindgen(js_name = facadeConstants)]
-pub fn facade_constants() -> Vec<f64> {
-    [
-        u64::from(facade::SYSTEM_KIND),
-        u64::from(facade::SEQ_WLOG_OFFSET),
-        u64::from(facade::SEQ_REC_ID),
-        u64::from(facade::SEQ_CREC_ID),
-        facade::FIRST_WLOG_OFFSET,
-        facade::REGISTER_FACTOR,
-        facade::FIRST_USER_BASE_RECORD_ID,
-        facade::FIRST_REC_ID,
-        facade::FIRST_CREC_ID,
-    ]
-    .iter()
-    .map(|&n| n as f64)
-    .collect()
-}
-
-/// The sequence a record of kind `kind` (`'CDoc'`, `'CRecord'`, `'ODoc'`, `'ORecord'`,
-/// `'WDoc'`, `'WRecord'`) raises in recovery (spec 002), or -1 for an unknown kind.
-#[wasm_bindgen(js_name = recordSeq)]
-pub fn record_seq(kind: &str) -> i32 {
-    facade::RecordKind::parse(kind).map_or(-1, |k| i32::from(k.seq()))
-}
-
 #[wasm_bindgen]
 extern "C" {
     /// The driver's clock: an object whose `now()` gives milliseconds.
@@ -165,208 +105,6 @@ extern "C" {
 
     #[wasm_bindgen(method)]
     fn now(this: &Clock) -> f64;
-}
-
-/// An argument that is not what the boundary accepts.
-fn invalid(what: &str, x: f64, range: &str) -> Error {
-    Error::InvalidArgument(format!("{what} must be an integer in {range}, got {x}"))
-}
-
-/// `x` as a `u16`, if it is an integer in range.
-#[inline]
-fn to_u16(what: &str, x: f64) -> Result<u16, Error> {
-    let n = x as u16;
-    if f64::from(n) == x {
-        Ok(n)
-    } else {
-        Err(invalid(what, x, "0..=65535"))
-    }
-}
-
-/// `x` as a `u64`, if it is a safe non-negative integer.
-#[inline]
-fn to_u64(what: &str, x: f64) -> Result<u64, Error> {
-    let n = x as u64;
-    if n <= MAX_SAFE && n as f64 == x {
-        Ok(n)
-    } else {
-        Err(invalid(what, x, "0..=Number.MAX_SAFE_INTEGER"))
-    }
-}
-
-/// `n` as a JS number, if it is a safe integer.
-#[inline]
-fn to_f64(n: Number) -> Result<f64, Error> {
-    if n <= MAX_SAFE {
-        Ok(n as f64)
-    } else {
-        Err(Error::UnsafeInteger(format!(
-            "the transaction issued {n}, beyond Number.MAX_SAFE_INTEGER; actualize it"
-        )))
-    }
-}
-
-/// Milliseconds on the driver's clock as the core's instant (negative and NaN clamp to 0).
-#[inline]
-fn instant(now_ms: f64) -> Instant {
-    Instant::from_nanos((now_ms * 1e6) as u64)
-}
-
-/// A duration given in milliseconds (non-negative, finite).
-fn duration(what: &str, ms: f64) -> Result<Duration, Error> {
-    if ms.is_finite() && ms >= 0.0 {
-        Ok(Duration::from_secs_f64(ms / 1000.0))
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "{what} must be a finite number of milliseconds >= 0, got {ms}"
-        )))
-    }
-}
-
-/// Construction parameters, filled by setters and checked by `validate`.
-///
-/// Setters return `false` for an argument out of range (see `errorCode` / `errorMessage`).
-#[wasm_bindgen(js_name = CoreParams)]
-pub struct CoreParams {
-    inner: Params,
-    error: Option<Error>,
-}
-
-impl Default for CoreParams {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-#[wasm_bindgen(js_class = CoreParams)]
-impl CoreParams {
-    /// Default limits, no sequences yet.
-    #[wasm_bindgen(constructor)]
-    pub fn new() -> Self {
-        Self {
-            inner: Params::new(),
-            error: None,
-        }
-    }
-
-    /// Adds sequence `seq` to workspace kind `kind`, handing out `initial` first.
-    #[wasm_bindgen(js_name = addSeq)]
-    pub fn add_seq(&mut self, kind: f64, seq: f64, initial: f64) -> bool {
-        let r = (|| {
-            let kind = to_u16("workspace kind", kind)?;
-            let seq = to_u16("sequence id", seq)?;
-            let initial = to_u64("initial value", initial)?;
-            let params = core::mem::take(&mut self.inner);
-            self.inner = params.with_seq(kind, seq, initial);
-            Ok(())
-        })();
-        self.record(r)
-    }
-
-    /// Adds the facade's system sequences to workspace kind 0 (spec 002), replacing those ids.
-    #[wasm_bindgen(js_name = addSystemSequences)]
-    pub fn add_system_sequences(&mut self) {
-        self.inner = facade::system_params(core::mem::take(&mut self.inner));
-    }
-
-    /// The sequences as flat triples `[kind, seq, initial, ...]`, sorted.
-    #[wasm_bindgen(js_name = seqTypes)]
-    pub fn seq_types(&self) -> Vec<f64> {
-        let mut all: Vec<(u16, u16, u64)> = self
-            .inner
-            .seq_types
-            .iter()
-            .flat_map(|(&k, seqs)| seqs.iter().map(move |(&s, &i)| (k, s, i)))
-            .collect();
-        all.sort_unstable();
-        all.iter()
-            .flat_map(|&(k, s, i)| [f64::from(k), f64::from(s), i as f64])
-            .collect()
-    }
-
-    /// Sets the number of unflushed values above which `start` says "not now".
-    #[wasm_bindgen(js_name = setMaxUnflushedValues)]
-    pub fn set_max_unflushed_values(&mut self, n: f64) -> bool {
-        let r = to_u64("maxUnflushedValues", n).map(|n| {
-            self.inner.max_unflushed_values = usize::try_from(n).unwrap_or(usize::MAX);
-        });
-        self.record(r)
-    }
-
-    /// Sets how many numbers the LRU cache keeps.
-    #[wasm_bindgen(js_name = setLruCacheSize)]
-    pub fn set_lru_cache_size(&mut self, n: f64) -> bool {
-        let r = to_u64("lruCacheSize", n).map(|n| {
-            self.inner.lru_cache_size = usize::try_from(n).unwrap_or(usize::MAX);
-        });
-        self.record(r)
-    }
-
-    /// Sets how often replay held back by unflushed values looks again, in milliseconds.
-    #[wasm_bindgen(js_name = setBatcherDelayMs)]
-    pub fn set_batcher_delay_ms(&mut self, ms: f64) -> bool {
-        let r = duration("batcherDelayOnOverflowMs", ms).map(|d| {
-            self.inner.batcher_delay_on_overflow = d;
-        });
-        self.record(r)
-    }
-
-    /// Sets the retry delays in milliseconds: `first` after the first failure, doubling up to
-    /// `max`.
-    #[wasm_bindgen(js_name = setRetryDelayMs)]
-    pub fn set_retry_delay_ms(&mut self, first: f64, max: f64) -> bool {
-        let r = (|| {
-            self.inner.retry_delay = duration("retryDelayMs", first)?;
-            self.inner.max_retry_delay = duration("maxRetryDelayMs", max)?;
-            Ok(())
-        })();
-        self.record(r)
-    }
-
-    /// Sets how much of each retry wait is drawn away at random, in percent (0..=100).
-    #[wasm_bindgen(js_name = setRetryJitterPercent)]
-    pub fn set_retry_jitter_percent(&mut self, percent: f64) -> bool {
-        let r = to_u16("retryJitterPercent", percent).map(|p| {
-            self.inner.retry_jitter_percent = u8::try_from(p).unwrap_or(u8::MAX);
-        });
-        self.record(r)
-    }
-
-    /// Checks the params as a sequencer would; `false` with code `INVALID_PARAMS` if invalid.
-    pub fn validate(&mut self) -> bool {
-        let r = self.inner.validate().map_err(Error::from);
-        self.record(r)
-    }
-
-    /// The code of the last refusal (`""` if none).
-    #[wasm_bindgen(js_name = errorCode)]
-    pub fn error_code(&self) -> String {
-        code(&self.error)
-    }
-
-    /// The message of the last refusal (`""` if none).
-    #[wasm_bindgen(js_name = errorMessage)]
-    pub fn error_message(&self) -> String {
-        message(&self.error)
-    }
-
-    fn record(&mut self, r: Result<(), Error>) -> bool {
-        match r {
-            Ok(()) => true,
-            Err(e) => {
-                self.error = Some(e);
-                false
-            }
-        }
-    }
-}
-
-fn code(e: &Option<Error>) -> String {
-    e.as_ref().map_or("", |e| e.kind().code()).to_owned()
-}
-
-fn message(e: &Option<Error>) -> String {
-    e.as_ref().map_or_else(String::new, Error::to_string)
 }
 
 /// The shell's host in JavaScript: reads are the driver's (answered later), storage work waits
@@ -438,7 +176,7 @@ impl SequencerCore {
             queue: VecDeque::new(),
             wake: None,
         };
-        let shell = Shell::create(params.inner.clone(), &mut host)
+        let shell = Shell::create(params.params().clone(), &mut host)
             .map_err(|e| JsError::new(&e.to_string()))?;
         Ok(Self {
             shell,
