@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::ProgressBar;
-use sequencer_host::store::{ArchiveUse, open};
-use sequencer_host::{
-    Archive, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, Trim, archive_pass,
+use sequencer_host::store::layers::Trim;
+use sequencer_host::store::layers::archive::{
+    Archive, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, archive_pass,
 };
+use sequencer_host::store::{ArchiveUse, open};
 
 use super::common::{
     ArchiveSpec, CliError, CliResult, DataArgs, StoreArg, explain_open, open_options, parse_secs,

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use sequencer_host::{CacheOutcome, ComponentCache, Limits, Runtime};
+use sequencer_host::runtime::CacheOutcome;
+use sequencer_host::{ComponentCache, Limits, Runtime};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use sequencer::Params;
-use sequencer_host::encoded_len;
-use sequencer_host::store::{ArchiveUse, OpenOptions};
-use sequencer_host::{Layout, LayoutSeq};
+use sequencer_host::store::{ArchiveUse, OpenOptions, encoded_len};
+use sequencer_host::store::{Layout, LayoutSeq};
 
 use super::super::common::{ArchiveSpec, CliError, CliResult, KIND, SEQS, StoreArg, parse_secs};
 use super::super::component;
@@ -96,7 +95,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_secs)]
     pub archive_every: Option<f64>,
     /// Events per bundle of a new archive.
-    #[arg(long, default_value_t = sequencer_host::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
+    #[arg(long, default_value_t = sequencer_host::store::layers::archive::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub archive_bundle_events: u64,
 }
 

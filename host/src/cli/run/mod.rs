@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use sequencer::Params;
-use sequencer_host::store::{Counter, OpenError, Store, StoreStats, open};
+use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
+use sequencer_host::store::layers::{ReadAhead, Trim};
+use sequencer_host::store::{Counter, OpenError, Store, WarnLimiter, open};
 use sequencer_host::{
-    Archive, ArchivePass, Driver, DriverConfig, MonotonicClock, PartitionSequencer, ReadAhead,
-    ReadCounts, Runtime, Status, Storage, Trim, WarnLimiter, archive_pass,
+    Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Status, Storage,
 };
 
 pub use args::RunArgs;
@@ -28,6 +29,7 @@ use super::common::{CliError, CliResult, explain_open, initial, style};
 use super::component;
 use super::logging::Progress;
 use args::params;
+use report::{Ran, Resumed, report};
 use workload::{Tally, WARN_INTERVAL, Workload, host, stop_if_stuck};
 
 /// `run`, in its named steps: open the store, recover every partition from the PLog, run the
@@ -37,13 +39,13 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let recovered = recover(args, &opened, progress)?;
     let ran = run_workload(args, &opened, &recovered, progress)?;
     let checked = check_stored(&opened, recovered.stop())?;
-    report::report(args, &opened, &recovered, ran, checked);
+    report(args, &opened.store, &recovered.resumed, ran, checked);
     Ok(ExitCode::SUCCESS)
 }
 
 /// A run's store and component, opened after every option and the recorded layout were
 /// validated (nothing is written before).
-pub(super) struct Opened {
+struct Opened {
     store: Store,
     runtime: Runtime,
     /// The storage as the driver and the command processors see it: the store behind the
@@ -80,14 +82,10 @@ fn open_store(args: &RunArgs) -> CliResult<Opened> {
 }
 
 /// Every partition's sequencer, actualized from the PLog.
-pub(super) struct Recovered {
+struct Recovered {
     driver: Driver,
     seqs: Vec<PartitionSequencer>,
-    /// Events the store held before this run.
-    resumed_events: u64,
-    /// Events replayed to actualize.
-    replayed_events: u64,
-    actualize_time: Duration,
+    resumed: Resumed,
 }
 
 impl Recovered {
@@ -170,21 +168,12 @@ fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Re
     Ok(Recovered {
         driver,
         seqs,
-        resumed_events,
-        replayed_events,
-        actualize_time,
+        resumed: Resumed {
+            events: resumed_events,
+            replayed: replayed_events,
+            took: actualize_time,
+        },
     })
-}
-
-/// What the workload did.
-pub(super) struct Ran {
-    tally: Tally,
-    elapsed: Duration,
-    /// The store's counters during the workload.
-    during: StoreStats,
-    reads: ReadCounts,
-    /// What `--archive-every` did: passes, and their totals.
-    archived: Option<(u64, ArchivePass)>,
 }
 
 /// The step that runs the workload: one command-processor thread per partition.
@@ -299,7 +288,7 @@ fn run_workload(
 /// The progress bar of an object store's merger: bundles written since the run began out
 /// of those written plus those owed (complete ranges of one-event objects not yet merged).
 struct MergeBar<'a> {
-    plog: &'a sequencer_host::ObjectPlog,
+    plog: &'a sequencer_host::store::objects::plog::ObjectPlog,
     bar: ProgressBar,
     written_before: u64,
 }

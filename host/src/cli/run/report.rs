@@ -2,26 +2,40 @@
 
 use std::time::Duration;
 
-use sequencer_host::store::{Counter, StoreStats};
+use sequencer_host::store::layers::ReadCounts;
+use sequencer_host::store::layers::archive::ArchivePass;
+use sequencer_host::store::{Counter, Store, StoreStats};
 
 use super::super::common::SEQS;
 use super::args::RunArgs;
-use super::{Opened, Ran, Recovered};
+use super::workload::Tally;
+
+/// What recovery found: the events the store held before the run, those replayed to
+/// actualize, and how long that took.
+pub(super) struct Resumed {
+    pub(super) events: u64,
+    pub(super) replayed: u64,
+    pub(super) took: Duration,
+}
+
+/// What the workload did.
+pub(super) struct Ran {
+    pub(super) tally: Tally,
+    pub(super) elapsed: Duration,
+    /// The store's counters during the workload.
+    pub(super) during: StoreStats,
+    pub(super) reads: ReadCounts,
+    /// What `--archive-every` did: passes, and their totals.
+    pub(super) archived: Option<(u64, ArchivePass)>,
+}
 
 /// The step that reports: the summary table.
-pub(super) fn report(
-    args: &RunArgs,
-    opened: &Opened,
-    recovered: &Recovered,
-    ran: Ran,
-    checked: u64,
-) {
-    let Recovered {
-        resumed_events,
-        replayed_events,
-        actualize_time,
-        ..
-    } = *recovered;
+pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran, checked: u64) {
+    let Resumed {
+        events: resumed_events,
+        replayed: replayed_events,
+        took: actualize_time,
+    } = *resumed;
     let Ran {
         mut tally,
         elapsed,
@@ -29,13 +43,13 @@ pub(super) fn report(
         reads,
         archived,
     } = ran;
-    let store_line = opened.store.describe();
+    let store_line = store.describe();
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mut rows: Vec<(String, String)> = vec![
         ("store".into(), store_line),
         (
             "archive".into(),
-            match (opened.store.archive(), archived) {
+            match (store.archive(), archived) {
                 (Some(a), Some((passes, t))) => format!(
                     "{}: {passes} passes during the run archived {} events in {} bundles, trimmed {}",
                     a.root().display(),

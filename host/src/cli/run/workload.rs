@@ -12,9 +12,11 @@ use backon::ExponentialBackoff;
 use indicatif::ProgressBar;
 use sequencer::testkit::Rng;
 use sequencer::{PLogOffset, SeqId, SeqValue, WsId};
+use sequencer_host::store::layers::ReadAhead;
+use sequencer_host::store::{RetryPolicy, WarnLimiter};
 use sequencer_host::{
-    AppendError, EventBatch, HostError, NotNowReason, PartitionId, PartitionSequencer, ReadAhead,
-    RetryPolicy, StartOutcome, Status, Storage, WarnLimiter,
+    AppendError, EventBatch, HostError, NotNowReason, PartitionId, PartitionSequencer,
+    StartOutcome, Status, Storage,
 };
 
 use super::super::common::{CliError, CliResult, KIND, SEQS};
