@@ -9,6 +9,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod partition;
+pub(crate) mod shared;
 pub(crate) mod spin;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
@@ -28,7 +29,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
-use crate::driver::partition::{Delivery, Shared};
+use crate::driver::shared::{Delivery, DriverMsg, Shared};
 use crate::driver::spin::spin_for;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::Outcome;
@@ -48,26 +49,6 @@ impl Default for DriverConfig {
     fn default() -> Self {
         Self { page_events: 4096 }
     }
-}
-
-/// Messages to the loop.
-pub(crate) enum DriverMsg {
-    Register {
-        partition: PartitionId,
-        shared: Weak<Shared>,
-    },
-    Work {
-        partition: PartitionId,
-        generation: u64,
-        ops: Vec<Op>,
-        wake: Option<Option<Instant>>,
-    },
-    Cleanup {
-        partition: PartitionId,
-    },
-    Sync(oneshot::Sender<()>),
-    WhenIdle(oneshot::Sender<()>),
-    MinWriteInterval(Duration),
 }
 
 /// The running task driver. Dropping it stops the loop; sequencers opened through it then get

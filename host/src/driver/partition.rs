@@ -1,8 +1,8 @@
 //! One partition's sequencer: a guest instance behind a lock, called by the command processor
 //! and by the task driver, replaced by a fresh instance if it ever traps.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -11,101 +11,16 @@ use futures::channel::oneshot;
 use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
 
-use crate::driver::DriverMsg;
 use crate::driver::clock::Clock;
-use crate::driver::spin::spin_for;
+use crate::driver::shared::{DriverMsg, Shared, sequencer_call};
 use crate::runtime::bindings::{
-    BatchNumbers, EventOffsets, EventStart, Explained, GuestError, GuestParams, HeldNumbers,
-    Outcome, QuadNumbers, SeqQuad, SequenceStatus, StartOutcome, Status,
+    BatchNumbers, EventOffsets, EventStart, Explained, GuestParams, HeldNumbers, QuadNumbers,
+    SeqQuad, SequenceStatus, StartOutcome, Status,
 };
 use crate::runtime::error::HostError;
 use crate::runtime::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::store::storage::{PartitionId, Storage};
-
-/// Calls `$method` on the guest's sequencer in `$instance` (an `&mut Instance`):
-/// `sequencer_call!(i, call_next(seq))`. Through the WIT's `instance` interface, the same calls
-/// as the `sequencer` resource's methods without lending its handle (one instance holds one
-/// sequencer): about 70 ns less per call under wasmtime 48. The answer is the method's: a
-/// refusal comes with its full error ([`Explained`]).
-macro_rules! sequencer_call {
-    ($instance:expr, $method:ident($($arg:expr),*)) => {{
-        let i: &mut Instance = $instance;
-        i.plugin
-            .sequencer_plugin_instance()
-            .$method(&mut i.store $(, $arg)*)
-            .and_then(|answer| answer.explained(&i.plugin, &mut i.store))
-    }};
-}
-
-/// A storage outcome on its way to the guest.
-pub(crate) enum Delivery {
-    /// Through `deliver`.
-    Outcome(Outcome),
-    /// A PLog page through `deliver-plog-words`: its values in the flat layout
-    /// ([`sequencer::PlogWords`]), lowered into the guest with one copy.
-    PlogWords {
-        /// Four words per value: offset, workspace, sequence, number.
-        words: Vec<u64>,
-        /// The offset after the page.
-        next: u64,
-        /// No event at or after `next`.
-        end: bool,
-    },
-}
-
-/// Something for the instance from the task driver, posted while a caller held it.
-enum Mail {
-    /// A storage outcome for the instance of `generation`.
-    Deliver {
-        generation: u64,
-        op: u64,
-        delivery: Delivery,
-    },
-    /// A wake-up that came due for the instance of `generation`.
-    Pump { generation: u64 },
-}
-
-/// How long a caller spins for the instance the task driver holds before it sleeps (see
-/// `Shared::lock_contended`); the driver holds it for one delivery, a few microseconds.
-const HOLD_SPIN: Duration = Duration::from_micros(20);
-
-/// Generations are unique across the process, so a partition re-opened after cleanup never
-/// mistakes an old instance's outcomes for its own.
-static GENERATIONS: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) struct Shared {
-    pub(crate) partition: PartitionId,
-    runtime: Arc<RuntimeInner>,
-    storage: Arc<dyn Storage>,
-    clock: Arc<dyn Clock>,
-    params: GuestParams,
-    slot: Mutex<Slot>,
-    events: UnboundedSender<DriverMsg>,
-    /// Storage operations the driver is performing for this partition.
-    pub(crate) in_flight: AtomicUsize,
-    traps: AtomicU64,
-    next_call_fuel: AtomicU64,
-    /// spec 002's status, kept outside the lock so any thread reads it at any time.
-    status: AtomicU8,
-    /// Callers waiting for the status to change.
-    waiters: Mutex<Vec<oneshot::Sender<()>>>,
-    /// What the task driver had for the instance while a caller held it: the driver never
-    /// waits for the lock (nor does the caller pay to wake it when it lets go); whoever holds
-    /// the instance next applies the mail, in the order it was posted.
-    mail: Mutex<Vec<Mail>>,
-    /// True while `mail` may hold something.
-    has_mail: AtomicBool,
-}
-
-struct Slot {
-    instance: Option<Instance>,
-    generation: u64,
-    closed: bool,
-    /// Guest calls made so far, by callers and by the task driver (see
-    /// [`PartitionSequencer::guest_calls`]).
-    calls: u64,
-}
 
 /// The command processor's handle on one partition's sequencer. Calls are serialised; the
 /// task driver performs the storage work the sequencer asks for in the background.
@@ -124,27 +39,9 @@ impl PartitionSequencer {
         events: UnboundedSender<DriverMsg>,
         register: impl FnOnce(&Arc<Shared>),
     ) -> Result<Self, HostError> {
-        let shared = Arc::new(Shared {
-            partition,
-            runtime,
-            storage,
-            clock,
-            params,
-            slot: Mutex::new(Slot {
-                instance: None,
-                generation: 0,
-                closed: false,
-                calls: 0,
-            }),
-            events,
-            in_flight: AtomicUsize::new(0),
-            traps: AtomicU64::new(0),
-            next_call_fuel: AtomicU64::new(0),
-            status: AtomicU8::new(Status02::None as u8),
-            waiters: Mutex::new(Vec::new()),
-            mail: Mutex::new(Vec::new()),
-            has_mail: AtomicBool::new(false),
-        });
+        let shared = Arc::new(Shared::new(
+            partition, runtime, storage, clock, params, events,
+        ));
         register(&shared);
         {
             let mut slot = shared.lock();
@@ -513,258 +410,5 @@ fn by_quad_or_lists(
     match SeqQuad::of(seqs) {
         Some(q) => quad(q).map(|n| n.numbers(q.count)),
         None => lists(),
-    }
-}
-
-impl Shared {
-    /// Holds the instance; hand the guard to [`let_go`](Self::let_go) when done, so the
-    /// driver's mail posted meanwhile is applied.
-    fn lock(&self) -> MutexGuard<'_, Slot> {
-        match self.slot.try_lock() {
-            Ok(slot) => slot,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => self.lock_contended(),
-        }
-    }
-
-    /// [`lock`](Self::lock) while someone else holds the instance: usually the task driver
-    /// applying one storage outcome (a guest call of a few microseconds). Waiting for it by
-    /// spinning, up to [`HOLD_SPIN`], costs less than a futex sleep and the wake-up after it;
-    /// past that the caller sleeps as before.
-    #[cold]
-    fn lock_contended(&self) -> MutexGuard<'_, Slot> {
-        let spun = spin_for(HOLD_SPIN, || match self.slot.try_lock() {
-            Ok(slot) => Some(slot),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        });
-        spun.unwrap_or_else(|| self.slot.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// Runs one guest call; a trap replaces the instance and is reported as such. What the
-    /// guest asked for during the call (storage work, a wake-up, a status change) is taken in
-    /// while the instance is still held, so the task driver cannot slip a change in between.
-    /// The driver's mail posted meanwhile is applied before the instance is let go.
-    fn call<R>(
-        &self,
-        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
-    ) -> Result<R, HostError> {
-        let mut slot = self.lock();
-        let result = self.call_locked(&mut slot, f);
-        self.let_go(slot);
-        result
-    }
-
-    /// Lets go of the instance, applying the driver's mail first (and any posted while it
-    /// did, unless someone else took the instance meanwhile: they apply it).
-    fn let_go(&self, mut slot: MutexGuard<'_, Slot>) {
-        let applied = self.apply_mail(&mut slot);
-        drop(slot);
-        if applied {
-            self.after_task_step();
-        }
-        self.apply_mail_if_free();
-    }
-
-    /// [`call`](Self::call) on the instance already held.
-    fn call_locked<R>(
-        &self,
-        slot: &mut Slot,
-        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
-    ) -> Result<R, HostError> {
-        if slot.closed {
-            return Err(HostError::Closed(self.partition));
-        }
-        if slot.instance.is_none() {
-            self.replace_instance(slot)?;
-        }
-        let Some(instance) = slot.instance.as_mut() else {
-            return Err(HostError::Closed(self.partition));
-        };
-        self.refuel(instance);
-        slot.calls += 1;
-        match f(instance) {
-            Ok(result) => {
-                self.forward(slot);
-                result.map_err(HostError::Sequencer)
-            }
-            Err(trap) => {
-                let message = format!("{trap:#}");
-                self.traps.fetch_add(1, Ordering::SeqCst);
-                slot.instance = None;
-                self.replace_instance(slot)?;
-                Err(HostError::Trapped {
-                    partition: self.partition,
-                    message,
-                })
-            }
-        }
-    }
-
-    fn refuel(&self, instance: &mut Instance) {
-        // A plain load first: the swap (a locked instruction) only when a test injected fuel.
-        let injected = match self.next_call_fuel.load(Ordering::Relaxed) {
-            0 => 0,
-            _ => self.next_call_fuel.swap(0, Ordering::SeqCst),
-        };
-        let fuel = match (injected, self.runtime.linked.limits().fuel_per_call) {
-            (0, fuel) => fuel,
-            (injected, Some(_)) => Some(injected),
-            (_, None) => None,
-        };
-        if let Some(fuel) = fuel {
-            let _ = instance.refuel(fuel);
-        }
-    }
-
-    /// Creates a fresh instance (which starts actualizing) under a new generation.
-    fn replace_instance(&self, slot: &mut Slot) -> Result<(), HostError> {
-        slot.generation = GENERATIONS.fetch_add(1, Ordering::SeqCst);
-        let created = self.runtime.instantiate(
-            self.partition,
-            self.storage.clone(),
-            self.clock.clone(),
-            &self.params,
-        );
-        match created {
-            Ok(Ok(instance)) => {
-                slot.instance = Some(instance);
-                self.forward(slot);
-                Ok(())
-            }
-            Ok(Err(e)) => Err(HostError::Sequencer(e)),
-            Err(e) => Err(HostError::Component(format!(
-                "cannot instantiate the sequencer of partition {}: {e:#}",
-                self.partition
-            ))),
-        }
-    }
-
-    /// Takes in the status the guest reported, and hands the storage work and wake-up it asked
-    /// for to the task driver.
-    fn forward(&self, slot: &mut Slot) {
-        let Some(instance) = slot.instance.as_mut() else {
-            return;
-        };
-        let state = instance.store.data_mut();
-        let state = &mut state.host;
-        if let Some(status) = state.status.take() {
-            self.set_status(Status02::from(status));
-        }
-        let ops = std::mem::take(&mut state.outbox);
-        let wake = state.wake.take();
-        if ops.is_empty() && wake.is_none() {
-            return;
-        }
-        let _ = self.events.unbounded_send(DriverMsg::Work {
-            partition: self.partition,
-            generation: slot.generation,
-            ops,
-            wake,
-        });
-    }
-
-    /// Delivers a storage outcome to the instance of `generation`, if it is still the current
-    /// one: now if no caller holds the instance, else by the caller before it lets go. True if
-    /// it was left to a caller (see [`post`](Self::post)).
-    pub(crate) fn deliver(&self, generation: u64, op: u64, delivery: Delivery) -> bool {
-        self.post(Mail::Deliver {
-            generation,
-            op,
-            delivery,
-        })
-    }
-
-    /// Lets the instance of `generation` begin the work that has come due (as
-    /// [`deliver`](Self::deliver) does, now or by the caller holding it).
-    pub(crate) fn pump(&self, generation: u64) -> bool {
-        self.post(Mail::Pump { generation })
-    }
-
-    /// Posts `mail` and applies it unless a caller holds the instance. True if a caller holds
-    /// it: that caller applies the mail within its call, and whatever work that begins reaches
-    /// the driver moments later.
-    fn post(&self, mail: Mail) -> bool {
-        self.mail
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(mail);
-        self.has_mail.store(true, Ordering::SeqCst);
-        self.apply_mail_if_free()
-    }
-
-    /// Applies the mail unless a caller holds the instance: that caller applies it before it
-    /// lets go, or finds it here right after. True if it was left to a caller.
-    fn apply_mail_if_free(&self) -> bool {
-        while self.has_mail.load(Ordering::SeqCst) {
-            let mut slot = match self.slot.try_lock() {
-                Ok(slot) => slot,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(TryLockError::WouldBlock) => return true,
-            };
-            let applied = self.apply_mail(&mut slot);
-            drop(slot);
-            if applied {
-                self.after_task_step();
-            }
-        }
-        false
-    }
-
-    /// Applies the mail posted so far to the instance held, in order; true if there was any.
-    /// Mail for an older instance is dropped.
-    fn apply_mail(&self, slot: &mut Slot) -> bool {
-        // A plain load first: the swap (a locked instruction) only when there is mail, which
-        // is rare next to the calls that let go of the instance.
-        if !self.has_mail.load(Ordering::SeqCst) || !self.has_mail.swap(false, Ordering::SeqCst) {
-            return false;
-        }
-        let mail = std::mem::take(&mut *self.mail.lock().unwrap_or_else(|p| p.into_inner()));
-        for m in mail {
-            let _ = match m {
-                Mail::Deliver {
-                    generation,
-                    op,
-                    delivery,
-                } if generation == slot.generation => self.call_locked(slot, |i| match &delivery {
-                    Delivery::Outcome(outcome) => sequencer_call!(i, call_deliver(op, outcome)),
-                    Delivery::PlogWords { words, next, end } => {
-                        sequencer_call!(i, call_deliver_plog_words(op, words, *next, *end))
-                    }
-                }),
-                Mail::Pump { generation } if generation == slot.generation => {
-                    self.call_locked(slot, |i| sequencer_call!(i, call_pump()).map(Ok))
-                }
-                _ => Ok(()),
-            };
-        }
-        true
-    }
-
-    /// After the tasks moved on (which may have changed the status): wake waiting callers.
-    fn after_task_step(&self) {
-        let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|p| p.into_inner()));
-        for w in waiters {
-            let _ = w.send(());
-        }
-    }
-
-    fn set_status(&self, status: Status02) {
-        // Finished is final: a late status from the tasks never revives a closed sequencer.
-        let _ = self
-            .status
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
-                (old != Status02::Finished as u8).then_some(status as u8)
-            });
-    }
-
-    /// A receiver completed at the next task step (which may change the status).
-    fn subscribe(&self) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        self.waiters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(tx);
-        rx
     }
 }
