@@ -59,6 +59,8 @@ pub use store::etcd::{
     DEFAULT_MAX_REQUEST_BYTES, EtcdConfig, EtcdStats, EtcdStorage, PACK_MAX_EVENTS, PAGE_EVENTS,
     READS_PER_TXN, VIEW_WS_PER_TXN,
 };
+#[cfg(feature = "redb")]
+pub use store::fs::LAYOUT_FILE;
 #[cfg(feature = "objects")]
 pub use store::layers::archive::{
     ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
@@ -87,7 +89,7 @@ pub use store::objects::{
 pub use store::reader::StoreReader;
 #[cfg(feature = "redb")]
 pub use store::redb::data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
+    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
 };
 #[cfg(feature = "redb")]
 pub use store::redb::reader::{ReadMode, RedbReader};

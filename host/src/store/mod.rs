@@ -4,6 +4,8 @@
 
 pub(crate) mod check;
 pub(crate) mod codec;
+#[cfg(any(feature = "redb", feature = "objects"))]
+pub(crate) mod fs;
 pub mod layout;
 pub(crate) mod reader;
 pub(crate) mod retry;

@@ -25,10 +25,10 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layout::Layout;
 use crate::store::objects::plog::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
-use crate::store::redb::data_dir::{sync_dir, write_synced};
 use crate::store::redb::storage::{RedbStorage, Trimmed};
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{

@@ -31,10 +31,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::fs::{read_layout, sync_dir, write_synced};
 use crate::store::layout::Layout;
 use crate::store::objects::plog::{Access, DEFAULT_BUNDLE_EVENTS, ObjectPlog};
 use crate::store::reader::StoreReader;
-use crate::store::redb::data_dir::{DataDir, sync_dir, write_synced};
 use crate::store::redb::reader::RedbReader;
 use crate::store::redb::storage::RedbStorage;
 use crate::store::storage::{
@@ -465,7 +465,7 @@ impl ObjectStorage {
 
     /// The numbering layout recorded in the root, `None` if none.
     pub fn read_layout(root: &Path) -> Result<Option<Layout>, StorageError> {
-        DataDir::read_layout(root).map_err(|e| StorageError(e.to_string()))
+        read_layout(root).map_err(|e| StorageError(e.to_string()))
     }
 
     /// With the PLog on S3, the numbering layout every host of that PLog shares: a `LAYOUT`
