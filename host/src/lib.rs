@@ -71,11 +71,6 @@ pub use store::layers::read_ahead::{ReadAhead, ReadCounts};
 pub use store::layout::{Layout, LayoutSeq};
 pub use store::memory::gate::Gate;
 pub use store::memory::{Faults, MemoryStorage, WriteRecord};
-#[cfg(feature = "objects")]
-pub use store::objects::plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
-    bundle_object, event_hash, event_object,
-};
 #[cfg(feature = "s3")]
 pub use store::objects::s3::{
     Outage, S3_SCHEME, S3Location, S3Objects, connect as connect_s3,
@@ -83,8 +78,9 @@ pub use store::objects::s3::{
 };
 #[cfg(feature = "objects")]
 pub use store::objects::{
-    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
-    VIEW_DB_FILE,
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, OBJECTS_FORMAT_FILE, ObjectPlog, ObjectStats,
+    Objects, PutBundleError, RemoteFailure, RemotePlog, VIEW_DB_FILE, bundle_object, event_hash,
+    event_object,
 };
 pub use store::reader::StoreReader;
 #[cfg(feature = "redb")]
@@ -102,3 +98,5 @@ pub use store::retry::{RetryPolicy, WarnLimiter};
 pub use store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
+#[cfg(feature = "objects")]
+pub use store::{ObjectReader, ObjectStorage};
