@@ -48,12 +48,6 @@ pub use crate::store::layers::archive::{
     DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, WithArchive, absolute, archive_pass,
     check_lines_up, open_recorded, safe_end,
 };
-#[cfg(feature = "objects")]
-#[deprecated(note = "moved to `sequencer_host::store::objects`")]
-pub use crate::store::objects::plog::{
-    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, ObjectPlog, ObjectStats, PutBundleError,
-    bundle_object, event_hash, event_object,
-};
 #[cfg(feature = "s3")]
 #[deprecated(note = "moved to `sequencer_host::store::objects::s3`")]
 pub use crate::store::objects::s3::{
@@ -63,9 +57,13 @@ pub use crate::store::objects::s3::{
 #[cfg(feature = "objects")]
 #[deprecated(note = "moved to `sequencer_host::store::objects`")]
 pub use crate::store::objects::{
-    OBJECTS_FORMAT_FILE, ObjectReader, ObjectStorage, Objects, RemoteFailure, RemotePlog,
-    VIEW_DB_FILE,
+    Access, DEFAULT_BUNDLE_EVENTS, MERGE_PAUSE_ENV, OBJECTS_FORMAT_FILE, ObjectPlog, ObjectStats,
+    Objects, PutBundleError, RemoteFailure, RemotePlog, VIEW_DB_FILE, bundle_object, event_hash,
+    event_object,
 };
+#[cfg(feature = "objects")]
+#[deprecated(note = "moved to `sequencer_host::store`")]
+pub use crate::store::{ObjectReader, ObjectStorage};
 
 #[cfg(feature = "etcd")]
 #[deprecated(note = "moved to `sequencer_host::store::etcd`")]

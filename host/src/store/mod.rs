@@ -6,6 +6,8 @@
 
 pub(crate) mod check;
 pub mod codec;
+#[cfg(any(feature = "redb", feature = "objects"))]
+pub(crate) mod fs;
 pub mod layout;
 pub(crate) mod open;
 pub(crate) mod reader;
@@ -14,6 +16,8 @@ pub(crate) mod stats;
 pub(crate) mod storage;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "objects")]
+pub(crate) mod view_file;
 
 pub mod layers;
 
@@ -38,3 +42,15 @@ pub use stats::{Counter, StoreStats};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
+
+/// The PLog on object storage with the view in redb: a durable store for `run`.
+#[cfg(feature = "objects")]
+pub type ObjectStorage = objects::Objects<redb::RedbStorage>;
+
+/// An object store root read without writing anything (`check`, `inspect`): the PLog's
+/// objects read in place (a scan that reports holes, broken links and conflicting objects,
+/// and leaves the leftovers of an interrupted merge where they are), the view through a
+/// [`RedbReader`](redb::RedbReader) (in place, or a private copy when live or in need of
+/// recovery).
+#[cfg(feature = "objects")]
+pub type ObjectReader = objects::Objects<redb::RedbReader>;

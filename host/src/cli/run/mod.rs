@@ -288,7 +288,7 @@ fn run_workload(
 /// The progress bar of an object store's merger: bundles written since the run began out
 /// of those written plus those owed (complete ranges of one-event objects not yet merged).
 struct MergeBar<'a> {
-    plog: &'a sequencer_host::store::objects::plog::ObjectPlog,
+    plog: &'a sequencer_host::store::objects::ObjectPlog,
     bar: ProgressBar,
     written_before: u64,
 }

@@ -1,8 +1,8 @@
 //! The archive of a redb or etcd store's old PLog events, and the trim of the hot store (through
 //! the [`Trim`] contract of `layers::trim`).
 //!
-//! An archive is a directory of bundles in the object PLog's format (`object_plog`), so the
-//! same reader reads it:
+//! An archive is a directory of bundles in the object PLog's bundle format
+//! (`store/objects/bundle.rs`), so the same reader reads it:
 //!
 //! ```text
 //! ADIR/
@@ -26,11 +26,11 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
-use crate::store::objects::plog::{Access, ObjectPlog, PutBundleError, bundle_object};
+use crate::store::objects::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
-use crate::store::redb::data_dir::{sync_dir, write_synced};
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,

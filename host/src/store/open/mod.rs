@@ -296,7 +296,7 @@ trait Backend: Send + Sync {
     }
     /// The object store's PLog, whose merger a run drains before it checks.
     #[cfg(feature = "objects")]
-    fn object_plog(&self) -> Option<&crate::store::objects::plog::ObjectPlog> {
+    fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
         None
     }
 }
@@ -388,7 +388,7 @@ impl Store {
     }
 
     /// The object store's PLog (whose merger bundles its events), `None` for other stores.
-    pub fn object_plog(&self) -> Option<&crate::store::objects::plog::ObjectPlog> {
+    pub fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
         self.backend.object_plog()
     }
 }

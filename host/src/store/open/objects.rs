@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::Storage;
-use crate::{ObjectReader, ObjectStorage};
+use crate::store::{ObjectReader, ObjectStorage};
 
 use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
 
@@ -50,7 +50,7 @@ impl Backend for ObjectStorage {
         ])
     }
 
-    fn object_plog(&self) -> Option<&crate::store::objects::plog::ObjectPlog> {
+    fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
         Some(self.plog())
     }
 }
@@ -66,7 +66,11 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     };
     let name = || format!("data directory {}", root.display());
     super::refuse_another(recorded.as_ref(), options, &name, "objects")?;
-    if !options.create && !root.join(crate::OBJECTS_FORMAT_FILE).is_file() {
+    if !options.create
+        && !root
+            .join(crate::store::objects::OBJECTS_FORMAT_FILE)
+            .is_file()
+    {
         return Err(OpenError::Storage(crate::StorageError(format!(
             "object store {}: there is none",
             root.display()

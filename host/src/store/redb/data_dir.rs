@@ -13,9 +13,9 @@
 //! creating it never leaves a half-made data directory behind.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::store::fs::{FileError, sync_dir, write_synced};
 use crate::store::layout::Layout;
 use crate::store::redb::reader::RedbReader;
 use crate::store::redb::storage::{OpenError, OpenFailure, RedbStorage};
@@ -24,8 +24,6 @@ use crate::store::redb::storage::{OpenError, OpenFailure, RedbStorage};
 pub const FORMAT_FILE: &str = "FORMAT";
 /// The name of the database file.
 pub const DB_FILE: &str = "store.redb";
-/// The name of the file that records the numbering layout ([`Layout`]).
-pub const LAYOUT_FILE: &str = "LAYOUT";
 /// The data directory format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 const MARKER_PREFIX: &str = "sequencer-data";
@@ -135,12 +133,8 @@ pub enum DataDirError {
 }
 
 fn io(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> DataDirError {
-    let path = path.to_path_buf();
-    move |error| DataDirError::Io {
-        path,
-        action,
-        error,
-    }
+    let io = crate::store::fs::io(path, action);
+    move |error| io(error).into()
 }
 
 /// An open data directory and its store.
@@ -243,24 +237,12 @@ impl DataDir {
     /// anything; `None` if none is recorded (a new directory, or one made before layouts were
     /// recorded). A record that cannot be read is [`DataDirError::Corrupt`].
     pub fn read_layout(path: &Path) -> Result<Option<Layout>, DataDirError> {
-        let file = path.join(LAYOUT_FILE);
-        let text = match fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&file, "read")(e)),
-        };
-        Layout::parse(&text)
-            .map(Some)
-            .map_err(|detail| DataDirError::Corrupt { path: file, detail })
+        Ok(crate::store::fs::read_layout(path)?)
     }
 
     /// Records `layout` in the directory, durably (written aside, synced, renamed into place).
     pub fn record_layout(&self, layout: &Layout) -> Result<(), DataDirError> {
-        let tmp = self.path.join(format!("{LAYOUT_FILE}.tmp"));
-        write_synced(&tmp, layout.to_text().as_bytes())?;
-        fs::rename(&tmp, self.path.join(LAYOUT_FILE))
-            .map_err(io(&self.path, "record the layout in"))?;
-        sync_dir(&self.path)
+        Ok(crate::store::fs::record_layout(&self.path, layout)?)
     }
 
     /// The directory.
@@ -307,16 +289,22 @@ fn check_marker(marker: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
     Ok(())
 }
 
-pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), DataDirError> {
-    let mut f = fs::File::create(path).map_err(io(path, "create"))?;
-    f.write_all(bytes).map_err(io(path, "write"))?;
-    f.sync_all().map_err(io(path, "sync"))
-}
-
-pub(crate) fn sync_dir(path: &Path) -> Result<(), DataDirError> {
-    fs::File::open(path)
-        .and_then(|d| d.sync_all())
-        .map_err(io(path, "sync directory"))
+/// A file helper's failure, as the data directory names it.
+impl From<FileError> for DataDirError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Io {
+                path,
+                action,
+                error,
+            } => Self::Io {
+                path,
+                action,
+                error,
+            },
+            FileError::CorruptLayout { path, detail } => Self::Corrupt { path, detail },
+        }
+    }
 }
 
 /// Creates the store in `path`: built under a temporary name and renamed into place when `path`
@@ -354,7 +342,7 @@ fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
     let tmp = parent.join(format!(".{name}.init-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir(&tmp).map_err(io(&tmp, "create directory"))?;
-    let built = (|| {
+    let built = (|| -> Result<(), DataDirError> {
         // The database is created, closed and reopened at its final path: redb keeps the
         // path it was opened with only for messages, but reopening proves the file sound.
         drop(RedbStorage::create(&tmp.join(DB_FILE)).map_err(corrupt)?);
@@ -367,7 +355,7 @@ fn create(path: &Path) -> Result<RedbStorage, DataDirError> {
             }
             _ => io(path, "create data directory")(e),
         })?;
-        sync_dir(&parent)
+        Ok(sync_dir(&parent)?)
     })();
     if let Err(e) = built {
         let _ = fs::remove_dir_all(&tmp);

@@ -1,14 +1,17 @@
 //! The embedded, durable store on redb: the store itself ([`RedbStorage`]: group commit,
-//! fenced appends), its read-only reader ([`RedbReader`]), and the data directory that holds
-//! it ([`DataDir`]). Open it with [`store::open`](crate::store::open) (`redb:DIR`) to have its
-//! layout and archive record kept.
+//! fenced appends), its read-only reader ([`RedbReader`]), the data directory that holds it
+//! ([`DataDir`]), and the two as the view file of an object store's root. Open it with
+//! [`store::open`](crate::store::open) (`redb:DIR`) to have its layout and archive record kept.
 
 pub(crate) mod data_dir;
 pub(crate) mod reader;
 pub(crate) mod storage;
+#[cfg(feature = "objects")]
+pub(crate) mod view_file;
 
+pub use crate::store::fs::LAYOUT_FILE;
 pub use data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, LAYOUT_FILE, OpenMode,
+    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
 };
 pub use reader::{ReadMode, RedbReader};
 pub use storage::{

@@ -1,0 +1,179 @@
+//! The merger: a thread per writing handle that writes every complete, linked
+//! bundle-sized range of one-event objects as a bundle, makes it durable, then deletes the
+//! objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
+//! stops merging (the error is kept and reported); the others go on.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use futures::executor::block_on;
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjPath;
+use sequencer::PLogOffset;
+
+use crate::store::objects::bundle::Bundle;
+use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::shared::{CreateError, Shared, lock, os_err};
+use crate::store::storage::{PartitionId, StorageError};
+
+/// Names a pause (milliseconds) the merger makes after writing a bundle and half-way
+/// through deleting what it holds: lets the kill test land SIGKILLs inside merges.
+pub const MERGE_PAUSE_ENV: &str = "SEQUENCER_OBJECTS_MERGE_PAUSE_MS";
+
+/// How often the merger looks at every partition even when no append woke it.
+const MERGE_POLL: Duration = Duration::from_millis(500);
+
+/// The pause [`MERGE_PAUSE_ENV`] asks for (none when it is unset or not a number).
+pub(super) fn merge_pause() -> Duration {
+    Duration::from_millis(
+        std::env::var(MERGE_PAUSE_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    )
+}
+
+/// The merger thread of a handle, stopped and joined when the last clone of the handle drops it.
+pub(super) struct MergerThread(Mutex<Option<JoinHandle<()>>>, Arc<Shared>);
+
+impl Drop for MergerThread {
+    fn drop(&mut self) {
+        lock(&self.1.merge_tx).take();
+        if let Some(t) = lock(&self.0).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl MergerThread {
+    /// Starts the merger of `shared` when `merge` (a handle that writes), else none.
+    pub(super) fn start(shared: &Arc<Shared>, merge: bool) -> Self {
+        let mut handle = None;
+        if merge {
+            let (tx, rx) = mpsc::channel();
+            *lock(&shared.merge_tx) = Some(tx);
+            let s = shared.clone();
+            handle = std::thread::Builder::new()
+                .name("plog-merger".into())
+                .spawn(move || merger_loop(&s, &rx))
+                .ok();
+        }
+        Self(Mutex::new(handle), shared.clone())
+    }
+}
+
+/// Merges the partitions appends name (each is sent once a bundle-sized range may be
+/// complete), and every partition every [`MERGE_POLL`], until the handle is dropped.
+fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
+    loop {
+        let wanted: Vec<PartitionId> = match rx.recv_timeout(MERGE_POLL) {
+            Ok(p) => {
+                let mut v = vec![p];
+                v.extend(rx.try_iter());
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            Err(RecvTimeoutError::Timeout) => lock(&shared.parts).keys().copied().collect(),
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        for p in wanted {
+            // An error is kept on the partition (and logged); merging goes on elsewhere.
+            let _ = shared.merge_ready(p);
+        }
+    }
+}
+
+impl Shared {
+    /// Merges every complete, linked bundle-sized range of a partition; returns how many
+    /// bundles it wrote.
+    pub(super) fn merge_ready(&self, p: PartitionId) -> Result<u64, StorageError> {
+        let _merging = lock(&self.merging);
+        let part = self.part(p);
+        let mut written = 0;
+        loop {
+            let (first, prev) = {
+                let st = lock(&part);
+                if st.merge_error.is_some() || st.next < st.merged_to + 1 + self.bundle_events {
+                    return Ok(written);
+                }
+                (st.merged_to + 1, st.merged_hash)
+            };
+            match self.merge(p, first, prev) {
+                Ok(last_hash) => {
+                    let mut st = lock(&part);
+                    st.merged_to = first + self.bundle_events - 1;
+                    st.merged_hash = last_hash;
+                    written += 1;
+                }
+                Err(e) => {
+                    tracing::error!("{e}; merging stops on partition {p}");
+                    lock(&part).merge_error = Some(e.0.clone());
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Writes the bundle of `first..first + bundle_events` (whose predecessor's hash is
+    /// `prev`), makes it durable, then deletes the one-event objects it holds. Returns the
+    /// hash of its last event.
+    fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
+        let last = first + self.bundle_events - 1;
+        let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
+        let mut link = prev;
+        for o in first..=last {
+            let Some(e) = self.get_one(p, o)? else {
+                // Another host's merger may have bundled the range first.
+                if let Some(b) = self.get_bundle(p, first)?
+                    && b.prev == prev
+                {
+                    return Ok(b.last_hash());
+                }
+                return Err(StorageError(format!(
+                    "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
+                    event_object(p, o)
+                )));
+            };
+            if e.prev != link {
+                return Err(StorageError(format!(
+                    "object store: partition {p}: broken link at offset {o} while merging: {} (writer {}) does not follow offset {}",
+                    event_object(p, o),
+                    e.writer,
+                    o - 1
+                )));
+            }
+            link = e.hash;
+            events.push((e.hash, e.event));
+        }
+        let name = bundle_object(p, first, last);
+        match self.create(&name, Bundle::encode(first, prev, &events)) {
+            Ok(()) => {}
+            Err(CreateError::Taken) => {
+                return Err(StorageError(format!(
+                    "object store: partition {p}: two different objects for offsets {first}..={last}: {name} exists and differs from the events it should hold"
+                )));
+            }
+            Err(CreateError::Storage(e)) => return Err(e),
+        }
+        self.sync_objects(&partition_dir(BUNDLES, p), &[name])?;
+        self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
+        for o in first..=last {
+            if !self.merge_pause.is_zero() && (o == first || o == first + self.bundle_events / 2) {
+                std::thread::sleep(self.merge_pause);
+            }
+            let n = event_object(p, o);
+            match block_on(self.objects.delete(&ObjPath::from(n.as_str()))) {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(os_err(format!("delete {n}"), e)),
+            }
+        }
+        self.stats
+            .merged_events
+            .fetch_add(self.bundle_events, Ordering::Relaxed);
+        Ok(link)
+    }
+}

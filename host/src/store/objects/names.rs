@@ -1,0 +1,81 @@
+//! The canonical names of the PLog's objects, and the reading of names found by a listing.
+//!
+//! | object                                   | holds                                          |
+//! |------------------------------------------|------------------------------------------------|
+//! | `events/<partition:05>/<offset:020>`     | one event, its hash, the previous event's hash and the writer's id |
+//! | `bundles/<partition:05>/<first:020>-<last:020>` | the events `first..=last`, a bundle of `bundle_events` events aligned on multiples of it |
+//!
+//! A name depends on the offsets it holds alone, so two writers of one offset race for one
+//! name (the fence).
+
+use sequencer::PLogOffset;
+
+use crate::store::storage::PartitionId;
+
+/// The folder of the one-event objects.
+pub(crate) const EVENTS: &str = "events";
+/// The folder of the bundles.
+pub(crate) const BUNDLES: &str = "bundles";
+
+/// The name of the one-event object of `offset` in `partition`.
+pub fn event_object(partition: PartitionId, offset: PLogOffset) -> String {
+    format!("{EVENTS}/{partition:05}/{offset:020}")
+}
+
+/// The name of the bundle holding `first..=last` of `partition`.
+pub fn bundle_object(partition: PartitionId, first: PLogOffset, last: PLogOffset) -> String {
+    format!("{BUNDLES}/{partition:05}/{first:020}-{last:020}")
+}
+
+/// The folder of `partition` under `top` ([`EVENTS`] or [`BUNDLES`]).
+pub(crate) fn partition_dir(top: &str, partition: PartitionId) -> String {
+    format!("{top}/{partition:05}")
+}
+
+/// The partition a folder under `events/` or `bundles/` is named after, `None` if it is none.
+pub(crate) fn parse_partition(folder: &str) -> Option<PartitionId> {
+    folder.parse().ok()
+}
+
+/// The offset a one-event object's file name (in its partition's folder) names, `None` if it
+/// is not such a name.
+pub(crate) fn parse_event_name(name: &str) -> Option<PLogOffset> {
+    match name.parse::<u64>() {
+        Ok(o) if name.len() == 20 && o > 0 => Some(o),
+        _ => None,
+    }
+}
+
+/// The offsets `(first, last)` a bundle's file name (in its partition's folder) names, `None`
+/// if it is not such a name.
+pub(crate) fn parse_bundle_name(name: &str) -> Option<(PLogOffset, PLogOffset)> {
+    name.split_once('-')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back_as_the_offsets_they_were_made_of() {
+        let event = event_object(3, 42);
+        assert_eq!(event, "events/00003/00000000000000000042");
+        let (dir, file) = event.rsplit_once('/').expect("a folder");
+        assert_eq!(dir, partition_dir(EVENTS, 3));
+        assert_eq!(parse_event_name(file), Some(42));
+        let bundle = bundle_object(3, 1, 1024);
+        let file = bundle.rsplit_once('/').expect("a folder").1;
+        assert_eq!(parse_bundle_name(file), Some((1, 1024)));
+        assert_eq!(parse_partition("00003"), Some(3));
+    }
+
+    #[test]
+    fn names_that_are_not_the_plogs_are_not_read() {
+        assert_eq!(parse_event_name("42"), None);
+        assert_eq!(parse_event_name("00000000000000000000"), None);
+        assert_eq!(parse_event_name("0000000000000000004x"), None);
+        assert_eq!(parse_bundle_name("00000000000000000001"), None);
+        assert_eq!(parse_partition("tmp"), None);
+    }
+}

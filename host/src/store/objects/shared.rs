@@ -1,0 +1,363 @@
+//! The state every clone of an [`ObjectPlog`](super::plog::ObjectPlog) shares (the object
+//! store, what it knows of each partition, its counters), and the object I/O on it: reading
+//! events and bundles, creating an object only if absent, and syncing local files.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::executor::block_on;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use sequencer::PLogOffset;
+
+use crate::store::objects::bundle::Bundle;
+use crate::store::objects::chain::{OneEvent, decode_one};
+use crate::store::objects::names::{BUNDLES, EVENTS, bundle_object, event_object, partition_dir};
+use crate::store::storage::{PartitionId, StorageError};
+
+/// What a partition's PLog holds, as this handle knows it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Part {
+    /// The next offset to append (1 for an empty PLog).
+    pub(super) next: PLogOffset,
+    /// The hash of the event at `next - 1` (0 for none).
+    pub(super) last_hash: u64,
+    /// The last offset held by bundles (dense from 1), 0 for none.
+    pub(super) merged_to: PLogOffset,
+    /// The hash of the event at `merged_to`.
+    pub(super) merged_hash: u64,
+    /// Why the merger stopped on this partition (a hole, a broken link, a conflict).
+    pub(super) merge_error: Option<String>,
+}
+
+/// Counters of what the object PLog did.
+#[derive(Debug, Default)]
+pub struct ObjectStats {
+    /// Events appended (one object each).
+    pub events_written: AtomicU64,
+    /// Appends (batches) acknowledged.
+    pub appends: AtomicU64,
+    /// Files and directories synced.
+    pub syncs: AtomicU64,
+    /// Bundles written by the merger.
+    pub bundles_written: AtomicU64,
+    /// One-event objects the merger deleted after bundling them.
+    pub merged_events: AtomicU64,
+    /// Leftovers removed at open: of an interrupted merge (identical to their bundle's), or a
+    /// stale writer's object under a bundle (created after the merge deleted the name).
+    pub leftovers_removed: AtomicU64,
+    /// Creates that found their object there already and were found to be their own.
+    pub own_retries: AtomicU64,
+    /// Appends refused by the fence.
+    pub fenced: AtomicU64,
+}
+
+/// Whether a handle may change the store (append, merge, clean up) or only read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Appends, merges and the repair of interrupted merges.
+    Write,
+    /// Reads only: nothing in the store changes.
+    ReadOnly,
+}
+
+/// What every clone of one handle shares.
+pub(super) struct Shared {
+    /// The objects.
+    pub(super) objects: Arc<dyn ObjectStore>,
+    /// The local root, when the objects are files (their durability is ours to ensure).
+    pub(super) local: Option<PathBuf>,
+    /// Events per bundle.
+    pub(super) bundle_events: u64,
+    /// This handle's writer id, written into each event object it creates.
+    pub(super) writer: String,
+    /// Whether the handle may change the store.
+    pub(super) access: Access,
+    /// What each partition's PLog holds, as this handle knows it.
+    pub(super) parts: Mutex<HashMap<PartitionId, Arc<Mutex<Part>>>>,
+    /// What the handle did.
+    pub(super) stats: ObjectStats,
+    /// Partitions whose bundle-sized range may be complete, for the merger.
+    pub(super) merge_tx: Mutex<Option<mpsc::Sender<PartitionId>>>,
+    /// Held while merging: one merge at a time per handle.
+    pub(super) merging: Mutex<()>,
+    /// The bundle each partition read last (pages of a replay straddle bundles).
+    pub(super) last_bundle: Mutex<HashMap<PartitionId, Arc<Bundle>>>,
+    /// A pause after writing a bundle and again half-way through its deletes, for the kill
+    /// test (`SEQUENCER_OBJECTS_MERGE_PAUSE_MS`; none by default).
+    pub(super) merge_pause: Duration,
+}
+
+/// Locks `m`, going on after a panic of another holder (the data stays consistent: every
+/// update is a whole assignment).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An object store operation's failure: what was done, and why it failed.
+pub(super) fn os_err(what: impl std::fmt::Display, e: impl std::fmt::Display) -> StorageError {
+    StorageError(format!("object store: {what}: {e}"))
+}
+
+/// Threads that sync one append's files together.
+const SYNC_THREADS: usize = 4;
+
+/// Threads reading one-event objects ahead.
+const READ_THREADS: usize = 4;
+
+/// Why a create did not write.
+pub(super) enum CreateError {
+    /// Another writer's object is there.
+    Taken,
+    /// The object store failed.
+    Storage(StorageError),
+}
+
+impl Shared {
+    /// The state of partition `p`, created (an empty PLog) on first use.
+    pub(super) fn part(&self, p: PartitionId) -> Arc<Mutex<Part>> {
+        lock(&self.parts)
+            .entry(p)
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(Part {
+                    next: 1,
+                    ..Part::default()
+                }))
+            })
+            .clone()
+    }
+
+    /// The object `name`, `None` if there is none.
+    pub(super) fn get(&self, name: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        let path = ObjPath::from(name);
+        match block_on(async { self.objects.get(&path).await?.bytes().await }) {
+            // A `Bytes` made from a `Vec` gives it back without a copy.
+            Ok(b) => Ok(Some(Vec::from(b))),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(os_err(format!("read {name}"), e)),
+        }
+    }
+
+    /// The one-event object of `o`, decoded and verified; `None` if there is none.
+    pub(super) fn get_one(
+        &self,
+        p: PartitionId,
+        o: PLogOffset,
+    ) -> Result<Option<OneEvent>, StorageError> {
+        let name = event_object(p, o);
+        let Some(bytes) = self.get(&name)? else {
+            return Ok(None);
+        };
+        match decode_one(&bytes) {
+            Some(e) if e.offset == o => Ok(Some(e)),
+            _ => Err(StorageError(format!(
+                "object store: {name} is corrupt: not a sound event object for offset {o} (partition {p})"
+            ))),
+        }
+    }
+
+    /// The one-event objects `from..from + n`, read from a few threads at once, in order
+    /// (`None` for one not found).
+    pub(super) fn get_many(
+        &self,
+        p: PartitionId,
+        from: PLogOffset,
+        n: usize,
+    ) -> Result<Vec<Option<OneEvent>>, StorageError> {
+        if n <= 1 {
+            return (from..from + n as u64)
+                .map(|o| self.get_one(p, o))
+                .collect();
+        }
+        let offsets: Vec<PLogOffset> = (from..from + n as u64).collect();
+        let chunk = n.div_ceil(READ_THREADS);
+        let parts: Vec<Result<Vec<Option<OneEvent>>, StorageError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = offsets
+                .chunks(chunk)
+                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_one(p, o)).collect()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(StorageError("a read thread panicked".into())))
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(n);
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// The bundle that would hold `o` (bundles are aligned on `bundle_events`).
+    fn bundle_range(&self, o: PLogOffset) -> (PLogOffset, PLogOffset) {
+        let first = (o - 1) / self.bundle_events * self.bundle_events + 1;
+        (first, first + self.bundle_events - 1)
+    }
+
+    /// The bundle that would hold `o`, decoded and verified (the one read last is kept per
+    /// partition); `None` if there is none.
+    pub(super) fn get_bundle(
+        &self,
+        p: PartitionId,
+        o: PLogOffset,
+    ) -> Result<Option<Arc<Bundle>>, StorageError> {
+        let (first, last) = self.bundle_range(o);
+        if let Some(b) = lock(&self.last_bundle).get(&p)
+            && b.first == first
+        {
+            return Ok(Some(b.clone()));
+        }
+        let name = bundle_object(p, first, last);
+        let Some(bytes) = self.get(&name)? else {
+            return Ok(None);
+        };
+        match Bundle::decode(bytes) {
+            Some(b) if b.first == first && b.last() == last => {
+                let b = Arc::new(b);
+                lock(&self.last_bundle).insert(p, b.clone());
+                Ok(Some(b))
+            }
+            _ => Err(StorageError(format!(
+                "object store: {name} is corrupt: not a sound bundle of offsets {first}..={last} (partition {p})"
+            ))),
+        }
+    }
+
+    /// A bundle's link without reading its events: the hash before its first event and the
+    /// hash of its last (from its header and its hash table).
+    pub(super) fn bundle_link(
+        &self,
+        p: PartitionId,
+        first: PLogOffset,
+        last: PLogOffset,
+        name: &str,
+    ) -> Result<(u64, u64), StorageError> {
+        let n = last - first + 1;
+        let path = ObjPath::from(bundle_object(p, first, last));
+        let ranges = block_on(self.objects.get_ranges(&path, &Bundle::link_ranges(n)))
+            .map_err(|e| os_err(format!("read bundles/{p:05}/{name}"), e))?;
+        Bundle::link(&ranges[0], &ranges[1], first, n).ok_or_else(|| {
+            StorageError(format!(
+                "object store: bundles/{p:05}/{name} is corrupt: not a sound bundle of offsets {first}..={last} (partition {p})"
+            ))
+        })
+    }
+
+    /// The first offset of `first..first + n` that a bundle holds, if any.
+    pub(super) fn bundled_among(
+        &self,
+        p: PartitionId,
+        first: PLogOffset,
+        n: u64,
+    ) -> Result<Option<PLogOffset>, StorageError> {
+        let mut o = first;
+        while o < first + n {
+            let (bf, bl) = self.bundle_range(o);
+            let name = ObjPath::from(bundle_object(p, bf, bl));
+            match block_on(self.objects.head(&name)) {
+                Ok(_) => return Ok(Some(o)),
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(os_err(format!("look for {name}"), e)),
+            }
+            o = bl + 1;
+        }
+        Ok(None)
+    }
+
+    /// Creates `name` only if absent; an object found there with the same bytes is this
+    /// writer's own earlier attempt (a create retried after a lost response).
+    pub(super) fn create(&self, name: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
+        let path = ObjPath::from(name);
+        let opts = PutOptions::from(PutMode::Create);
+        match block_on(
+            self.objects
+                .put_opts(&path, PutPayload::from(bytes.clone()), opts),
+        ) {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => match self.get(name) {
+                Ok(Some(found)) if found == bytes => {
+                    self.stats.own_retries.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                }
+                Ok(_) => Err(CreateError::Taken),
+                Err(e) => Err(CreateError::Storage(e)),
+            },
+            Err(e) => Err(CreateError::Storage(os_err(format!("create {name}"), e))),
+        }
+    }
+
+    /// Creates (and syncs) the directories of a partition before its first object, so that
+    /// syncing an object's file and its directory is enough to make it durable.
+    pub(super) fn ensure_dirs(&self, p: PartitionId) -> Result<(), StorageError> {
+        let Some(root) = &self.local else {
+            return Ok(());
+        };
+        for top in [EVENTS, BUNDLES] {
+            let dir = root.join(partition_dir(top, p));
+            if dir.is_dir() {
+                continue;
+            }
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| os_err(format!("create {}", dir.display()), e))?;
+            for d in [&dir, &root.join(top), root] {
+                self.sync_path(d)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Syncs the file or directory at `path`.
+    pub(super) fn sync_path(&self, path: &Path) -> Result<(), StorageError> {
+        std::fs::File::open(path)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| os_err(format!("sync {}", path.display()), e))?;
+        self.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Makes the objects `names` (under `dir`) durable: each file, then the directory once.
+    pub(super) fn sync_objects(&self, dir: &str, names: &[String]) -> Result<(), StorageError> {
+        let Some(root) = &self.local else {
+            return Ok(());
+        };
+        if names.is_empty() {
+            return Ok(());
+        }
+        // Files are synced from a few threads at once: the file system commits concurrent
+        // syncs together.
+        let paths: Vec<PathBuf> = names.iter().map(|n| root.join(n)).collect();
+        let chunk = paths.len().div_ceil(SYNC_THREADS).max(1);
+        let results: Vec<Result<(), StorageError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = paths
+                .chunks(chunk)
+                .map(|c| s.spawn(move || c.iter().try_for_each(|p| self.sync_path(p))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(StorageError("a sync thread panicked".into())))
+                })
+                .collect()
+        });
+        results.into_iter().collect::<Result<(), _>>()?;
+        self.sync_path(&root.join(dir))
+    }
+
+    /// Makes the one-event objects of `offsets` durable.
+    pub(super) fn sync_events(
+        &self,
+        p: PartitionId,
+        offsets: &[PLogOffset],
+    ) -> Result<(), StorageError> {
+        let names: Vec<String> = offsets.iter().map(|&o| event_object(p, o)).collect();
+        self.sync_objects(&partition_dir(EVENTS, p), &names)
+    }
+}
