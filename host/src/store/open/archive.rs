@@ -2,7 +2,9 @@
 //! asked for), the line-up check before anything is written, recording a new one, and the
 //! archive layered under the store and under its check.
 
-use std::path::{Path, PathBuf};
+#[cfg(feature = "objects")]
+use std::path::Path;
+use std::path::PathBuf;
 
 #[cfg(feature = "objects")]
 use crate::store::layers::Trim;
@@ -10,7 +12,9 @@ use crate::store::layers::Trim;
 use crate::store::layers::archive::{Archive, ArchiveError, WithArchive, check_lines_up};
 use crate::store::reader::StoreReader;
 
-use super::{OpenError, OpenOptions, StoreUrl};
+#[cfg(feature = "objects")]
+use super::OpenOptions;
+use super::{OpenError, StoreUrl};
 
 /// What an open does with the store's archive of old PLog events (see
 /// [`sequencer-host archive`](crate::store::layers::archive)). The recorded archive is always
@@ -52,6 +56,7 @@ impl ArchiveUse {
 
     /// The archive to use, if any: `recorded` is what the store records; `Ok((root, true))`
     /// for the recorded one (which must exist), `(root, false)` for a new one to record.
+    #[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
     pub(super) fn choose(
         &self,
         url: &StoreUrl,

@@ -28,10 +28,20 @@ pub(super) fn open(options: &OpenOptions) -> Result<Opened, OpenError> {
     options.archive.refuse_for(&StoreUrl::Memory)?;
     let store = MemoryStorage::new();
     super::refuse_large_events(options, store.append_limits())?;
+    // A new store: the opener's layout is recorded, in memory.
+    let layout = super::settle_open(
+        None,
+        options,
+        &store,
+        true,
+        &|| "memory".into(),
+        "memory",
+        |l| Ok(l.clone()),
+    )?;
     Ok(Opened {
         storage: Arc::new(store.clone()),
         backend: Box::new(store),
-        layout: options.layout.clone(),
+        layout,
         created: true,
         archive: archive::Opened::none(),
     })

@@ -457,6 +457,9 @@ pub fn open_reader(
     url: &StoreUrl,
     options: &OpenOptions,
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
+    // Memory and etcd stores need no options.
+    #[cfg(not(feature = "redb"))]
+    let _ = options;
     match url {
         StoreUrl::Memory => Err(OpenError::Unsupported {
             url: url.to_string(),
@@ -510,6 +513,7 @@ fn refuse_large_events(
     }
 }
 
+#[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
 /// Settles the layout of a store whose record is `recorded` (read before anything was
 /// written) against the layout asked for: refuses a difference. `store` names the store.
 fn refuse_another(
