@@ -12,13 +12,13 @@ use sequencer_host::{
     PartitionSequencer, Runtime, Storage,
 };
 
-use crate::cluster::Cluster;
+use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::{component_path, run_host, text};
 use crate::support::{all_events, check_passes, command_processor, event_batch, params};
 
 #[test]
 fn two_hosts_on_one_partition_never_both_commit_an_offset_and_the_loser_goes_on_without_reuse() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
@@ -82,7 +82,7 @@ fn two_hosts_on_one_partition_never_both_commit_an_offset_and_the_loser_goes_on_
 
 #[test]
 fn a_batch_beyond_the_request_limit_is_appended_in_parts_in_order_and_reads_back_densely() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let mut config = EtcdConfig::new(cluster.endpoints.clone());
@@ -148,7 +148,7 @@ fn a_batch_beyond_the_request_limit_is_appended_in_parts_in_order_and_reads_back
 
 #[test]
 fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothing() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let store = cluster.store(Duration::from_secs(5));
@@ -192,7 +192,7 @@ fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothi
 
 #[test]
 fn a_request_the_cluster_refuses_as_too_large_is_not_retried_and_becomes_the_stores_failure() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     // The store believes the cluster takes 8 MiB requests; it takes etcd's default 1.5 MiB.

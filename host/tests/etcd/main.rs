@@ -14,15 +14,15 @@
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
 //!
-//! `cluster` starts and stops the cluster; `support` holds what several tests do (start a
-//! run, wait for it, commit events through a driver, build batches).
+//! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
+//! holds what several tests do (start a run, wait for it, commit events through a driver,
+//! build batches).
 
 #![cfg(all(feature = "etcd", feature = "cli"))]
 
 #[path = "../common/mod.rs"]
 mod common;
 
-mod cluster;
 mod support;
 
 mod appends;

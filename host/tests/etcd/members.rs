@@ -12,7 +12,7 @@ use sequencer_host::{
     AppendError, Driver, DriverConfig, Limits, MonotonicClock, Runtime, Storage, StoredEvent,
 };
 
-use crate::cluster::Cluster;
+use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::{component_path, host};
 use crate::support::{
     check_passes, command_processor, params, run_args, spawn_run, spawn_run_with, wait_exit,
@@ -27,7 +27,7 @@ const OUTAGE: &[u8] = br#"{"during":"outage"}"#;
 
 #[test]
 fn kill_9_of_one_member_mid_run_loses_nothing_and_the_run_continues() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();
@@ -56,7 +56,7 @@ fn kill_9_of_one_member_mid_run_loses_nothing_and_the_run_continues() {
 
 #[test]
 fn with_two_members_down_appends_fail_with_a_clear_error_and_continue_after_they_return() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
@@ -128,7 +128,7 @@ fn with_two_members_down_appends_fail_with_a_clear_error_and_continue_after_they
 
 #[test]
 fn after_repeated_kill_and_restart_of_a_follower_every_member_holds_the_same_dense_plog() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();
@@ -196,7 +196,7 @@ fn after_repeated_kill_and_restart_of_a_follower_every_member_holds_the_same_den
 
 #[test]
 fn a_run_that_loses_its_majority_says_so_waits_and_finishes_by_itself_once_it_is_back() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();
@@ -248,7 +248,7 @@ fn a_run_that_loses_its_majority_says_so_waits_and_finishes_by_itself_once_it_is
 
 #[test]
 fn a_majority_lost_for_longer_than_the_store_waits_stops_the_run_in_one_line() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();

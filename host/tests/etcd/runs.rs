@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use sequencer_host::StoreReader as _;
 
-use crate::cluster::Cluster;
+use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::{self, checked_events, component_path, run_host, text};
 use crate::support::{check_passes, run_args, spawn_run, wait_exit, wait_for_events};
 
 #[test]
 fn the_main_job_runs_on_the_cluster_and_a_restart_continues_without_reusing_numbers() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();
@@ -49,7 +49,7 @@ fn the_main_job_runs_on_the_cluster_and_a_restart_continues_without_reusing_numb
 /// issued twice after every kill.
 #[test]
 fn sigkill_of_the_host_during_batched_appends_never_leaves_a_gap_or_a_number_issued_twice() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let rounds: u64 = std::env::var("SEQUENCER_ETCD_KILL_ROUNDS")
@@ -109,7 +109,7 @@ fn sigkill_of_the_host_during_batched_appends_never_leaves_a_gap_or_a_number_iss
 
 #[test]
 fn a_resume_with_another_partition_count_is_refused_on_etcd_and_inspect_reads_the_store() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();
@@ -150,7 +150,7 @@ fn a_resume_with_another_partition_count_is_refused_on_etcd_and_inspect_reads_th
 
 #[test]
 fn an_etcd_store_archives_and_trims_beside_a_live_run_compacts_and_still_resumes_and_checks() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let url = cluster.url();

@@ -8,11 +8,11 @@ use sequencer::SeqValue;
 use sequencer_host::StoreReader as _;
 use sequencer_host::{EtcdStorage, Storage};
 
-use crate::cluster::Cluster;
+use crate::common::etcd_cluster::EtcdCluster;
 
 #[test]
 fn numbers_of_many_workspaces_read_in_one_go_are_those_read_one_by_one() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let store = cluster.store(Duration::from_secs(5));
@@ -34,7 +34,7 @@ fn numbers_of_many_workspaces_read_in_one_go_are_those_read_one_by_one() {
 
 #[test]
 fn a_view_in_the_earlier_layout_is_read_merged_and_moved_to_one_key_per_workspace() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     // Rows as builds before one key per workspace wrote them: seq/<p>/<ws:020>/<seq:05>.
@@ -84,7 +84,7 @@ fn scattered(w: u64, r: u64, ws: u64) -> u64 {
 
 #[test]
 fn writers_raising_the_same_workspaces_at_once_leave_the_largest_numbers() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(cluster) = EtcdCluster::start() else {
         return;
     };
     let (writers, rounds, workspaces) = (3u64, 30u64, 70u64);

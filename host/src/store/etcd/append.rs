@@ -9,7 +9,7 @@ use etcd_client::{
 use sequencer::PLogOffset;
 
 use crate::store::codec::encode_pack;
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{offset_of, plog_key, plog_prefix, prefix_end};
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId};
 

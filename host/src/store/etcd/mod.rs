@@ -46,12 +46,15 @@
 //!
 //! | file | what it does |
 //! |---|---|
+//! | `handle.rs` | [`EtcdStorage`]: the handle every operation works through, and its getters |
+//! | `connect.rs` | opening the store (runtime, client, quorum) and probing the cluster |
 //! | `config.rs` | [`EtcdConfig`]: endpoints, time limits, the request limit; parsing `etcd://` URLs |
 //! | `keys.rs` | the key scheme above: building keys and reading offsets and numbers back |
 //! | `request.rs` | the tokio bridge (spawn, block) and running one request with retries and backoff |
 //! | `quorum.rs` | what the store does when requests keep failing: the majority, the store's failure |
 //! | `append.rs` | fenced appends, split to fit a request, an ambiguous outcome read back |
 //! | `plog.rs` | PLog reads in pages sized by what earlier reads met, and the PLog's end |
+//! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
 //! | `reader.rs` | [`StoreReader`](crate::store::reader::StoreReader): what `check` and `inspect` read |
@@ -61,7 +64,10 @@
 
 mod append;
 mod config;
+mod connect;
+mod handle;
 mod keys;
+mod pack_shape;
 mod plog;
 mod quorum;
 mod reader;
@@ -73,118 +79,9 @@ mod storage;
 mod trim;
 mod view;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use etcd_client::{Client, ConnectOptions};
-
-use crate::store::etcd::plog::PackShape;
-use crate::store::etcd::quorum::Quorum;
-use crate::store::etcd::request::one_line;
-use crate::store::storage::StorageError;
-
 pub use append::PACK_MAX_EVENTS;
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, EtcdConfig};
+pub use handle::EtcdStorage;
 pub use plog::PAGE_EVENTS;
 pub use stats::EtcdStats;
 pub use view::{READS_PER_TXN, VIEW_WS_PER_TXN};
-
-/// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
-#[derive(Clone)]
-pub struct EtcdStorage {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    runtime: Option<tokio::runtime::Runtime>,
-    client: Client,
-    config: EtcdConfig,
-    label: String,
-    stats: EtcdStats,
-    pack_shape: PackShape,
-    quorum: Quorum,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-impl EtcdStorage {
-    /// Connects to the cluster (lazily: members may come up later; requests retry).
-    pub fn connect(config: EtcdConfig) -> Result<Self, StorageError> {
-        let label = format!("etcd {}", config.endpoints.join(","));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("etcd-client")
-            .enable_all()
-            .build()
-            .map_err(|e| StorageError(format!("{label}: cannot start the client runtime: {e}")))?;
-        let options = ConnectOptions::new()
-            .with_timeout(config.request_timeout)
-            .with_connect_timeout(config.request_timeout)
-            // Without a leader a member answers at once instead of holding the request.
-            .with_require_leader(true);
-        let endpoints = config.endpoints.clone();
-        let client = runtime
-            .block_on(async move { Client::connect(endpoints, Some(options)).await })
-            .map_err(|e| {
-                StorageError(format!(
-                    "{label}: cannot connect: {}",
-                    one_line(&e.to_string())
-                ))
-            })?;
-        let quorum = runtime.block_on(Quorum::connect(
-            label.clone(),
-            &config.endpoints,
-            config.quorum_wait,
-        ));
-        Ok(Self {
-            inner: Arc::new(Inner {
-                runtime: Some(runtime),
-                client,
-                config,
-                label,
-                stats: EtcdStats::default(),
-                pack_shape: PackShape::new(),
-                quorum,
-            }),
-        })
-    }
-
-    /// Connects to the cluster named by `etcd://host:port,...`.
-    pub fn connect_url(url: &str) -> Result<Self, StorageError> {
-        Self::connect(EtcdConfig::from_url(url)?)
-    }
-
-    /// The configuration in use.
-    pub fn config(&self) -> &EtcdConfig {
-        &self.inner.config
-    }
-
-    /// "etcd http://…": names the cluster in messages.
-    pub fn label(&self) -> &str {
-        &self.inner.label
-    }
-
-    /// What the store has done so far.
-    pub fn stats(&self) -> &EtcdStats {
-        &self.inner.stats
-    }
-
-    /// Checks that the cluster answers a linearizable read (so has a leader and a majority),
-    /// retrying for at most `within`.
-    pub fn probe(&self, within: Duration) -> Result<(), StorageError> {
-        let this = self.clone();
-        self.block(async move {
-            this.retrying_for("reach the cluster".into(), within, |mut kv| async move {
-                kv.get("next/0", None).await
-            })
-            .await
-            .map(|_| ())
-        })
-    }
-}

@@ -2,39 +2,16 @@
 //! (packs) per request as should hold what is wanted, sized by what earlier reads met; and the
 //! PLog's end (its last key).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use etcd_client::{SortOrder, SortTarget};
 use sequencer::PLogOffset;
 
 use crate::store::codec::{StoredEvent, decode_event, split_pack};
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{offset_of, plog_key, plog_prefix, prefix_end};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Most PLog events one range read returns (keeps responses well under the client's limit).
 pub const PAGE_EVENTS: usize = 1024;
-
-/// The most a PLog range read asks for, in stored bytes (keys × the largest value seen), well
-/// under the client's response limit.
-const READ_BUDGET_BYTES: usize = 16 * 1024 * 1024;
-
-/// What PLog reads have met, to size the next read: events per key (last read) and the
-/// largest value (ever; 0 before the first read).
-pub(super) struct PackShape {
-    events_per_key: AtomicU64,
-    largest_value: AtomicU64,
-}
-
-impl PackShape {
-    /// Before any read: one event per key, the largest value not known yet.
-    pub(super) fn new() -> Self {
-        Self {
-            events_per_key: AtomicU64::new(1),
-            largest_value: AtomicU64::new(0),
-        }
-    }
-}
 
 impl EtcdStorage {
     pub(super) async fn next_plog_offset_async(
@@ -77,18 +54,11 @@ impl EtcdStorage {
         let mut start = plog_key(partition, from);
         while out.len() < max {
             // A key holds a pack of events: ask for as many keys as should hold what is still
-            // wanted, and no more than keeps the response within READ_BUDGET_BYTES.
+            // wanted, and no more than keeps the response within the read budget.
             let shape = &self.inner.pack_shape;
-            let per_key = shape.events_per_key.load(Ordering::Relaxed).max(1);
-            // Until a read has seen one, a value may be as large as a request.
-            let key_bytes = match shape.largest_value.load(Ordering::Relaxed) {
-                0 => self.inner.config.max_request_bytes as u64,
-                seen => seen,
-            };
-            let keys = (max - out.len())
-                .div_ceil(usize::try_from(per_key).unwrap_or(1))
-                .min(READ_BUDGET_BYTES / usize::try_from(key_bytes).unwrap_or(usize::MAX))
-                .clamp(1, PAGE_EVENTS);
+            let keys = shape
+                .keys_for(max - out.len(), self.inner.config.max_request_bytes)
+                .min(PAGE_EVENTS);
             let opts = self
                 .get_options()
                 .with_range(prefix_end(&prefix))
@@ -132,10 +102,7 @@ impl EtcdStorage {
                     });
                 }
             }
-            if let Some(n) = events_read.checked_div(resp.kvs().len() as u64) {
-                shape.events_per_key.store(n.max(1), Ordering::Relaxed);
-                shape.largest_value.fetch_max(largest, Ordering::Relaxed);
-            }
+            shape.met(resp.kvs().len(), events_read, largest);
             match resp.kvs().last() {
                 Some(last) if resp.more() => {
                     let mut next = last.key().to_vec();

@@ -4,7 +4,7 @@
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::codec::StoredEvent;
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, offset_of, plog_prefix, prefix_end};
 #[cfg(doc)]
 use crate::store::etcd::plog::PAGE_EVENTS;

@@ -4,7 +4,7 @@
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 #[cfg(feature = "objects")]
 use crate::store::etcd::keys::ARCHIVE_KEY;
 use crate::store::etcd::keys::LAYOUT_KEY;

@@ -11,7 +11,7 @@ use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
 use tonic::Code as tonic_code;
 
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::quorum::Next;
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::StorageError;

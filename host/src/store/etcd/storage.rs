@@ -4,7 +4,7 @@
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::next_key;
 use crate::store::etcd::plog::PAGE_EVENTS;
 use crate::store::storage::{

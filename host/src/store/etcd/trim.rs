@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use etcd_client::DeleteOptions;
 use sequencer::PLogOffset;
 
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{offset_of, plog_key};
 use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::reader::StoreReader;

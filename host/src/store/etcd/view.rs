@@ -9,7 +9,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, Txn, TxnOp, TxnOpResponse};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::etcd::EtcdStorage;
+use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, parse_u64, prefix_end, seq_prefix, ws_key};
 use crate::store::etcd::plog::PAGE_EVENTS;
 use crate::store::storage::{PartitionId, StorageError};
