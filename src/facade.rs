@@ -1,4 +1,4 @@
-//! The `ISequence` facade of spec 002: what a command processor thinks in (start an event, take
+//! The `ISequence` facade (docs/DESIGN.md §5): what a command processor thinks in (start an event, take
 //! record ids, finish or cancel it), over the generic sequencer and the platform's system
 //! sequences. Also the storage adapter's half: turning a PLog event into sequence values.
 
@@ -35,7 +35,7 @@ pub fn system_params(params: Params) -> Params {
         .with_seq(SYSTEM_KIND, SEQ_CREC_ID, FIRST_CREC_ID)
 }
 
-/// The status of spec 002's `ISequence`.
+/// The status of the `ISequence` facade (docs/DESIGN.md §5.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum SequenceStatus {
@@ -75,7 +75,7 @@ impl SequenceStatus {
     }
 }
 
-/// The offsets of an event that began (spec 002's `StartEvent`).
+/// The offsets of an event that began (the facade's `StartEvent`, docs/DESIGN.md §5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventOffsets {
     /// The PLog offset of the event.
@@ -95,7 +95,7 @@ impl Sequencer {
         self.next(SEQ_CREC_ID)
     }
 
-    /// `Status` of spec 002.
+    /// The facade's `Status` (docs/DESIGN.md §5.3).
     pub fn sequence_status(&self) -> SequenceStatus {
         self.status().into()
     }
@@ -172,7 +172,7 @@ pub struct PlatformEvent {
     pub argument: Option<ArgObject>,
 }
 
-/// The sequence values an event carries, as spec 002's recovery reads them: its WLog offset;
+/// The sequence values an event carries, as the facade's recovery reads them (docs/DESIGN.md §5.4): its WLog offset;
 /// C documents and records raise the C record id; O/W documents and records raise the record
 /// id; argument objects and their children raise the record id. Keys may repeat.
 pub fn event_values(event: &PlatformEvent) -> Vec<SeqValue> {

@@ -104,7 +104,7 @@ fn unwritten(unflushed: &Unflushed, orphan: Option<u32>, ws: WsId, seq: SeqId) -
         .or_else(|| unflushed.get(ws, seq))
 }
 
-/// The sequencer state machine of spec 001.
+/// The sequencer state machine (docs/DESIGN.md §3, §4).
 ///
 /// Use: [`start`](Self::start), then [`next`](Self::next) for each number the event needs, then
 /// [`flush`](Self::flush) once the event is in the PLog, or [`actualize`](Self::actualize) if it

@@ -14,7 +14,7 @@
 //!   workspace with one `read-numbers-many` first, stages events until "not now", and drops
 //!   everything on a later refusal;
 //! - the flushing calls flush, start, then begin due storage work once, after the start;
-//! - `start-event` (spec 002) starts in the system kind and takes the WLog offset, dropping
+//! - `start-event` (docs/DESIGN.md §5.1) starts in the system kind and takes the WLog offset, dropping
 //!   the event if that is refused.
 //!
 //! After every call that can change them, the shell begins the storage work now due, keeps the
@@ -368,7 +368,7 @@ impl Shell {
         self.flush_then(host, |s, h| s.start_batch_core(kind, ws, seqs, numbers, h))
     }
 
-    /// `start-event` (spec 002's `StartEvent`): starts an event in workspace `ws` of
+    /// `start-event` (the facade's `StartEvent`, docs/DESIGN.md §5.1): starts an event in workspace `ws` of
     /// [`facade::SYSTEM_KIND`] and takes its WLog offset. Never waits: while recovering it
     /// says "not now" at once. A refused WLog offset drops the event.
     pub fn start_event<H: Host + ?Sized>(
@@ -397,22 +397,22 @@ impl Shell {
         r
     }
 
-    /// `next-rec-id` (spec 002's `NextRecID`).
+    /// `next-rec-id` (the facade's `NextRecID`, docs/DESIGN.md §5.1).
     pub fn next_rec_id(&mut self) -> Result<Number, Error> {
         self.core.next_rec_id()
     }
 
-    /// `next-c-rec-id` (spec 002's `NextCRecID`).
+    /// `next-c-rec-id` (the facade's `NextCRecID`, docs/DESIGN.md §5.1).
     pub fn next_c_rec_id(&mut self) -> Result<Number, Error> {
         self.core.next_c_rec_id()
     }
 
-    /// `finish-event` (spec 002's `FinishEvent`): [`flush`](Self::flush).
+    /// `finish-event` (the facade's `FinishEvent`, docs/DESIGN.md §5.1): [`flush`](Self::flush).
     pub fn finish_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
         self.flush(host)
     }
 
-    /// `cancel-event` (spec 002's `CancelEvent`): [`actualize`](Self::actualize) the event
+    /// `cancel-event` (the facade's `CancelEvent`, docs/DESIGN.md §5.1): [`actualize`](Self::actualize) the event
     /// in progress; without one (ready, or recovering) it is refused with
     /// [`Error::NoTransaction`] and changes nothing.
     pub fn cancel_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
@@ -423,7 +423,7 @@ impl Shell {
         }
     }
 
-    /// spec 002's `Status`.
+    /// the facade's `Status` (docs/DESIGN.md §5.3).
     pub fn sequence_status(&self) -> SequenceStatus {
         self.core.status().into()
     }

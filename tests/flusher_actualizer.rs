@@ -1,4 +1,4 @@
-//! The flusher and actualizer rules of spec 001, one test each.
+//! The flusher and actualizer rules (docs/DESIGN.md §4), one test each.
 
 use core::time::Duration;
 

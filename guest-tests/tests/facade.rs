@@ -1,4 +1,4 @@
-//! The ISequence facade of spec 002 through the component and the host.
+//! The ISequence facade (docs/DESIGN.md §5) through the component and the host.
 
 use std::time::Duration;
 

@@ -306,7 +306,7 @@ impl SequencerCore {
         CoreStatus::from(self.shell.status()) as u32
     }
 
-    /// spec 002's status (an index into `sequenceStatusNames()`).
+    /// the facade's status (docs/DESIGN.md §5.3; an index into `sequenceStatusNames()`).
     #[wasm_bindgen(js_name = sequenceStatus)]
     pub fn sequence_status(&self) -> u32 {
         self.shell.sequence_status() as u32
@@ -477,7 +477,7 @@ impl SequencerCore {
         self.batch(kind, ws, seqs, true)
     }
 
-    /// `start-event` (spec 002): the event's PLog offset, its WLog offset in `out[0]`; or a
+    /// `start-event` (docs/DESIGN.md §5.1): the event's PLog offset, its WLog offset in `out[0]`; or a
     /// [`Sentinel`].
     #[wasm_bindgen(js_name = startEvent)]
     pub fn start_event(&mut self, ws: f64, out: &mut [f64]) -> f64 {
@@ -498,21 +498,21 @@ impl SequencerCore {
         self.started(r)
     }
 
-    /// `next-rec-id` (spec 002), or `Refused`.
+    /// `next-rec-id` (docs/DESIGN.md §5.1), or `Refused`.
     #[wasm_bindgen(js_name = nextRecId)]
     pub fn next_rec_id(&mut self) -> f64 {
         let r = self.shell.next_rec_id();
         self.number(r)
     }
 
-    /// `next-c-rec-id` (spec 002), or `Refused`.
+    /// `next-c-rec-id` (docs/DESIGN.md §5.1), or `Refused`.
     #[wasm_bindgen(js_name = nextCRecId)]
     pub fn next_c_rec_id(&mut self) -> f64 {
         let r = self.shell.next_c_rec_id();
         self.number(r)
     }
 
-    /// `finish-event` (spec 002): `flush`; `0`, or `Refused`.
+    /// `finish-event` (docs/DESIGN.md §5.1): `flush`; `0`, or `Refused`.
     #[wasm_bindgen(js_name = finishEvent)]
     pub fn finish_event(&mut self) -> i32 {
         let r = self
@@ -521,7 +521,7 @@ impl SequencerCore {
         self.done(r)
     }
 
-    /// `cancel-event` (spec 002): drops the event in progress and recovers; `0`, or `Refused`
+    /// `cancel-event` (docs/DESIGN.md §5.1): drops the event in progress and recovers; `0`, or `Refused`
     /// (`NO_TRANSACTION` without an event).
     #[wasm_bindgen(js_name = cancelEvent)]
     pub fn cancel_event(&mut self) -> i32 {

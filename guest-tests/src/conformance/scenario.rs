@@ -111,7 +111,7 @@ pub struct StorageJson {
     pub next_offset: u64,
 }
 
-/// A platform event (spec 002's PLog), for the facade's scenarios.
+/// A platform event (as the PLog holds it, docs/DESIGN.md §5.4), for the facade's scenarios.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformEventJson {

@@ -1,5 +1,5 @@
 //! The task driver: one event loop serving many partitions' sequencers, after `lws_sequencer`
-//! (spec 004). It performs the storage work each guest begins, delivers the outcomes to that
+//! (docs/DESIGN.md §7). It performs the storage work each guest begins, delivers the outcomes to that
 //! guest in order of completion, and turns the wake-ups guests ask for into `pump` calls.
 //!
 //! Rules it keeps for every partition: at most one write in flight, applied in the order begun;

@@ -218,7 +218,7 @@ impl PartitionSequencer {
         }
     }
 
-    /// `StartEvent` of spec 002 (the sequencer must have been opened with
+    /// `StartEvent` (docs/DESIGN.md §5.1; the sequencer must have been opened with
     /// `sequencer::facade::system_params`): the event's PLog and WLog offsets. While the
     /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
     /// that to change; `None` if it does not.
@@ -281,7 +281,7 @@ impl PartitionSequencer {
         }
     }
 
-    /// `NextRecID` of spec 002: the next O/W document or record id.
+    /// `NextRecID` (docs/DESIGN.md §5.1): the next O/W document or record id.
     pub fn next_rec_id(&self) -> Result<u64, HostError> {
         self.shared.call(|i| {
             i.plugin
@@ -290,7 +290,7 @@ impl PartitionSequencer {
         })
     }
 
-    /// `NextCRecID` of spec 002: the next C document or record id.
+    /// `NextCRecID` (docs/DESIGN.md §5.1): the next C document or record id.
     pub fn next_c_rec_id(&self) -> Result<u64, HostError> {
         self.shared.call(|i| {
             i.plugin
@@ -299,17 +299,17 @@ impl PartitionSequencer {
         })
     }
 
-    /// `FinishEvent` of spec 002: the event is in the PLog.
+    /// `FinishEvent` (docs/DESIGN.md §5.1): the event is in the PLog.
     pub fn finish_event(&self) -> Result<(), HostError> {
         self.flush()
     }
 
-    /// `CancelEvent` of spec 002: the event failed; the same ids are handed out again.
+    /// `CancelEvent` (docs/DESIGN.md §5.1): the event failed; the same ids are handed out again.
     pub fn cancel_event(&self) -> Result<(), HostError> {
         self.actualize()
     }
 
-    /// `Status` of spec 002, readable from any thread at any time without waiting for a call
+    /// The facade's `Status` (docs/DESIGN.md §5.3), readable from any thread at any time without waiting for a call
     /// in progress.
     pub fn sequence_status(&self) -> SequenceStatus {
         match Status02::from_u8(self.shared.status.load(Ordering::SeqCst)) {

@@ -1,5 +1,5 @@
 //! What the host needs from storage: the PLog, the sequences view and the next PLog offset of
-//! each partition, laid out as in spec 002.
+//! each partition, laid out as in docs/DESIGN.md §6.
 
 use core::fmt;
 use core::ops::Range;

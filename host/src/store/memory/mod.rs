@@ -1,4 +1,4 @@
-//! Storage in memory, laid out as in spec 002, with switches to make it misbehave in tests.
+//! Storage in memory, laid out as in docs/DESIGN.md §6, with switches to make it misbehave in tests.
 
 mod gate;
 

@@ -6,7 +6,7 @@
 //! | table         | key                              | value                              |
 //! |---------------|----------------------------------|------------------------------------|
 //! | `plog`        | (partition, offset)              | the event: its values and payload  |
-//! | `sequences`   | (partition, workspace, sequence) | last number (the view of spec 002) |
+//! | `sequences`   | (partition, workspace, sequence) | last number (the sequences view, docs/DESIGN.md §6) |
 //! | `next_offset` | partition                        | the stored next PLog offset        |
 //! | `meta`        | name                             | `format` → the format version      |
 //!
