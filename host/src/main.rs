@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse_args();
-    let progress = cli::logging::init(&args);
+    let progress = cli::logging::init(&args.output);
     match cli::dispatch(args, &progress) {
         Ok(code) => code,
         Err(e) => {

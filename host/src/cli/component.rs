@@ -9,7 +9,7 @@ use sequencer_host::{ComponentCache, Limits, Runtime};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
-use super::{CliError, one_line};
+use super::common::{CliError, one_line};
 
 /// The interface the host needs the component to export.
 pub const EXPECTED_EXPORT: &str = "sequencer:plugin/sequencer-api@0.3.0";

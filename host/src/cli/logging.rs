@@ -7,7 +7,19 @@ use tracing::level_filters::LevelFilter;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-use super::Cli;
+/// How much the process says: the global options every subcommand takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Output {
+    /// More logging (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Warnings and errors only.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// No progress bars (they are hidden anyway when stderr is not a terminal).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
 
 /// The progress bars of the process (hidden with `--no-progress` or when stderr is not a
 /// terminal) and the log writer that draws around them.
@@ -28,7 +40,7 @@ impl Progress {
 /// only, info by default, unless `RUST_LOG` gives a filter (`RUST_LOG=debug`,
 /// `RUST_LOG=sequencer_host=trace`, …), which wins. Colours only on a terminal, and never when
 /// `NO_COLOR` is set to anything but the empty string (<https://no-color.org>).
-pub fn init(cli: &Cli) -> Progress {
+pub fn init(cli: &Output) -> Progress {
     let multi = if cli.no_progress {
         MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
     } else {

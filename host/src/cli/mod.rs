@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use common::{CliError, CliResult, one_line};
+pub use common::{CliResult, one_line};
 use logging::Progress;
 
 /// Runs the sequencer component under wasmtime: a command-processor workload over a durable
@@ -24,15 +24,9 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-    /// More logging (-v debug, -vv trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// Warnings and errors only.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
-    /// No progress bars (they are hidden anyway when stderr is not a terminal).
-    #[arg(long, global = true)]
-    pub no_progress: bool,
+    /// How much the process says.
+    #[command(flatten)]
+    pub output: logging::Output,
 }
 
 impl Cli {

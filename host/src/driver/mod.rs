@@ -571,3 +571,83 @@ fn abortable_read(
         })
         .boxed()
 }
+
+/// The runtime's pooled instances, driven: a slot freed by a closed sequencer is reused.
+#[cfg(test)]
+mod pooled {
+    use sequencer::Params;
+    use wasmtime::PoolingAllocationConfig;
+
+    use std::sync::Arc;
+
+    use super::{Driver, DriverConfig};
+    use crate::driver::clock::ManualClock;
+    use crate::runtime::Runtime;
+    use crate::runtime::bindings::StartOutcome;
+    use crate::runtime::link::{
+        Limits, POOL_KEEP_RESIDENT_MEMORY, POOL_KEEP_RESIDENT_TABLES, component_path,
+    };
+    use crate::store::memory::MemoryStorage;
+
+    /// The compiled component (`scripts/build-component.sh` builds it).
+    fn component() -> Vec<u8> {
+        let path = component_path();
+        std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "no component at {} ({e}); build it first: bash scripts/build-component.sh",
+                path.display()
+            )
+        })
+    }
+
+    /// A pool of one slot: a second live instance is refused; each sequencer opened after the
+    /// previous one was dropped reuses the slot and carries on from storage; a freed slot keeps
+    /// no more resident than `Limits::pooled_instances` says.
+    #[test]
+    fn pooled_slot_is_reused_within_its_limits() {
+        let limits = Limits {
+            pooled_instances: Some(1),
+            ..Limits::default()
+        };
+        let rt = Runtime::from_bytes(&component(), limits).expect("pooled runtime");
+        let storage = MemoryStorage::new();
+        let driver = Driver::spawn(
+            Arc::new(storage.clone()),
+            Arc::new(ManualClock::new()),
+            DriverConfig::default(),
+        );
+        let params = Params::new().with_seq(1, 1, 1);
+        let mut numbers = Vec::new();
+        for _ in 0..3 {
+            let seq = driver.open(&rt, 0, &params).expect("open");
+            driver.idle();
+            assert!(driver.open(&rt, 1, &params).is_err(), "the pool holds one");
+            let outcome = seq.start(1, 7).expect("start");
+            assert!(matches!(outcome, StartOutcome::Started(_)), "{outcome:?}");
+            numbers.push(seq.next(1).expect("next"));
+            seq.flush().expect("flush");
+            driver.idle();
+            seq.cleanup();
+            drop(seq);
+            driver.sync();
+        }
+        assert_eq!(numbers, [numbers[0], numbers[0] + 1, numbers[0] + 2]);
+        let metrics = rt
+            .inner
+            .linked
+            .engine()
+            .pooling_allocator_metrics()
+            .expect("pooling");
+        assert_eq!(metrics.component_instances(), 0);
+        assert!(metrics.unused_memory_bytes_resident() <= POOL_KEEP_RESIDENT_MEMORY);
+        if PoolingAllocationConfig::is_pagemap_scan_available() {
+            assert!(metrics.unused_memory_bytes_resident() > 0);
+        }
+        assert!(metrics.unused_table_bytes_resident() <= 2 * POOL_KEEP_RESIDENT_TABLES);
+        eprintln!(
+            "freed slot: {} bytes of memory, {} of tables resident",
+            metrics.unused_memory_bytes_resident(),
+            metrics.unused_table_bytes_resident()
+        );
+    }
+}

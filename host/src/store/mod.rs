@@ -6,6 +6,8 @@
 
 pub(crate) mod check;
 pub mod codec;
+#[cfg(feature = "objects")]
+pub(crate) mod composed;
 #[cfg(any(feature = "redb", feature = "objects"))]
 pub(crate) mod fs;
 pub mod layout;
@@ -31,6 +33,8 @@ pub mod redb;
 
 pub use check::{CheckError, CheckReport, PlogChecker, StoreCheck, Violation, check_store};
 pub use codec::{StoredEvent, encoded_len};
+#[cfg(feature = "objects")]
+pub use composed::{ObjectReader, ObjectStorage};
 pub use layout::{Layout, LayoutRefusal, LayoutSeq};
 pub use open::{
     ArchiveUse, DEFAULT_DATA_DIR, OpenError, OpenOptions, Store, StoreCheckError, StoreUrl, open,
@@ -42,15 +46,3 @@ pub use stats::{Counter, StoreStats};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
-
-/// The PLog on object storage with the view in redb: a durable store for `run`.
-#[cfg(feature = "objects")]
-pub type ObjectStorage = objects::Objects<redb::RedbStorage>;
-
-/// An object store root read without writing anything (`check`, `inspect`): the PLog's
-/// objects read in place (a scan that reports holes, broken links and conflicting objects,
-/// and leaves the leftovers of an interrupted merge where they are), the view through a
-/// [`RedbReader`](redb::RedbReader) (in place, or a private copy when live or in need of
-/// recovery).
-#[cfg(feature = "objects")]
-pub type ObjectReader = objects::Objects<redb::RedbReader>;

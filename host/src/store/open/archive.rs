@@ -12,99 +12,62 @@ use crate::store::layers::Trim;
 use crate::store::layers::archive::{Archive, ArchiveError, WithArchive, check_lines_up};
 use crate::store::reader::StoreReader;
 
+use super::error::OpenError;
+use super::options::ArchiveUse;
 #[cfg(feature = "objects")]
-use super::OpenOptions;
-use super::{OpenError, StoreUrl};
+use super::options::OpenOptions;
+use super::url::StoreUrl;
 
-/// What an open does with the store's archive of old PLog events (see
-/// [`sequencer-host archive`](crate::store::layers::archive)). The recorded archive is always
-/// used, read-only, unless [`writable`](Self::writable).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ArchiveUse {
-    asked: Option<PathBuf>,
-    writes: bool,
-    bundle_events: Option<u64>,
+/// The archive to use, if any: `recorded` is what the store records; `Ok((root, true))`
+/// for the recorded one (which must exist), `(root, false)` for a new one to record.
+#[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
+pub(super) fn choose(
+    use_: &ArchiveUse,
+    url: &StoreUrl,
+    recorded: Option<PathBuf>,
+) -> Result<Option<(PathBuf, bool)>, OpenError> {
+    if recorded.is_none() && !use_.wanted() {
+        return Ok(None);
+    }
+    #[cfg(feature = "objects")]
+    {
+        let asked = use_
+            .asked
+            .as_deref()
+            .map(crate::store::layers::archive::absolute);
+        match (recorded, asked) {
+            (Some(r), Some(a)) if r != a => Err(ArchiveError::Another {
+                recorded: r,
+                asked: a,
+            }
+            .into()),
+            (Some(r), _) if !r.exists() => Err(ArchiveError::Missing(r).into()),
+            (Some(r), _) => Ok(Some((r, true))),
+            (None, Some(a)) => Ok(Some((a, false))),
+            (None, None) => Err(OpenError::NoArchive {
+                url: url.to_string(),
+            }),
+        }
+    }
+    #[cfg(not(feature = "objects"))]
+    {
+        let _ = recorded;
+        Err(OpenError::NotBuilt {
+            url: url.to_string(),
+            feature: "objects",
+        })
+    }
 }
 
-impl ArchiveUse {
-    /// Use the archive at `root` (a local directory of bundles): recorded with the store if it
-    /// records none (created if missing), refused if it records another.
-    pub fn named(mut self, root: impl Into<PathBuf>) -> Self {
-        self.asked = Some(root.into());
-        self
+/// Refuses an archive asked of a store that is not archived (memory, objects).
+pub(super) fn refuse_for(use_: &ArchiveUse, url: &StoreUrl) -> Result<(), OpenError> {
+    if use_.wanted() {
+        return Err(OpenError::Unsupported {
+            url: url.to_string(),
+            what: "only the redb and etcd stores are archived (the object store keeps its PLog in bundles already)",
+        });
     }
-
-    /// Open the archive for writing (archive passes); the store must record one or
-    /// [`named`](Self::named) one.
-    pub fn writable(mut self) -> Self {
-        self.writes = true;
-        self
-    }
-
-    /// Events per bundle of a new archive (default
-    /// [`DEFAULT_ARCHIVE_BUNDLE_EVENTS`](crate::store::layers::archive::DEFAULT_ARCHIVE_BUNDLE_EVENTS));
-    /// an existing one keeps its own.
-    pub fn bundle_events(mut self, n: u64) -> Self {
-        self.bundle_events = Some(n);
-        self
-    }
-
-    /// Whether the opener asked for an archive (named one, or wants to write).
-    fn wanted(&self) -> bool {
-        self.asked.is_some() || self.writes
-    }
-
-    /// The archive to use, if any: `recorded` is what the store records; `Ok((root, true))`
-    /// for the recorded one (which must exist), `(root, false)` for a new one to record.
-    #[cfg_attr(not(any(feature = "redb", feature = "etcd")), allow(dead_code))]
-    pub(super) fn choose(
-        &self,
-        url: &StoreUrl,
-        recorded: Option<PathBuf>,
-    ) -> Result<Option<(PathBuf, bool)>, OpenError> {
-        if recorded.is_none() && !self.wanted() {
-            return Ok(None);
-        }
-        #[cfg(feature = "objects")]
-        {
-            let asked = self
-                .asked
-                .as_deref()
-                .map(crate::store::layers::archive::absolute);
-            match (recorded, asked) {
-                (Some(r), Some(a)) if r != a => Err(ArchiveError::Another {
-                    recorded: r,
-                    asked: a,
-                }
-                .into()),
-                (Some(r), _) if !r.exists() => Err(ArchiveError::Missing(r).into()),
-                (Some(r), _) => Ok(Some((r, true))),
-                (None, Some(a)) => Ok(Some((a, false))),
-                (None, None) => Err(OpenError::NoArchive {
-                    url: url.to_string(),
-                }),
-            }
-        }
-        #[cfg(not(feature = "objects"))]
-        {
-            let _ = recorded;
-            Err(OpenError::NotBuilt {
-                url: url.to_string(),
-                feature: "objects",
-            })
-        }
-    }
-
-    /// Refuses an archive asked of a store that is not archived (memory, objects).
-    pub(super) fn refuse_for(&self, url: &StoreUrl) -> Result<(), OpenError> {
-        if self.wanted() {
-            return Err(OpenError::Unsupported {
-                url: url.to_string(),
-                what: "only the redb and etcd stores are archived (the object store keeps its PLog in bundles already)",
-            });
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// The archive an open store uses, if any.

@@ -5,12 +5,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::store::etcd::{EtcdConfig, EtcdStorage};
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::{Storage, StorageError};
-use crate::{EtcdConfig, EtcdStorage};
 
-use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+use super::archive;
+use super::error::OpenError;
+use super::options::OpenOptions;
+use super::settle;
+use super::store::{Backend, Opened};
+use super::url::StoreUrl;
 
 /// How long a new store's first request may take to be answered.
 const PROBE_WITHIN: Duration = Duration::from_secs(5);
@@ -60,20 +65,20 @@ fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
 
 pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, OpenError> {
     let StoreUrl::Etcd(address) = url else {
-        return Err(super::not_built(url));
+        return Err(settle::not_built(url));
     };
     let store = connect(address, options)?;
     let recorded = store.read_layout()?;
     let name = || format!("etcd store {address}");
-    super::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
-    super::refuse_large_events(options, store.append_limits())?;
-    let layout = super::settle_open(recorded, options, &store, false, &name, "etcd", |l| {
+    settle::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
+    settle::refuse_large_events(options, store.append_limits())?;
+    let layout = settle::settle_open(recorded, options, &store, false, &name, "etcd", |l| {
         Ok(store.record_layout(l)?)
     })?;
     #[cfg(feature = "objects")]
     let (archive, storage) = {
         use crate::store::layers::archive::WithArchive;
-        let archive = match options.archive.choose(url, store.read_archive()?)? {
+        let archive = match archive::choose(&options.archive, url, store.read_archive()?)? {
             Some(c) => {
                 archive::open_chosen(options, c, &store, |root| Ok(store.record_archive(root)?))?
             }
@@ -87,7 +92,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     };
     #[cfg(not(feature = "objects"))]
     let (archive, storage) = {
-        options.archive.choose(url, None)?;
+        archive::choose(&options.archive, url, None)?;
         (
             archive::Opened::none(),
             Arc::new(store.clone()) as Arc<dyn Storage>,
@@ -104,7 +109,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
 
 pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     let StoreUrl::Etcd(address) = url else {
-        return Err(super::not_built(url));
+        return Err(settle::not_built(url));
     };
     let store = EtcdStorage::connect_url(address)?;
     #[cfg(feature = "objects")]

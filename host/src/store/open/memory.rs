@@ -7,7 +7,12 @@ use crate::store::reader::StoreReader;
 use crate::store::stats::StoreStats;
 use crate::store::storage::Storage;
 
-use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+use super::archive;
+use super::error::OpenError;
+use super::options::OpenOptions;
+use super::settle;
+use super::store::{Backend, Opened};
+use super::url::StoreUrl;
 
 impl Backend for MemoryStorage {
     fn reader(&self) -> &dyn StoreReader {
@@ -25,11 +30,11 @@ impl Backend for MemoryStorage {
 
 /// A new, empty store in memory (its layout is the opener's: there is nothing to compare).
 pub(super) fn open(options: &OpenOptions) -> Result<Opened, OpenError> {
-    options.archive.refuse_for(&StoreUrl::Memory)?;
+    archive::refuse_for(&options.archive, &StoreUrl::Memory)?;
     let store = MemoryStorage::new();
-    super::refuse_large_events(options, store.append_limits())?;
+    settle::refuse_large_events(options, store.append_limits())?;
     // A new store: the opener's layout is recorded, in memory.
-    let layout = super::settle_open(
+    let layout = settle::settle_open(
         None,
         options,
         &store,

@@ -5,12 +5,17 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::store::composed::{ObjectReader, ObjectStorage};
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::Storage;
-use crate::store::{ObjectReader, ObjectStorage};
 
-use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+use super::archive;
+use super::error::OpenError;
+use super::options::OpenOptions;
+use super::settle;
+use super::store::{Backend, Opened};
+use super::url::StoreUrl;
 
 impl Backend for ObjectStorage {
     fn reader(&self) -> &dyn StoreReader {
@@ -56,7 +61,7 @@ impl Backend for ObjectStorage {
 }
 
 pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, OpenError> {
-    options.archive.refuse_for(url)?;
+    archive::refuse_for(&options.archive, url)?;
     let root = url
         .local_dir(&options.data)
         .unwrap_or_else(|| options.data.clone());
@@ -65,16 +70,15 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         false => None,
     };
     let name = || format!("data directory {}", root.display());
-    super::refuse_another(recorded.as_ref(), options, &name, "objects")?;
+    settle::refuse_another(recorded.as_ref(), options, &name, "objects")?;
     if !options.create
         && !root
             .join(crate::store::objects::OBJECTS_FORMAT_FILE)
             .is_file()
     {
-        return Err(OpenError::Storage(crate::StorageError(format!(
-            "object store {}: there is none",
-            root.display()
-        ))));
+        return Err(OpenError::Storage(crate::store::storage::StorageError(
+            format!("object store {}: there is none", root.display()),
+        )));
     }
     let store = match url {
         #[cfg(feature = "s3")]
@@ -82,17 +86,17 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
             ObjectStorage::open_s3(&root, s3, options.bundle_events, options.store_wait)?
         }
         #[cfg(not(feature = "s3"))]
-        StoreUrl::ObjectsS3(_) => return Err(super::not_built(url)),
+        StoreUrl::ObjectsS3(_) => return Err(settle::not_built(url)),
         _ => ObjectStorage::open(&root, options.bundle_events)?,
     };
-    super::refuse_large_events(options, store.append_limits())?;
+    settle::refuse_large_events(options, store.append_limits())?;
     if let (Some(remote), Some(wanted)) = (store.remote(), &options.layout)
         && let Some(shared) = store.shared_layout(wanted)?
     {
         let shared_name = || format!("object store {remote}");
-        super::refuse_another(Some(&shared), options, &shared_name, "objects")?;
+        settle::refuse_another(Some(&shared), options, &shared_name, "objects")?;
     }
-    let layout = super::settle_open(
+    let layout = settle::settle_open(
         recorded,
         options,
         &store,
@@ -131,7 +135,7 @@ pub(super) fn open_reader(
         #[cfg(feature = "s3")]
         StoreUrl::ObjectsS3(s3) => Ok(Box::new(ObjectReader::open_s3(&root, s3)?)),
         #[cfg(not(feature = "s3"))]
-        StoreUrl::ObjectsS3(_) => Err(super::not_built(url)),
+        StoreUrl::ObjectsS3(_) => Err(settle::not_built(url)),
         _ => Ok(Box::new(ObjectReader::open(&root)?)),
     }
 }

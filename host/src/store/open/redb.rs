@@ -8,7 +8,12 @@ use crate::store::redb::data_dir::{DataDir, DirState, OpenMode};
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::Storage;
 
-use super::{Backend, OpenError, OpenOptions, Opened, StoreUrl, archive};
+use super::archive;
+use super::error::OpenError;
+use super::options::OpenOptions;
+use super::settle;
+use super::store::{Backend, Opened};
+use super::url::StoreUrl;
 
 impl Backend for DataDir {
     fn reader(&self) -> &dyn StoreReader {
@@ -53,7 +58,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         false => None,
     };
     let name = || format!("data directory {}", dir.display());
-    super::refuse_another(recorded.as_ref(), options, &name, "redb")?;
+    settle::refuse_another(recorded.as_ref(), options, &name, "redb")?;
     #[cfg(feature = "objects")]
     let chosen = {
         use crate::store::layers::archive::ArchiveRecord;
@@ -61,14 +66,14 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
             true => ArchiveRecord::read(&dir)?,
             false => None,
         };
-        let chosen = options.archive.choose(url, record)?;
+        let chosen = archive::choose(&options.archive, url, record)?;
         if let (true, Some((root, _))) = (existing, &chosen) {
             archive::check_before_writing(&DataDir::open_read_only(&dir)?, root)?;
         }
         chosen
     };
     #[cfg(not(feature = "objects"))]
-    options.archive.choose(url, None)?;
+    archive::choose(&options.archive, url, None)?;
 
     let data_dir = DataDir::open_validated(&dir, state)?;
     tracing::info!(
@@ -80,7 +85,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         },
         dir.display()
     );
-    let layout = super::settle_open(
+    let layout = settle::settle_open(
         recorded,
         options,
         data_dir.store(),

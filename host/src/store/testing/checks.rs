@@ -5,11 +5,11 @@ use sequencer::{PLogOffset, SeqValue};
 use crate::store::codec::StoredEvent;
 use crate::store::reader::StoreReader;
 use crate::store::storage::{AppendError, EventBatch, PartitionId, PlogPage, Storage};
-use crate::store::testing::StoreMaker;
 use crate::store::testing::expect::{
     Doing, Held, Seen, append_batch, append_one, ensure, page_values, payload, read_all,
     reader_events, same, same_events, same_values, stored, values, wait,
 };
+use crate::store::testing::maker::StoreMaker;
 
 /// How a check ended when nothing broke.
 pub(super) enum Ran {

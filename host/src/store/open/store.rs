@@ -1,0 +1,184 @@
+//! An open store ([`Store`]): the backend behind a trait of what a store must show, its settled
+//! layout and its archive; and its whole check.
+
+use std::sync::Arc;
+
+use sequencer::{Number, SeqId};
+
+use crate::store::check::{CheckError, CheckReport, StoreCheck, check_store};
+use crate::store::layout::Layout;
+use crate::store::reader::StoreReader;
+use crate::store::stats::StoreStats;
+use crate::store::storage::{PartitionId, Storage};
+
+use super::archive;
+use super::error::OpenError;
+use super::url::StoreUrl;
+
+/// A backend's live handle, as an open [`Store`] holds it.
+pub(super) trait Backend: Send + Sync {
+    /// The store's read side (the hot store, without its archive).
+    fn reader(&self) -> &dyn StoreReader;
+    /// One line naming the store and what it is.
+    fn describe(&self) -> String;
+    /// Its counters now.
+    fn stats(&self) -> StoreStats;
+    /// The store as archive passes trim it (redb, etcd).
+    #[cfg(feature = "objects")]
+    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+        None
+    }
+    /// The object store's PLog, whose merger a run drains before it checks.
+    #[cfg(feature = "objects")]
+    fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
+        None
+    }
+}
+
+/// An open store: the backend, its settled layout and its archive.
+pub struct Store {
+    url: StoreUrl,
+    backend: Box<dyn Backend>,
+    layout: Option<Layout>,
+    created: bool,
+    archive: archive::Opened,
+    storage: Arc<dyn Storage>,
+}
+
+impl Store {
+    /// The store as a [`Driver`](crate::Driver) runs on it: the backend, with its archive
+    /// layered under it when it has one (old PLog events read from there).
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.storage.clone()
+    }
+
+    /// The store's read side (the hot store, without its archive).
+    pub fn reader(&self) -> &dyn StoreReader {
+        self.backend.reader()
+    }
+
+    /// The URL it was opened from.
+    pub fn url(&self) -> &StoreUrl {
+        &self.url
+    }
+
+    /// The numbering layout the store records (after this open settled it); `None` for a
+    /// store opened without a layout that records none.
+    pub fn layout(&self) -> Option<&Layout> {
+        self.layout.as_ref()
+    }
+
+    /// Whether this open created the store.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Whether other hosts may append to the same PLog ([`StoreUrl::shared`]).
+    pub fn shared(&self) -> bool {
+        self.url.shared()
+    }
+
+    /// One line naming the store and what it is.
+    pub fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// The store's counters now.
+    pub fn stats(&self) -> StoreStats {
+        self.backend.stats()
+    }
+
+    /// Proves the whole store, its archive included (opened again: another process may have
+    /// archived more meanwhile), partition by partition and across partitions, against the
+    /// recorded layout ([`check_store`]); an object store's merger error fails it.
+    pub fn check(
+        &self,
+        fallback_initial: impl Fn(SeqId) -> Option<Number>,
+        each: impl FnMut(PartitionId, &CheckReport),
+    ) -> Result<StoreCheck, StoreCheckError> {
+        if let Some(e) = self.merge_error() {
+            return Err(StoreCheckError::Merger(e));
+        }
+        let reader = self.archive.reopened_over(self.backend.reader())?;
+        Ok(check_store(
+            reader.as_ref(),
+            self.layout.as_ref(),
+            fallback_initial,
+            each,
+        )?)
+    }
+}
+
+#[cfg(feature = "objects")]
+impl Store {
+    /// The store's archive of old PLog events, if it has one (writable if the open asked).
+    pub fn archive(&self) -> Option<&crate::store::layers::archive::Archive> {
+        self.archive.archive.as_ref()
+    }
+
+    /// The store as archive passes trim it (redb and etcd stores).
+    pub fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+        self.backend.trim()
+    }
+
+    /// The object store's PLog (whose merger bundles its events), `None` for other stores.
+    pub fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
+        self.backend.object_plog()
+    }
+}
+
+impl Store {
+    /// Why the object store's merger stopped, if it did (`None` for other stores).
+    pub fn merge_error(&self) -> Option<String> {
+        #[cfg(feature = "objects")]
+        if let Some(plog) = self.backend.object_plog() {
+            return plog.merge_error();
+        }
+        None
+    }
+}
+
+/// Why [`Store::check`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreCheckError {
+    /// The object store's merger stopped.
+    #[error("the merger stopped: {0}")]
+    Merger(String),
+    /// The archive could not be opened again.
+    #[error(transparent)]
+    Archive(#[from] OpenError),
+    /// The check found a violation or could not read the store.
+    #[error(transparent)]
+    Check(#[from] CheckError),
+}
+
+/// What a backend's opener hands back.
+pub(super) struct Opened {
+    pub(super) backend: Box<dyn Backend>,
+    pub(super) layout: Option<Layout>,
+    pub(super) created: bool,
+    pub(super) archive: archive::Opened,
+    /// The backend with its archive layered under it, if any.
+    pub(super) storage: Arc<dyn Storage>,
+}
+
+impl Store {
+    /// The open store made of what a backend's opener handed back.
+    pub(super) fn new(url: &StoreUrl, opened: Opened) -> Self {
+        let Opened {
+            backend,
+            layout,
+            created,
+            archive,
+            storage,
+        } = opened;
+        Self {
+            url: url.clone(),
+            backend,
+            layout,
+            created,
+            archive,
+            storage,
+        }
+    }
+}
