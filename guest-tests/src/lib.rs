@@ -9,10 +9,9 @@ pub mod sim;
 use std::sync::{Arc, OnceLock};
 
 use sequencer::Params;
-use sequencer_host::bindings::{StartOutcome, Status};
 use sequencer_host::{
     Driver, DriverConfig, Limits, ManualClock, MemoryStorage, PartitionId, PartitionSequencer,
-    Runtime,
+    Runtime, StartOutcome, Status,
 };
 
 /// Panics unless every number the PLog of `partition` holds is unique per key and its offsets
@@ -35,7 +34,7 @@ pub fn assert_no_number_reused(storage: &MemoryStorage, partition: PartitionId) 
     assert_eq!(offsets, dense, "PLog offsets are dense from 1");
 }
 
-pub use sequencer_host::component_path;
+pub use sequencer_host::runtime::link::component_path;
 
 /// The component compiled once per test binary, with default limits.
 pub fn runtime() -> Runtime {

@@ -6,10 +6,8 @@ use std::time::Duration;
 
 use sequencer::{Params, SeqValue};
 use sequencer_guest_tests::Harness;
-use sequencer_host::HostError;
-use sequencer_host::bindings::{
-    GuestError, NotNowReason, QuadNumbers, SeqQuad, StartOutcome, Status,
-};
+use sequencer_host::runtime::{GuestError, QuadNumbers, SeqQuad};
+use sequencer_host::{HostError, NotNowReason, StartOutcome, Status};
 
 const P: u32 = 11;
 
@@ -262,8 +260,10 @@ fn writes(storage: &sequencer_host::MemoryStorage) -> Vec<Write> {
     let mut values = Vec::new();
     for w in storage.writes() {
         match w {
-            sequencer_host::WriteRecord::Value(_, v) => values.push((v.key.ws, v.key.seq, v.value)),
-            sequencer_host::WriteRecord::Offset(_, o) => {
+            sequencer_host::store::memory::WriteRecord::Value(_, v) => {
+                values.push((v.key.ws, v.key.seq, v.value))
+            }
+            sequencer_host::store::memory::WriteRecord::Offset(_, o) => {
                 values.sort_unstable();
                 out.push((std::mem::take(&mut values), o));
             }

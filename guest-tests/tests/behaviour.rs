@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use sequencer::{Params, SeqValue};
 use sequencer_guest_tests::{Harness, assert_no_number_reused, load, runtime};
-use sequencer_host::bindings::{GuestError, NotNowReason, StartOutcome, Status};
-use sequencer_host::{Faults, HostError, Limits, MemoryStorage, WriteRecord};
+use sequencer_host::runtime::GuestError;
+use sequencer_host::store::memory::{Faults, WriteRecord};
+use sequencer_host::{HostError, Limits, MemoryStorage, NotNowReason, StartOutcome, Status};
 
 const P: u32 = 1;
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use sequencer::Params;
 use sequencer_guest_tests::{Harness, component_path, runtime};
-use sequencer_host::{CacheOutcome, ComponentCache, HostError, Limits, MemoryStorage, Runtime};
+use sequencer_host::runtime::CacheOutcome;
+use sequencer_host::{ComponentCache, HostError, Limits, MemoryStorage, Runtime};
 
 const P: u32 = 3;
 

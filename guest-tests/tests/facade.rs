@@ -6,7 +6,7 @@ use sequencer::Params;
 use sequencer::facade::{FIRST_CREC_ID, FIRST_REC_ID, event_values, system_params};
 use sequencer::testkit::facade_sample_events;
 use sequencer_guest_tests::{Harness, runtime};
-use sequencer_host::bindings::{EventOffsets, SequenceStatus};
+use sequencer_host::runtime::{EventOffsets, SequenceStatus};
 use sequencer_host::{HostError, MemoryStorage, PartitionSequencer};
 
 const P: u32 = 3;

@@ -7,9 +7,11 @@ use std::sync::OnceLock;
 use sequencer::testkit::Rng;
 use sequencer::{Params, SeqValue, Work};
 use sequencer_guest_tests::sim::io::{Effect, Io};
-use sequencer_host::bindings::{GuestError, HeldNumbers, Outcome, SeqQuad, StartOutcome, Status};
-use sequencer_host::link::{Instance, Limits, Linked, plog_words, wit_page};
-use sequencer_host::{component_path, guest_params};
+use sequencer_host::runtime::link::{
+    Instance, Limits, Linked, component_path, guest_params, plog_words, wit_page,
+};
+use sequencer_host::runtime::{GuestError, HeldNumbers, Outcome, SeqQuad};
+use sequencer_host::{StartOutcome, Status};
 
 const SEQS: [u16; 3] = [1, 2, 3];
 const WORKSPACES: u64 = 40;

@@ -58,8 +58,8 @@ fn flush_at_the_last_plog_offset_is_a_typed_outcome_not_an_overflow() {
     use sequencer_guest_tests::sim::calls::{Call, Delivery, Refusal, Reply};
     use sequencer_guest_tests::sim::engine::{EngineKind, boot};
     use sequencer_guest_tests::sim::io::Io;
-    use sequencer_host::bindings::GuestParams;
-    use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+    use sequencer_host::runtime::GuestParams;
+    use sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences;
 
     let params = GuestParams {
         kinds: vec![KindSequences {

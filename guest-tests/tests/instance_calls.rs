@@ -7,9 +7,10 @@ use std::sync::OnceLock;
 
 use sequencer::Params;
 use sequencer_guest_tests::sim::io::{Effect, Io, NumbersAnswer};
-use sequencer_host::bindings::{GuestError, Outcome, PlogPage, Refusal, StartOutcome, Status};
-use sequencer_host::link::{Limits, Linked};
-use sequencer_host::{component_path, guest_params};
+use sequencer_host::runtime::bindings::PlogPage;
+use sequencer_host::runtime::link::{Limits, Linked, component_path, guest_params};
+use sequencer_host::runtime::{GuestError, Outcome, Refusal};
+use sequencer_host::{StartOutcome, Status};
 
 fn linked() -> &'static Linked<Io> {
     static LINKED: OnceLock<Linked<Io>> = OnceLock::new();
@@ -24,7 +25,7 @@ fn params() -> Params {
 }
 
 /// An instance whose sequencer is ready: created, then actualized from an empty store.
-fn ready() -> sequencer_host::link::Instance<Io> {
+fn ready() -> sequencer_host::runtime::link::Instance<Io> {
     let mut i = linked()
         .create(Io::default(), &guest_params(&params()))
         .expect("no trap")
@@ -35,7 +36,7 @@ fn ready() -> sequencer_host::link::Instance<Io> {
 
 /// Actualizes the instance's sequencer from an empty store through the `instance` calls: the
 /// stored offset is 0, the PLog is empty.
-fn actualize_empty(i: &mut sequencer_host::link::Instance<Io>) {
+fn actualize_empty(i: &mut sequencer_host::runtime::link::Instance<Io>) {
     let api = i.plugin.sequencer_plugin_instance();
     let ops = begun(&mut i.store);
     assert_eq!(ops.len(), 1, "create asked for the stored offset");
@@ -54,7 +55,7 @@ fn actualize_empty(i: &mut sequencer_host::link::Instance<Io>) {
 }
 
 /// The operations of the work the guest began since the last look.
-fn begun(store: &mut wasmtime::Store<sequencer_host::link::StoreData<Io>>) -> Vec<u64> {
+fn begun(store: &mut wasmtime::Store<sequencer_host::runtime::link::StoreData<Io>>) -> Vec<u64> {
     let effects = std::mem::take(&mut store.data_mut().host.effects);
     effects
         .into_iter()

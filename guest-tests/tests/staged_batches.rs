@@ -9,13 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
 use sequencer_guest_tests::{Harness, assert_no_number_reused, runtime};
-use sequencer_host::bindings::{
-    BatchNumbers, GuestError, HeldNumbers, NotNowReason, SeqQuad, SequenceStatus, StartOutcome,
-    Status,
-};
+use sequencer_host::runtime::{BatchNumbers, GuestError, HeldNumbers, SeqQuad, SequenceStatus};
+use sequencer_host::store::memory::WriteRecord;
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, HostError, ManualClock, MemoryStorage, PartitionId,
-    PartitionSequencer, PlogPage, Storage, StorageError, WriteRecord,
+    AppendError, Driver, DriverConfig, HostError, ManualClock, MemoryStorage, NotNowReason,
+    PartitionId, PartitionSequencer, PlogPage, StartOutcome, Status, Storage, StorageError,
 };
 
 const P: u32 = 21;

@@ -17,7 +17,10 @@ use std::time::Instant;
 
 use futures::executor::block_on;
 use sequencer::SeqValue;
-use sequencer_host::{EventBatch, ObjectStorage, RedbStorage, Storage, encode_event};
+use sequencer_host::store::ObjectStorage;
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::redb::RedbStorage;
+use sequencer_host::{EventBatch, Storage};
 
 const PAGE: usize = 4096;
 const BATCH: u64 = 256;

@@ -14,11 +14,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
-use sequencer_host::bindings::StartOutcome;
 use sequencer_host::store::testing::{StoreMaker, check_contract};
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, MonotonicClock, PartitionId, PlogPage, Runtime, Storage,
-    StorageError,
+    AppendError, Driver, DriverConfig, MonotonicClock, PartitionId, PlogPage, Runtime,
+    StartOutcome, Storage, StorageError,
 };
 
 /// Everything a partition keeps: the sequences view, the stored offset, the PLog.

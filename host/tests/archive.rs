@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use common::{checked_events, component_path, host, run_host, run_on, snapshot, text};
 use sequencer::testkit::Rng;
-use sequencer_host::{Archive, DataDir, StoreReader};
+use sequencer_host::StoreReader;
+use sequencer_host::store::layers::archive::Archive;
+use sequencer_host::store::redb::DataDir;
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

@@ -12,10 +12,13 @@ use std::sync::Arc;
 
 use sequencer::{Params, SeqValue};
 use sequencer_host::StoreReader as _;
-use sequencer_host::bindings::StartOutcome;
+use sequencer_host::store::codec::decode_event;
+use sequencer_host::store::memory::Faults;
+use sequencer_host::store::redb::RedbStorage;
+use sequencer_host::store::{AppendLimits, PlogChecker};
 use sequencer_host::{
-    AppendError, AppendLimits, Driver, DriverConfig, EventBatch, Faults, Limits, MemoryStorage,
-    MonotonicClock, PartitionSequencer, PlogChecker, RedbStorage, Runtime, Storage, decode_event,
+    AppendError, Driver, DriverConfig, EventBatch, Limits, MemoryStorage, MonotonicClock,
+    PartitionSequencer, Runtime, StartOutcome, Storage,
 };
 
 /// A batch of `n` events from `first`, event `o` holding value `o` of (ws 1, seq 1).

@@ -13,11 +13,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
-use sequencer_host::{
-    AppendLimits, DataDir, MemoryStorage, ObjectReader, ObjectStorage, OpenMode, RedbStorage,
-    StorageError, StoreReader,
-};
+use sequencer_host::store::{AppendLimits, ObjectReader, ObjectStorage};
+use sequencer_host::{MemoryStorage, StorageError, StoreReader};
 
 /// The report, printed, after asserting that exactly the promises `skipped` name (by a word
 /// of each) went unchecked.
@@ -294,7 +293,7 @@ mod s3 {
 mod etcd {
     use super::*;
     use crate::common::etcd_cluster::EtcdCluster;
-    use sequencer_host::{EtcdConfig, EtcdStorage};
+    use sequencer_host::store::etcd::{EtcdConfig, EtcdStorage};
 
     /// Stores on one 3-member cluster, emptied for each fresh store; reopened with a new
     /// client.

@@ -172,7 +172,8 @@ fn a_data_directory_in_use_by_another_process_is_named_so_not_corrupt() {
     let data = tmp.path().join("data");
     assert!(small_run(&data, 20).status.success());
     // This process holds the database open, as a live run would.
-    let held = sequencer_host::RedbStorage::open(&data.join("store.redb")).expect("open");
+    let held =
+        sequencer_host::store::redb::RedbStorage::open(&data.join("store.redb")).expect("open");
     let data_arg = data.to_str().expect("utf-8");
     assert_refused_as(
         &run_on(&data, &["--partitions", "4", "--events", "10"]),
@@ -331,7 +332,8 @@ fn a_data_directory_this_user_may_not_write_is_named_so_and_check_still_reads_it
 fn a_redb_handle_poisoned_by_a_full_disk_keeps_refusing_and_a_new_handle_finds_every_acknowledged_event()
  {
     use sequencer::SeqValue;
-    use sequencer_host::{EventBatch, RedbStorage, Storage, StoreReader};
+    use sequencer_host::store::redb::RedbStorage;
+    use sequencer_host::{EventBatch, Storage, StoreReader};
     let Some(fs) = Tmpfs::mount("2m") else {
         return;
     };

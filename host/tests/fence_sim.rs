@@ -33,7 +33,9 @@ use object_store::{
 };
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
-use sequencer_host::{Access, AppendError, EventBatch, ObjectPlog, encode_event};
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::objects::{Access, ObjectPlog};
+use sequencer_host::{AppendError, EventBatch};
 
 /// What the store does to the next put of a one-event object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
-use sequencer_host::{
-    Access, AppendError, EventBatch, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, encode_event,
-    event_object,
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::objects::{
+    Access, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, event_object,
 };
+use sequencer_host::{AppendError, EventBatch};
 
 use common::{checked_events, component_path, host, run_host, text};
 

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use futures::executor::block_on;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use sequencer_host::store::layers::ReadAhead;
+use sequencer_host::store::memory::Faults;
 use sequencer_host::{
-    AppendError, EventBatch, Faults, MemoryStorage, PartitionId, PlogPage, ReadAhead, Storage,
-    StorageError,
+    AppendError, EventBatch, MemoryStorage, PartitionId, PlogPage, Storage, StorageError,
 };
 
 const P: PartitionId = 3;

@@ -14,10 +14,11 @@ use std::sync::Arc;
 use futures::executor::block_on;
 use sequencer::{Params, SeqValue};
 use sequencer_host::StoreReader as _;
-use sequencer_host::bindings::StartOutcome;
+use sequencer_host::store::PlogChecker;
+use sequencer_host::store::codec::{decode_event, encode_event};
+use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::{
-    DataDir, Driver, DriverConfig, Limits, MonotonicClock, OpenMode, PlogChecker, RedbStorage,
-    Runtime, Storage, decode_event, encode_event,
+    Driver, DriverConfig, Limits, MonotonicClock, Runtime, StartOutcome, Storage,
 };
 
 fn store() -> (tempfile::TempDir, RedbStorage) {

@@ -27,10 +27,11 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
-use sequencer_host::{
-    Access, AppendError, EventBatch, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, encode_event,
-    event_object,
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::objects::{
+    Access, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, event_object,
 };
+use sequencer_host::{AppendError, EventBatch};
 
 use common::moto::Moto as Server;
 use common::{BIN, component_path, text};

@@ -11,12 +11,14 @@ use std::sync::OnceLock;
 
 use sequencer::shell::{EventStart, Shell};
 use sequencer::{Error, Outcome, PlogPage, SeqValue, Start, Ticket, Work, facade};
-use sequencer_host::bindings::{
-    EventStart as WitEventStart, GuestError, GuestParams, NotNowReason, Outcome as WitOutcome,
-    SequenceStatus as WitSequenceStatus, StartOutcome,
+use sequencer_host::runtime::link::{
+    self, Instance, Limits, Linked, guest_params, params_from_guest,
 };
-use sequencer_host::link::{self, Instance, Limits, Linked};
-use sequencer_host::{guest_params, params_from_guest};
+use sequencer_host::runtime::{
+    EventStart as WitEventStart, GuestError, GuestParams, Outcome as WitOutcome,
+    SequenceStatus as WitSequenceStatus,
+};
+use sequencer_host::{NotNowReason, StartOutcome};
 use serde_json::{Value, json};
 
 use scenario::{OutcomeJson, ParamsJson, PendingExpect, Row, Step, StorageExpect, subst};
@@ -81,8 +83,11 @@ pub fn run_scenario(path: &Path, runner: Runner) -> Result<(), String> {
 fn linked() -> &'static Linked<WorldHandle> {
     static LINKED: OnceLock<Linked<WorldHandle>> = OnceLock::new();
     LINKED.get_or_init(|| {
-        Linked::from_file(&sequencer_host::component_path(), Limits::default())
-            .unwrap_or_else(|e| panic!("{e}\n(build it first: bash scripts/build-component.sh)"))
+        Linked::from_file(
+            &sequencer_host::runtime::link::component_path(),
+            Limits::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n(build it first: bash scripts/build-component.sh)"))
     })
 }
 
@@ -142,8 +147,8 @@ fn wit_params(p: &ParamsJson) -> GuestParams {
 fn link_kind(
     kind: u16,
     sequences: &[(u16, u64)],
-) -> sequencer_host::bindings::sequencer::plugin::types::KindSequences {
-    sequencer_host::bindings::sequencer::plugin::types::KindSequences {
+) -> sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences {
+    sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences {
         kind,
         sequences: sequences.to_vec(),
     }

@@ -4,7 +4,7 @@
 use core::fmt;
 
 use sequencer::{HeldNumbers, NotNowReason, PLogOffset, SeqValue, Status};
-use sequencer_host::bindings::GuestError;
+use sequencer_host::runtime::GuestError;
 
 use super::io::Io;
 

@@ -8,11 +8,9 @@
 use std::sync::OnceLock;
 
 use sequencer::{HeldNumbers, NotNowReason};
-use sequencer_host::bindings::{
-    BatchNumbers, GuestParams, NotNowReason as GuestNotNow, Outcome, QuadNumbers, SeqQuad,
-    StartOutcome,
-};
-use sequencer_host::link::{Instance, Limits, Linked, core_status, plog_words, wit_page};
+use sequencer_host::runtime::link::{Instance, Limits, Linked, core_status, plog_words, wit_page};
+use sequencer_host::runtime::{BatchNumbers, GuestParams, Outcome, QuadNumbers, SeqQuad};
+use sequencer_host::{NotNowReason as GuestNotNow, StartOutcome};
 
 use super::calls::{
     BatchReply, Call, Delivery, Engine, EngineFault, Quad, Refusal, Reply, Started, flat_layout,
@@ -35,7 +33,7 @@ fn compiled() -> Result<&'static Linked<Io>, EngineFault> {
                 fuel_per_call: Some(FUEL_PER_CALL),
                 pooled_instances: None,
             };
-            Linked::from_file(&sequencer_host::component_path(), limits)
+            Linked::from_file(&sequencer_host::runtime::link::component_path(), limits)
                 .map_err(|e| format!("{e} (build it first: bash scripts/build-component.sh)"))
         })
         .as_ref()

@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use sequencer::shell::{Batch, BatchStop, Shell};
 use sequencer::{Error, HeldNumbers, Outcome, PlogPage, PlogWords, Start, Ticket};
-use sequencer_host::bindings::{GuestError, GuestParams};
-use sequencer_host::params_from_guest;
+use sequencer_host::runtime::link::params_from_guest;
+use sequencer_host::runtime::{GuestError, GuestParams};
 
 use super::calls::{
     BatchReply, Call, Delivery, Engine, EngineFault, Quad, Refusal, Reply, Started, flat_layout,
@@ -314,7 +314,7 @@ impl Engine for NativeEngine {
 mod tests {
     use super::*;
     use sequencer::Status;
-    use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+    use sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences;
 
     /// A native engine that misreports its status: what a broken engine looks like.
     struct Skewed(NativeEngine);

@@ -9,8 +9,8 @@
 //! test, so a crash input found by one replays in the other.
 
 use sequencer::{SeqValue, Status, Work, WriteRequest};
-use sequencer_host::bindings::GuestParams;
-use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+use sequencer_host::runtime::GuestParams;
+use sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences;
 
 use super::calls::{Call, Delivery, Engine, Reply, Started};
 use super::engine::{EngineKind, boot};

@@ -9,8 +9,8 @@
 use core::fmt;
 use core::ops::RangeInclusive;
 
-use sequencer_host::bindings::GuestParams;
-use sequencer_host::bindings::sequencer::plugin::types::KindSequences;
+use sequencer_host::runtime::GuestParams;
+use sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences;
 
 use super::rng::Rng;
 

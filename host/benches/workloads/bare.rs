@@ -2,8 +2,8 @@
 //! (lock, refuel, hand-off to the driver), on a store of the bench's own.
 
 use sequencer::{Host, Instant, Read, SeqId, Status, Work, WsId};
-use sequencer_host::bindings::sequencer::plugin::types;
-use sequencer_host::link::{Limits, Linked};
+use sequencer_host::runtime::bindings::sequencer::plugin::types;
+use sequencer_host::runtime::link::{Limits, Linked};
 
 /// Imports that answer at once and keep nothing.
 pub struct State;
@@ -37,7 +37,7 @@ pub fn empty_call_ns(bytes: &[u8], fuel: bool, n: u64) -> [f64; 6] {
     };
     // `SEQUENCER_PERF_MAP=1` names the guest's functions for `perf report`.
     let linked = Linked::from_bytes(bytes, limits).expect("component");
-    let params = sequencer_host::guest_params(&crate::params());
+    let params = sequencer_host::runtime::link::guest_params(&crate::params());
     let instance = linked
         .create(State, &params)
         .expect("call")

@@ -10,10 +10,9 @@ use sequencer::{
     Host, Instant, Outcome, PLogOffset, PlogPage as CorePage, Read, SeqId, Sequencer, Shell, Start,
     Status as CoreStatus, Ticket, Work, WriteRequest, WsId,
 };
-use sequencer_host::bindings::{StartOutcome, Status};
 use sequencer_host::{
     Driver, DriverConfig, MonotonicClock, PartitionSequencer, PlogPage as HostPage, Runtime,
-    Storage,
+    StartOutcome, Status, Storage,
 };
 
 use crate::storage::BenchStorage;

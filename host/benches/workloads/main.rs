@@ -13,7 +13,8 @@
 //! - `BENCH_WRITE_INTERVAL_US` (default 100): the group commit window of every engine's driver
 //!   (`Driver::with_min_write_interval`); W1 and W2 also run without it.
 //! - `BENCH_PAGE_EVENTS` (default: the driver's 4096): events per PLog read in W3.
-//! - `SEQUENCER_COMPONENT`: the component (default: `sequencer_host::component_path()`).
+//! - `SEQUENCER_COMPONENT`: the component (default:
+//!   `sequencer_host::runtime::link::component_path()`).
 //!
 //! By concern: the storage every engine runs against (`storage.rs`: `BenchStorage`, in memory
 //! like `MemoryStorage`, without its per-write log, which would grow by millions of records,
@@ -60,8 +61,8 @@ fn raw_calls() -> u64 {
 }
 
 /// [`SEQS`] as the fixed-shape calls name them.
-fn seq_quad() -> sequencer_host::bindings::SeqQuad {
-    sequencer_host::bindings::SeqQuad {
+fn seq_quad() -> sequencer_host::runtime::SeqQuad {
+    sequencer_host::runtime::SeqQuad {
         count: SEQS.len() as u8,
         s0: SEQS[0],
         s1: SEQS[1],
@@ -93,7 +94,7 @@ struct Config {
 impl Config {
     fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let component = sequencer_host::component_path();
+        let component = sequencer_host::runtime::link::component_path();
         Self {
             scale: var("BENCH_SCALE")
                 .and_then(|v| v.parse().ok())

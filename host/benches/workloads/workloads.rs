@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
 use sequencer::{Instant, PlogPage as CorePage, SeqValue, Sequencer, Work, WsId};
-use sequencer_host::bindings::StartOutcome;
-use sequencer_host::{Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime};
+use sequencer_host::{
+    Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime, StartOutcome,
+};
 
 use crate::engines::{Component, Native, NativeShell, Path};
 use crate::report::{Row, Target, measure, median, rss_bytes};

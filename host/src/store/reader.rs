@@ -1,10 +1,10 @@
 //! The read side of a store: what `check` and `inspect` read, with nothing written.
 //!
 //! Every backend implements it: the live handles ([`MemoryStorage`](crate::MemoryStorage),
-//! [`RedbStorage`](crate::RedbStorage), `EtcdStorage`) so that a run can prove what it
-//! stored, and [`RedbReader`](crate::RedbReader), which opens a data directory read-only (in
-//! place, or on a private copy when the store is live or needs crash recovery) so that `check`
-//! and `inspect` leave its bytes unchanged.
+//! [`RedbStorage`](crate::store::redb::RedbStorage), `EtcdStorage`) so that a run can prove
+//! what it stored, and [`RedbReader`](crate::store::redb::RedbReader), which opens a data
+//! directory read-only (in place, or on a private copy when the store is live or needs crash
+//! recovery) so that `check` and `inspect` leave its bytes unchanged.
 
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 

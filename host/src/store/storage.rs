@@ -95,9 +95,9 @@ impl PlogPage {
 }
 
 /// Events for one partition's PLog at consecutive offsets from [`first`](Self::first), each
-/// already encoded as every backend stores it ([`encode_event`](crate::encode_event)), in one
-/// buffer: what [`Storage::append_events`] appends with as few durable writes as the backend
-/// allows.
+/// already encoded as every backend stores it
+/// ([`encode_event`](crate::store::codec::encode_event)), in one buffer: what
+/// [`Storage::append_events`] appends with as few durable writes as the backend allows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventBatch {
     first: PLogOffset,

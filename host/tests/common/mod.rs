@@ -15,10 +15,10 @@ use std::time::Duration;
 /// The host binary cargo built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_sequencer-host");
 
-/// Where the compiled component is (`sequencer_host::component_path`), which must exist
-/// (`scripts/build-component.sh` builds it).
+/// Where the compiled component is (`sequencer_host::runtime::link::component_path`), which
+/// must exist (`scripts/build-component.sh` builds it).
 pub fn component_path() -> PathBuf {
-    let path = sequencer_host::component_path();
+    let path = sequencer_host::runtime::link::component_path();
     assert!(
         path.is_file(),
         "no component at {} (build it first: bash scripts/build-component.sh)",
@@ -137,7 +137,7 @@ pub fn checked_events(args: &[&str], after: &str) -> u64 {
 pub fn ready(driver: &sequencer_host::Driver, seq: &sequencer_host::PartitionSequencer) {
     for _ in 0..1000 {
         driver.idle();
-        if seq.status() == sequencer_host::bindings::Status::Ready {
+        if seq.status() == sequencer_host::Status::Ready {
             return;
         }
         std::thread::yield_now();

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use object_store::ObjectStore;
-use sequencer_host::{RemotePlog, S3Location, connect_s3_with};
+use sequencer_host::store::objects::RemotePlog;
+use sequencer_host::store::objects::s3::{self, S3Location};
 
 use super::{start_service, text};
 
@@ -60,7 +61,7 @@ impl Moto {
         let location = S3Location::parse(&format!("s3://{BUCKET}/{prefix}")).expect("location");
         RemotePlog {
             url: location.url(),
-            objects: connect_s3_with(&location, self.vars())
+            objects: s3::connect_with(&location, self.vars())
                 .expect("connect")
                 .objects,
             failure: None,

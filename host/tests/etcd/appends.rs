@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use sequencer::SeqValue;
 use sequencer_host::StoreReader as _;
+use sequencer_host::store::etcd::{EtcdConfig, EtcdStorage};
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, EtcdConfig, EtcdStorage, Limits, MonotonicClock,
-    PartitionSequencer, Runtime, Storage,
+    AppendError, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime, Storage,
 };
 
 use crate::common::etcd_cluster::EtcdCluster;

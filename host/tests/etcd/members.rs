@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use sequencer::SeqValue;
 use sequencer_host::StoreReader as _;
-use sequencer_host::bindings::StartOutcome;
+use sequencer_host::store::StoredEvent;
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, Limits, MonotonicClock, Runtime, Storage, StoredEvent,
+    AppendError, Driver, DriverConfig, Limits, MonotonicClock, Runtime, StartOutcome, Storage,
 };
 
 use crate::common::etcd_cluster::EtcdCluster;

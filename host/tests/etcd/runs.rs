@@ -180,7 +180,8 @@ fn an_etcd_store_archives_and_trims_beside_a_live_run_compacts_and_still_resumes
         "{stdout}"
     );
     let store = cluster.store(Duration::from_secs(10));
-    let archive = sequencer_host::Archive::open(&adir).expect("the archive");
+    let archive =
+        sequencer_host::store::layers::archive::Archive::open(&adir).expect("the archive");
     for p in 0..2 {
         let (first, last) = store.plog_bounds(p).expect("bounds").expect("a PLog");
         let end = archive.end(p);

@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use sequencer::{Params, SeqValue};
 use sequencer_host::StoreReader as _;
-use sequencer_host::bindings::StartOutcome;
-use sequencer_host::{
-    AppendError, EtcdStorage, EventBatch, PartitionSequencer, Storage, StoredEvent,
-};
+use sequencer_host::store::StoredEvent;
+use sequencer_host::store::etcd::EtcdStorage;
+use sequencer_host::{AppendError, EventBatch, PartitionSequencer, StartOutcome, Storage};
 
 use crate::common::{component_path, host, run_host, text};
 

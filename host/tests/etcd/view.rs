@@ -5,8 +5,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use sequencer::SeqValue;
+use sequencer_host::Storage;
 use sequencer_host::StoreReader as _;
-use sequencer_host::{EtcdStorage, Storage};
+use sequencer_host::store::etcd::EtcdStorage;
 
 use crate::common::etcd_cluster::EtcdCluster;
 

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use sequencer::{
     NotNowReason, NumberKey, PLogOffset, SeqValue, Status, Ticket, Work, WriteRequest,
 };
-use sequencer_host::bindings::GuestParams;
+use sequencer_host::runtime::GuestParams;
 
 use super::calls::{
     BatchReply, Call, Delivery, Engine, EngineFault, Quad, Refusal, Reply, Started,

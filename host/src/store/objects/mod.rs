@@ -33,7 +33,7 @@ mod plog;
 mod read;
 mod remote;
 #[cfg(feature = "s3")]
-pub(crate) mod s3;
+pub mod s3;
 mod scan;
 mod shared;
 mod store;

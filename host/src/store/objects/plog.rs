@@ -288,8 +288,8 @@ impl ObjectPlog {
     }
 
     /// Up to `max` events of a partition from `from` on, in order (encoded as
-    /// [`encode_event`](crate::encode_event) makes them), from bundles and one-event objects,
-    /// verifying each link; fewer than `max` only at the PLog's end.
+    /// [`encode_event`](crate::store::codec::encode_event) makes them), from bundles and
+    /// one-event objects, verifying each link; fewer than `max` only at the PLog's end.
     pub fn read(
         &self,
         partition: PartitionId,
