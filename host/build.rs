@@ -4,10 +4,11 @@
 //! Where the component comes from, first match wins:
 //! 1. `SEQUENCER_BUNDLED_COMPONENT=<file>`: that file, as it is.
 //! 2. The core crate's sources (inside this repository the workspace root, elsewhere
-//!    `DEP_PLOG_SEQUENCER_SOURCE`, published by the core's build script), compiled for `wasm32-wasip2` by a nested `cargo build` in a target folder of its own
-//!    (`<target>/bundled-component`, the folder `scripts/build-component.sh` builds in too, so
-//!    the two share one build). Inside this repository it is the workspace's `wasm` profile;
-//!    from a published crate, a copy of the core's package built with the same settings.
+//!    `DEP_PLOG_SEQUENCER_SOURCE`, published by the core's build script), compiled for
+//!    `wasm32-wasip2` by a nested `cargo build` in a target folder of its own
+//!    (`<target>/bundled-component`, the folder `scripts/build-component.sh` builds in too, so the
+//!    two share one build). Inside this repository it is the workspace's `wasm` profile; from a
+//!    published crate, a copy of the core's package built with the same settings.
 //!
 //! When the `wasm32-wasip2` target is not installed the host is built without a component and
 //! says so (a cargo warning now, a one-line error from `run` later); it never fails the build
@@ -148,7 +149,8 @@ fn component(out: &Path) -> Option<PathBuf> {
     )
 }
 
-/// Whether `dir` holds the core's package (`plog-sequencer`) itself, as this repository's root does.
+/// Whether `dir` holds the core's package (`plog-sequencer`) itself, as this repository's root
+/// does.
 fn is_core_package(dir: &Path) -> bool {
     fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|manifest| {
         manifest

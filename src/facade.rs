@@ -1,5 +1,5 @@
-//! The `ISequence` facade (docs/DESIGN.md §5): what a command processor thinks in (start an event, take
-//! record ids, finish or cancel it), over the generic sequencer and the platform's system
+//! The `ISequence` facade (docs/DESIGN.md §5): what a command processor thinks in (start an event,
+//! take record ids, finish or cancel it), over the generic sequencer and the platform's system
 //! sequences. Also the storage adapter's half: turning a PLog event into sequence values.
 
 use crate::error::Error;
@@ -172,9 +172,9 @@ pub struct PlatformEvent {
     pub argument: Option<ArgObject>,
 }
 
-/// The sequence values an event carries, as the facade's recovery reads them (docs/DESIGN.md §5.4): its WLog offset;
-/// C documents and records raise the C record id; O/W documents and records raise the record
-/// id; argument objects and their children raise the record id. Keys may repeat.
+/// The sequence values an event carries, as the facade's recovery reads them (docs/DESIGN.md §5.4):
+/// its WLog offset; C documents and records raise the C record id; O/W documents and records raise
+/// the record id; argument objects and their children raise the record id. Keys may repeat.
 pub fn event_values(event: &PlatformEvent) -> Vec<SeqValue> {
     let ws = event.ws;
     let mut values = vec![SeqValue::new(ws, SEQ_WLOG_OFFSET, event.wlog_offset)];

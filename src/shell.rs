@@ -14,8 +14,8 @@
 //!   workspace with one `read-numbers-many` first, stages events until "not now", and drops
 //!   everything on a later refusal;
 //! - the flushing calls flush, start, then begin due storage work once, after the start;
-//! - `start-event` (docs/DESIGN.md §5.1) starts in the system kind and takes the WLog offset, dropping
-//!   the event if that is refused.
+//! - `start-event` (docs/DESIGN.md §5.1) starts in the system kind and takes the WLog offset,
+//!   dropping the event if that is refused.
 //!
 //! After every call that can change them, the shell begins the storage work now due, keeps the
 //! host's wake-up current and reports the status if it changed: the host never infers either.
@@ -368,8 +368,8 @@ impl Shell {
         self.flush_then(host, |s, h| s.start_batch_core(kind, ws, seqs, numbers, h))
     }
 
-    /// `start-event` (the facade's `StartEvent`, docs/DESIGN.md §5.1): starts an event in workspace `ws` of
-    /// [`facade::SYSTEM_KIND`] and takes its WLog offset. Never waits: while recovering it
+    /// `start-event` (the facade's `StartEvent`, docs/DESIGN.md §5.1): starts an event in workspace
+    /// `ws` of [`facade::SYSTEM_KIND`] and takes its WLog offset. Never waits: while recovering it
     /// says "not now" at once. A refused WLog offset drops the event.
     pub fn start_event<H: Host + ?Sized>(
         &mut self,
@@ -412,8 +412,9 @@ impl Shell {
         self.flush(host)
     }
 
-    /// `cancel-event` (the facade's `CancelEvent`, docs/DESIGN.md §5.1): [`actualize`](Self::actualize) the event
-    /// in progress; without one (ready, or recovering) it is refused with
+    /// `cancel-event` (the facade's `CancelEvent`, docs/DESIGN.md §5.1):
+    /// [`actualize`](Self::actualize) the event in progress; without one (ready, or recovering) it
+    /// is refused with
     /// [`Error::NoTransaction`] and changes nothing.
     pub fn cancel_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
         match self.core.status() {

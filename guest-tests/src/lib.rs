@@ -1,7 +1,8 @@
 //! Shared set-up for tests that run the compiled sequencer component under the wasmtime host.
 //!
 //! The component must be built first (`scripts/build-component.sh`, which the test command
-//! runs); its path is `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under the cargo target dir.
+//! runs); its path is `$SEQUENCER_COMPONENT`, or the `wasm`-profile build under the cargo target
+//! dir.
 
 pub mod conformance;
 pub mod sim;

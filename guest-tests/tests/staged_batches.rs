@@ -688,9 +688,9 @@ fn a_quad_naming_more_than_four_sequences_is_refused_by_the_batch_calls_and_chan
 }
 
 /// A `flush-start-batch` that flushes and then starts nothing (an empty list, or a start
-/// refused after the flush) leaves the facade's status (docs/DESIGN.md §5.3) `Ready`, as the sequencer is. (It once
-/// stayed `Eventing`: the host set the status only from a batch that started or said "not
-/// now", and never after a refused start.)
+/// refused after the flush) leaves the facade's status (docs/DESIGN.md §5.3) `Ready`, as the
+/// sequencer is. (It once stayed `Eventing`: the host set the status only from a batch that started
+/// or said "not now", and never after a refused start.)
 #[test]
 fn a_flush_start_batch_that_starts_nothing_leaves_the_facade_status_ready() {
     let h = Harness::new();

@@ -11,7 +11,8 @@
 //!
 //! With the `s3` feature and an S3 server named by `AWS_ENDPOINT_URL` (and keys), also the PLog
 //! on S3 (bundles of 1,024; `PLOG_REPLAY_S3_EVENTS`, default 5,120: five bundles):
-//! `bash scripts/s3-server.sh run cargo bench -p plog-sequencer-host --features s3 --bench plog_replay`.
+//! `bash scripts/s3-server.sh run cargo bench -p plog-sequencer-host --features s3 --bench
+//! plog_replay`.
 
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
-//! The `ISequence` facade (docs/DESIGN.md §5), as a command processor uses it: `start_event` (waiting while
-//! the sequencer recovers), record ids, `finish_event` once the event is in the PLog, and
-//! `cancel_event` when it failed (its ids are handed out again).
+//! The `ISequence` facade (docs/DESIGN.md §5), as a command processor uses it: `start_event`
+//! (waiting while the sequencer recovers), record ids, `finish_event` once the event is in the
+//! PLog, and `cancel_event` when it failed (its ids are handed out again).
 //!
 //! Run: `cargo run -p plog-sequencer-host --example facade`
 

@@ -477,8 +477,8 @@ impl SequencerCore {
         self.batch(kind, ws, seqs, true)
     }
 
-    /// `start-event` (docs/DESIGN.md §5.1): the event's PLog offset, its WLog offset in `out[0]`; or a
-    /// [`Sentinel`].
+    /// `start-event` (docs/DESIGN.md §5.1): the event's PLog offset, its WLog offset in `out[0]`;
+    /// or a [`Sentinel`].
     #[wasm_bindgen(js_name = startEvent)]
     pub fn start_event(&mut self, ws: f64, out: &mut [f64]) -> f64 {
         let r = (|| {
@@ -521,8 +521,8 @@ impl SequencerCore {
         self.done(r)
     }
 
-    /// `cancel-event` (docs/DESIGN.md §5.1): drops the event in progress and recovers; `0`, or `Refused`
-    /// (`NO_TRANSACTION` without an event).
+    /// `cancel-event` (docs/DESIGN.md §5.1): drops the event in progress and recovers; `0`, or
+    /// `Refused` (`NO_TRANSACTION` without an event).
     #[wasm_bindgen(js_name = cancelEvent)]
     pub fn cancel_event(&mut self) -> i32 {
         let r = self.shell.cancel_event(&mut self.host);

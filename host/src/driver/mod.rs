@@ -1,6 +1,6 @@
 //! The task driver: one event loop serving many partitions' sequencers, after `lws_sequencer`
-//! (docs/DESIGN.md §7). It performs the storage work each guest begins, delivers the outcomes to that
-//! guest in order of completion, and turns the wake-ups guests ask for into `pump` calls.
+//! (docs/DESIGN.md §7). It performs the storage work each guest begins, delivers the outcomes to
+//! that guest in order of completion, and turns the wake-ups guests ask for into `pump` calls.
 //!
 //! Rules it keeps for every partition: at most one write in flight, applied in the order begun;
 //! an offset read (the first step of actualization) never overtakes a write in flight, even one

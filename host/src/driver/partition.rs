@@ -309,8 +309,8 @@ impl PartitionSequencer {
         self.actualize()
     }
 
-    /// The facade's `Status` (docs/DESIGN.md §5.3), readable from any thread at any time without waiting for a call
-    /// in progress.
+    /// The facade's `Status` (docs/DESIGN.md §5.3), readable from any thread at any time without
+    /// waiting for a call in progress.
     pub fn sequence_status(&self) -> SequenceStatus {
         match Status02::from_u8(self.shared.status.load(Ordering::SeqCst)) {
             Status02::None => SequenceStatus::None,

@@ -104,7 +104,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: AtomicUsize,
     pub(super) traps: AtomicU64,
     pub(super) next_call_fuel: AtomicU64,
-    /// the facade's status (docs/DESIGN.md §5.3), kept outside the lock so any thread reads it at any time.
+    /// the facade's status (docs/DESIGN.md §5.3), kept outside the lock so any thread reads it at
+    /// any time.
     pub(super) status: AtomicU8,
     /// Callers waiting for the status to change.
     pub(super) waiters: Mutex<Vec<oneshot::Sender<()>>>,

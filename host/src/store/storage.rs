@@ -276,9 +276,9 @@ impl AppendLimits {
 /// one partition's writes are applied in the order they were begun (the [`Driver`](crate::Driver)
 /// begins a partition's next write only once the previous one completed, so a backend need not
 /// order writes of one partition that overlap; another caller must not overlap them either); a
-/// read sees every write that completed before it began; `append_events` (and `append_event`, `append`) accepts
-/// exactly the PLog's next offset, writes all of a write or nothing of it, and returns only once
-/// the events are durable.
+/// read sees every write that completed before it began; `append_events` (and `append_event`,
+/// `append`) accepts exactly the PLog's next offset, writes all of a write or nothing of it, and
+/// returns only once the events are durable.
 pub trait Storage: Send + Sync + 'static {
     /// The stored last numbers of `seqs` in `ws`, in order, 0 for a key never stored. Called
     /// inside a guest's `start`, so it must answer promptly.

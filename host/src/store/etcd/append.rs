@@ -20,8 +20,9 @@ pub const PACK_MAX_EVENTS: usize = 1024;
 const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
 
 impl EtcdStorage {
-    /// Appends `batch` (see [`Storage::append_events`](crate::store::storage::Storage::append_events))
-    /// in parts that each fit one request, in order, each one fenced transaction.
+    /// Appends `batch` (see
+    /// [`Storage::append_events`](crate::store::storage::Storage::append_events)) in parts that
+    /// each fit one request, in order, each one fenced transaction.
     pub(super) fn append_batch(
         &self,
         partition: PartitionId,

@@ -18,8 +18,9 @@
 //!   under `plog/P/L` only if no key exists from `plog/P/F` on (a range compare) and
 //!   `plog/P/F-1` does (or `F` is 1). Two hosts that both believe they own a partition can
 //!   never both commit an offset: the stale one's transaction fails and it gets
-//!   [`AppendError::WrongOffset`](crate::store::storage::AppendError::WrongOffset) with the PLog's real next offset (read in the same
-//!   transaction's else branch). A batch larger than a request ([`EtcdConfig::max_request_bytes`],
+//!   [`AppendError::WrongOffset`](crate::store::storage::AppendError::WrongOffset) with the PLog's
+//!   real next offset (read in the same transaction's else branch). A batch larger than a request
+//!   ([`EtcdConfig::max_request_bytes`],
 //!   [`PACK_MAX_EVENTS`]) is appended in parts, in order, each fenced so.
 //! - **Ambiguous outcomes.** After a transport error or timeout the append may or may not have
 //!   been applied. The writer retries the same conditional transaction; when a retry fails, its

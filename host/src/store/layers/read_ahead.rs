@@ -13,10 +13,11 @@ use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 
-/// Storage that reads a batch's numbers ahead. It wraps a [`Storage`]: [`ReadAhead::read_ahead`] reads the stored numbers of a
-/// batch's workspaces with one `read_numbers_many` and keeps them until the guest asks for
-/// them (`read_numbers`, served once: the guest then holds them in its cache). A number kept
-/// is exactly what storage holds, because nothing that could change it is let through:
+/// Storage that reads a batch's numbers ahead. It wraps a [`Storage`]: [`ReadAhead::read_ahead`]
+/// reads the stored numbers of a batch's workspaces with one `read_numbers_many` and keeps them
+/// until the guest asks for them (`read_numbers`, served once: the guest then holds them in its
+/// cache). A number kept is exactly what storage holds, because nothing that could change it is let
+/// through:
 ///
 /// - when a flusher write succeeds, the kept numbers of its keys rise to what it wrote (what
 ///   storage now holds); when it fails, or its future is dropped before it ends, the kept

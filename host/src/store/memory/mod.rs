@@ -1,4 +1,5 @@
-//! Storage in memory, laid out as in docs/DESIGN.md §6, with switches to make it misbehave in tests.
+//! Storage in memory, laid out as in docs/DESIGN.md §6, with switches to make it misbehave in
+//! tests.
 
 mod gate;
 

@@ -12,8 +12,8 @@
 //!   the events it holds, so a writer that re-created a merged offset sees the bundle then),
 //!   and takes its objects back if one does.
 //! - **Links.** Each event's hash covers its offset, the previous event's hash and its bytes
-//!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A hole,
-//!   a broken link or two different objects for one offset is reported with offsets and
+//!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A
+//!   hole, a broken link or two different objects for one offset is reported with offsets and
 //!   object names, never skipped.
 //! - **Durable before acknowledged.** On the local file system every object of an append is
 //!   written, then each file is synced and its directory once, before the append returns.

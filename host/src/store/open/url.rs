@@ -6,7 +6,8 @@ use std::str::FromStr;
 
 use super::error::OpenError;
 
-/// Where a store is: a URL parsed once ([`FromStr`]); see [`store::open`](crate::store::open) for the forms.
+/// Where a store is: a URL parsed once ([`FromStr`]); see [`store::open`](crate::store::open) for
+/// the forms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreUrl {
     /// In memory: nothing is kept after the process ends.

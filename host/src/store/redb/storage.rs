@@ -14,11 +14,11 @@
 //! or many events) go to one writer thread, which
 //! commits them in groups: everything that arrived while the previous commit ran goes into the
 //! next transaction, and every request in it is acknowledged only after that transaction is
-//! durable (redb's `Durability::Immediate`: one fsync per commit with redb's default 1-phase commit).
-//! A flusher write's values and its next offset are in one transaction, so the values can never
-//! be durable without the offset or the other way round: "values before offset" holds trivially.
-//! Requests are applied in the order they arrived, so one partition's writes are applied in
-//! the order they were begun. An append is checked against the PLog's last offset inside the
+//! durable (redb's `Durability::Immediate`: one fsync per commit with redb's default 1-phase
+//! commit). A flusher write's values and its next offset are in one transaction, so the values can
+//! never be durable without the offset or the other way round: "values before offset" holds
+//! trivially. Requests are applied in the order they arrived, so one partition's writes are applied
+//! in the order they were begun. An append is checked against the PLog's last offset inside the
 //! transaction that inserts it (which sees earlier appends of the same group): all of its
 //! events go in, or none.
 //!
