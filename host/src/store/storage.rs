@@ -307,7 +307,9 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The stored PLog offset (for historical reasons "next offset"), as the last completed
     /// [`write`](Self::write) stored it, 0 if none: every event before it has its numbers in
-    /// the view. Actualization replays the PLog from it on, the event at it included.
+    /// the view. Actualization replays the PLog from it on, the event at it included. The
+    /// sequencer also reads it to probe a storage that failed, once per retry delay while a
+    /// retry waits longer than that (docs/DESIGN.md §4.4).
     fn read_next_offset(
         &self,
         partition: PartitionId,
