@@ -2,7 +2,7 @@
 //! [`LiveSource`], served on the directory's socket) and the reader's (which way a directory
 //! is read: in place, the run's snapshots, or a private copy when no run answers).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::store::live::LiveSource;
 use crate::store::reader::StoreReader;
@@ -107,7 +107,7 @@ pub(super) fn open_dir(dir: &Path) -> Result<DirReader, DataDirError> {
 pub(super) struct LiveRedb {
     client: crate::store::live::LiveClient,
     /// The database file, which redb's integrity check copies.
-    db: PathBuf,
+    db: std::path::PathBuf,
 }
 
 #[cfg(unix)]
