@@ -35,6 +35,9 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
             report.events, report.numbers, report.keys, report.view_rows
         );
     })?;
+    if let Some(verified) = &checked.integrity {
+        println!("{verified}");
+    }
     println!(
         "check passed: {} partitions, {} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
         checked.partitions, checked.events

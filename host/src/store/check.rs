@@ -9,9 +9,11 @@
 //! - the view is never ahead of the PLog (every row's last number is in the PLog) and never
 //!   behind the stored next offset (values are durable before the offset that covers them).
 //!
-//! [`check_store`] runs that over every partition of a [`StoreReader`], and checks across
-//! partitions that no workspace's numbers stand in two of them, nor in another partition than
-//! the recorded [`Layout`] puts it in (a workspace moved by another partition count).
+//! [`check_store`] first runs the backend's own check of its files
+//! ([`StoreReader::verify_integrity`]: redb's integrity check, as `run`'s open runs it), then
+//! that over every partition of a [`StoreReader`], and checks across partitions that no
+//! workspace's numbers stand in two of them, nor in another partition than the recorded
+//! [`Layout`] puts it in (a workspace moved by another partition count).
 
 use std::collections::HashMap;
 
@@ -197,6 +199,9 @@ pub enum CheckError {
     /// The store could not be read.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The backend's own check of its files failed ([`StoreReader::verify_integrity`]).
+    #[error("{0}")]
+    Integrity(StorageError),
     /// A partition broke a promise ([`PlogChecker`]).
     #[error(transparent)]
     Partition(#[from] Violation),
@@ -235,12 +240,15 @@ pub struct StoreCheck {
     pub partitions: usize,
     /// PLog events checked, over all partitions.
     pub events: u64,
+    /// What the backend's own check of its files verified, if it has one.
+    pub integrity: Option<String>,
 }
 
 /// How many events one read takes while checking.
 const CHECK_PAGE: usize = 16_384;
 
-/// Checks every partition of `store` ([`PlogChecker`]) and across partitions: against
+/// Runs the backend's own check of its files ([`StoreReader::verify_integrity`]), then checks
+/// every partition of `store` ([`PlogChecker`]) and across partitions: against
 /// `layout` when the store records one; otherwise each sequence's first number is
 /// `fallback_initial`'s (`None`: not checked) and only the cross-partition rule applies.
 /// Calls `each` with every partition's report as it is checked.
@@ -250,6 +258,7 @@ pub fn check_store(
     fallback_initial: impl Fn(SeqId) -> Option<Number>,
     mut each: impl FnMut(PartitionId, &CheckReport),
 ) -> Result<StoreCheck, CheckError> {
+    let integrity = store.verify_integrity().map_err(CheckError::Integrity)?;
     let mut owners: HashMap<(WsId, SeqId), PartitionId> = HashMap::new();
     let mut total = 0;
     let partitions = store.partitions()?;
@@ -299,5 +308,6 @@ pub fn check_store(
     Ok(StoreCheck {
         partitions: partitions.len(),
         events: total,
+        integrity,
     })
 }

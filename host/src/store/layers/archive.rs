@@ -638,6 +638,11 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
         }
         v
     }
+
+    /// The hot store's (the archive's bundles are verified, link by link, as they are read).
+    fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
+        self.hot.verify_integrity()
+    }
 }
 
 impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {

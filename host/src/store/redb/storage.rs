@@ -147,6 +147,8 @@ struct Inner {
     reads: Mutex<Option<mpsc::Sender<ReadJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     stats: Arc<StoreStats>,
+    /// Held by the writer around each transaction, and by [`RedbStorage::hold_commits`].
+    commits: Arc<Mutex<()>>,
 }
 
 impl Drop for Inner {
@@ -169,6 +171,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub enum OpenFailure {
     /// Another process has it open (redb holds a lock on the file while it is open).
     InUse,
+    /// A live process holds it and no consistent read of it could be had (a reader's
+    /// refusal: it says why, never "corrupt").
+    LiveRun,
     /// It is on a read-only file system (redb opens its file for writing).
     ReadOnly,
     /// This user may not open it for reading and writing.
@@ -291,10 +296,12 @@ impl RedbStorage {
         let (wtx, wrx) = mpsc::channel::<Request>();
         let (rtx, rrx) = mpsc::channel::<ReadJob>();
         let mut threads = Vec::new();
+        let commits = Arc::new(Mutex::new(()));
         let (wdb, wstats, wpath) = (db.clone(), stats.clone(), path.to_path_buf());
+        let gate = commits.clone();
         if let Ok(t) = std::thread::Builder::new()
             .name("redb-writer".into())
-            .spawn(move || writer_loop(&wdb, &wpath, &wrx, &wstats))
+            .spawn(move || writer_loop(&wdb, &wpath, &wrx, &wstats, &gate))
         {
             threads.push(t);
         }
@@ -317,6 +324,7 @@ impl RedbStorage {
                 reads: Mutex::new(Some(rtx)),
                 threads: Mutex::new(threads),
                 stats,
+                commits,
             }),
         }
     }
@@ -329,6 +337,18 @@ impl RedbStorage {
     /// What the store has done so far.
     pub fn counts(&self) -> StoreCounts {
         self.inner.stats.snapshot()
+    }
+
+    /// Waits for the commit under way, if any, then holds every later one until the guard is
+    /// dropped: the file is then still, so a byte copy of it is the last committed state
+    /// (what `check` verifies beside a live run). Writes queue meanwhile; nothing fails.
+    pub fn hold_commits(&self) -> std::sync::MutexGuard<'_, ()> {
+        lock(&self.inner.commits)
+    }
+
+    /// The database, for reads in one transaction (`RedbSnapshot`).
+    pub(crate) fn database(&self) -> &Database {
+        &self.inner.db
     }
 
     fn send(&self, req: Request) -> Result<(), Request> {
@@ -398,7 +418,7 @@ pub(crate) fn check_format(db: &impl ReadableDatabase, path: &Path) -> Result<()
 
 /// Partitions that have a PLog or a stored next offset in `db`, ascending.
 pub(crate) fn read_partitions(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
 ) -> Result<Vec<PartitionId>, StorageError> {
     (|| -> Result<Vec<PartitionId>, redb::Error> {
@@ -428,7 +448,7 @@ pub(crate) fn read_partitions(
 
 /// The first and last offsets of a partition's PLog in `db`, `None` if it is empty.
 pub(crate) fn read_plog_bounds(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
@@ -451,7 +471,7 @@ pub(crate) fn read_plog_bounds(
 
 /// The sequences view of a partition in `db`: (workspace, sequence, last), in key order.
 pub(crate) fn read_view(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
@@ -470,7 +490,7 @@ pub(crate) fn read_view(
 }
 
 pub(crate) fn read_next(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<u64, StorageError> {
@@ -483,7 +503,7 @@ pub(crate) fn read_next(
 }
 
 pub(crate) fn read_events(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
     from: PLogOffset,
@@ -607,7 +627,13 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
     }
 }
 
-fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, stats: &StoreStats) {
+fn writer_loop(
+    db: &Database,
+    path: &Path,
+    requests: &mpsc::Receiver<Request>,
+    stats: &StoreStats,
+    commits: &Mutex<()>,
+) {
     // After an I/O error redb refuses every later write with "previous I/O error": the first
     // error is the cause an operator needs (a full disk, say), so it is kept and named.
     let mut cause: Option<String> = None;
@@ -620,6 +646,8 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
             }
         }
         let outcome = (|| -> Result<Vec<Applied>, redb::Error> {
+            // No commit while a reader copies the file (`hold_commits`).
+            let _gate = lock(commits);
             // redb's default durability, `Durability::Immediate`: the commit returns once durable.
             let tx = db.begin_write()?;
             let mut applied = Vec::with_capacity(group.len());
