@@ -74,7 +74,10 @@ fn two_writers_racing_for_one_offset_one_wins_and_the_plog_holds_its_event() {
         let events = a.read(0, next, 3).expect("read back");
         assert_eq!(events.len(), 3);
         for (o, bytes) in events {
-            assert_eq!(bytes, encode_event(&[SeqValue::new(1, 1, o)], &[tag; 16]));
+            assert_eq!(
+                bytes,
+                encode_event(o, &[SeqValue::new(1, 1, o)], &[tag; 16])
+            );
         }
         next += 3;
     }
@@ -115,7 +118,7 @@ fn a_stale_writer_cannot_recreate_an_offset_the_merger_bundled_and_deleted() {
     assert_eq!(events.len(), 8);
     assert_eq!(
         events[2].1,
-        encode_event(&[SeqValue::new(1, 1, 3)], &[1; 16])
+        encode_event(3, &[SeqValue::new(1, 1, 3)], &[1; 16])
     );
 }
 
@@ -214,7 +217,7 @@ fn leftovers_of_an_interrupted_merge_and_of_a_stale_writer_are_removed_at_open()
     assert!(!file(root, &event_object(0, 2)).exists());
     assert_eq!(
         d.read(0, 2, 1).expect("read")[0].1,
-        encode_event(&[SeqValue::new(1, 1, 2)], &[5; 16]),
+        encode_event(2, &[SeqValue::new(1, 1, 2)], &[5; 16]),
         "the bundle's event"
     );
 }

@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use std::sync::Arc;
+
+use crate::store::codec::{StoredEvent, encode_event};
 use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
@@ -33,7 +35,8 @@ use crate::store::objects::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
+    Storage, StorageError,
 };
 
 /// The file in a data directory that records where its archive is.
@@ -100,6 +103,17 @@ pub enum ArchiveError {
         archive: PathBuf,
         /// What the object store said.
         error: StorageError,
+    },
+    /// An event to archive fails its checksum: it is damaged, and neither archived nor
+    /// trimmed (nor is anything after it in its partition).
+    #[error(
+        "partition {partition}: event at offset {offset} fails its checksum: not archived, and the store keeps it (`check` lists every damaged event)"
+    )]
+    Damaged {
+        /// The partition.
+        partition: PartitionId,
+        /// The event's offset.
+        offset: PLogOffset,
     },
     /// The hot store or the archive's object store failed.
     #[error("{0}")]
@@ -218,7 +232,8 @@ impl Archive {
     }
 
     /// Up to `max` archived events of a partition from `from` on, in order, every link
-    /// verified; a corrupt bundle is an error naming it.
+    /// verified; a corrupt bundle is an error naming it. An event that fails its checksum is
+    /// returned flagged ([`StoredEvent::read`]).
     pub fn events(
         &self,
         partition: PartitionId,
@@ -227,17 +242,12 @@ impl Archive {
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let mut out = Vec::new();
         self.plog.visit(partition, from, max, |offset, bytes| {
-            let (values, payload) = decode_event(bytes).ok_or_else(|| {
+            out.push(StoredEvent::read(offset, bytes).map_err(|e| {
                 StorageError(format!(
-                    "archive {}: event {offset} of partition {partition} is not a sound event",
+                    "archive {}: partition {partition}: {e}",
                     self.root.display()
                 ))
-            })?;
-            out.push(StoredEvent {
-                offset,
-                values,
-                payload: payload.to_vec(),
-            });
+            })?);
             Ok(())
         })?;
         Ok(out)
@@ -412,10 +422,18 @@ pub fn archive_pass(
                     ),
                 });
             }
-            let encoded: Vec<Vec<u8>> = events
+            // A damaged event is not copied (its checksum would be made anew over what is
+            // left of it); an old one without a checksum gets one.
+            let encoded = events
                 .iter()
-                .map(|e| encode_event(&e.values, &e.payload))
-                .collect();
+                .map(|e| match e.clone().verified() {
+                    Ok(e) => Ok(encode_event(e.offset, &e.values, &e.payload)),
+                    Err(_) => Err(ArchiveError::Damaged {
+                        partition: p,
+                        offset: e.offset,
+                    }),
+                })
+                .collect::<Result<Vec<Vec<u8>>, ArchiveError>>()?;
             archive.put_bundle(p, &encoded)?;
             pass.bundles += 1;
             pass.archived += n;
@@ -490,7 +508,11 @@ pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveE
             // Both hold first..=end: a pass interrupted before its trim.
             let o = end.min(last);
             let (x, y) = (hot.events(p, o, 1)?, a.events(p, o, 1)?);
-            if x.first() != y.first() {
+            let same = match (x.first(), y.first()) {
+                (Some(x), Some(y)) => x.same_event(y),
+                (x, y) => x == y,
+            };
+            if !same {
                 return Err(ArchiveError::DoesNotLineUp {
                     archive: a.root.clone(),
                     partition: p,
@@ -512,6 +534,8 @@ pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveE
 pub struct WithArchive<S> {
     hot: S,
     archive: Option<Archive>,
+    /// The first archived event a replay refused for its checksum.
+    damage: Arc<DamageLatch>,
 }
 
 impl<S: StoreReader> WithArchive<S> {
@@ -523,7 +547,11 @@ impl<S: StoreReader> WithArchive<S> {
         if let Some(a) = &archive {
             check_lines_up(&hot, a)?;
         }
-        Ok(Self { hot, archive })
+        Ok(Self {
+            hot,
+            archive,
+            damage: Arc::default(),
+        })
     }
 
     /// The hot store.
@@ -597,7 +625,7 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
             let n = usize::try_from(last.offset - from + 1).unwrap_or(usize::MAX);
             for e in self.hot.events(partition, from, n)? {
                 let i = usize::try_from(e.offset - first.offset).unwrap_or(usize::MAX);
-                if old.get(i) != Some(&e) {
+                if !old.get(i).is_some_and(|o| o.same_event(&e)) {
                     return Err(StorageError(format!(
                         "partition {partition}: event {} differs between the store and its archive {}",
                         e.offset,
@@ -698,11 +726,10 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
                         .hot
                         .plog_bounds(partition)?
                         .is_some_and(|(_, last)| last > end);
-                    let mut page = PlogPage::collect(
-                        from,
-                        max_events,
-                        events.into_iter().map(|e| (e.offset, e.values)),
-                    );
+                    let mut page = PlogPage::of_stored(from, max_events, events).map_err(|e| {
+                        let label = this.describe();
+                        this.damage.refuse(&label, partition, e)
+                    })?;
                     page.end = page.end && !more;
                     Ok(page)
                 })();
@@ -736,6 +763,10 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
 
     fn failure(&self) -> Option<String> {
         self.hot.failure()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.damage.get().or_else(|| self.hot.damaged())
     }
 }
 
