@@ -253,7 +253,7 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
-        stderr.contains(&victim) && stderr.contains("corrupt"),
+        stderr.contains("fails its checksum") && stderr.contains("partition 2 offset 40"),
         "{stderr}"
     );
     // A run refuses the store in one line, exit 1, and writes no object.

@@ -39,13 +39,13 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
         );
     })?;
     println!(
-        "check passed: {} partitions, {} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
-        checked.partitions, checked.events
-    );
-    println!(
-        "checksums: {} events verified, {} written before events carried checksums (not verified)",
+        "checksums: {} events verified, {} without a checksum (written before events carried one)",
         checked.events - checked.unchecked,
         checked.unchecked
+    );
+    println!(
+        "check passed: {} partitions, {} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
+        checked.partitions, checked.events
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -204,10 +204,13 @@ impl Shared {
                     event_object(p, o)
                 )))
             })?;
-            if e.damaged && self.access == Access::Write {
+            if e.damaged {
                 // A writer refuses it before it appends anything; a reader goes on, so that
                 // `check` names every damaged event.
-                return Err(Scan::Failed(damaged(p, o)));
+                if self.access == Access::Write {
+                    return Err(Scan::Failed(damaged(p, o)));
+                }
+                part.damaged = part.damaged.or(Some(o));
             }
             if e.prev != part.last_hash {
                 return Err(Scan::Failed(StorageError(format!(

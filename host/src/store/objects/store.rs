@@ -160,10 +160,14 @@ impl<V: LiveViewFile> Objects<V, Live> {
             Some(r) => ObjectPlog::open(r.objects.clone(), None, bundle, access),
             None => ObjectPlog::open_local(root, bundle, access),
         };
-        // The PLog is scanned read-only first: a hole or a broken link refuses the store
-        // before anything is written. Then the view (whose lock keeps a second process off
+        // The PLog is scanned read-only first: a hole, a broken link or a damaged event
+        // refuses the store before anything is written. Then the view (whose lock keeps a second process off
         // the store), then the PLog for writing (which repairs an interrupted merge).
-        drop(open_plog(Access::ReadOnly)?);
+        let scanned = open_plog(Access::ReadOnly)?;
+        if let Some(e) = scanned.damaged() {
+            return Err(e);
+        }
+        drop(scanned);
         let view = V::open_view(&root.join(VIEW_DB_FILE), None)?;
         let plog = open_plog(Access::Write)?;
         Ok(Self {
