@@ -202,15 +202,6 @@ impl EventBatch {
         self.ends.push(self.bytes.len());
     }
 
-    /// Adds an event at [`next`](Self::next) already encoded, as it is to be stored: for tests
-    /// and tools that must write what [`push`](Self::push) would not (an event in the old
-    /// format without a checksum, say). A backend stores the bytes as they are; one that cannot
-    /// decode them refuses the append.
-    #[doc(hidden)]
-    pub fn push_encoded(&mut self, event: &[u8]) {
-        self.bytes.extend_from_slice(event);
-        self.ends.push(self.bytes.len());
-    }
 
     /// The offset of the first event.
     pub fn first(&self) -> PLogOffset {
