@@ -320,3 +320,45 @@ fn a_store_of_old_events_without_checksums_is_read_continued_and_counted_by_chec
     assert_eq!(versions.iter().filter(|&&v| v == 1).count(), 300);
     assert_eq!(versions.iter().filter(|&&v| v == 3).count(), 100);
 }
+
+#[test]
+fn archive_refuses_to_copy_a_damaged_event_and_trims_nothing_from_it_on() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (data, adir) = (tmp.path().join("data"), tmp.path().join("archive"));
+    redb_run(&data, 300);
+    flip_redb(&data, 0, 40, |len| len - 1);
+    let out = run_host(&[
+        "archive",
+        "--data",
+        s(&data),
+        "--archive",
+        &format!("objects:{}", s(&adir)),
+        "--bundle-events",
+        "16",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("partition 0: event at offset 40 fails its checksum: not archived"),
+        "{stderr}"
+    );
+    // The bundles before it are archived and trimmed; the damaged one's range stays.
+    let db = db(&data);
+    let rx = db.begin_read().expect("read");
+    let plog = rx.open_table(PLOG).expect("plog");
+    let (first, _) = plog
+        .range((0, 0)..=(0, u64::MAX))
+        .expect("range")
+        .next()
+        .expect("an event")
+        .expect("row");
+    assert_eq!(
+        first.value(),
+        (0, 33),
+        "trimmed below 33, not past the damage"
+    );
+    drop(plog);
+    drop(rx);
+    drop(db);
+    check_lists(&["--data", s(&data)], &[(0, 40)]);
+}

@@ -7,7 +7,7 @@ use core::ops::Range;
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{EventError, StoredEvent, decode_event, encode_event_into};
+use crate::store::codec::{Checksum, EventError, StoredEvent, decode_event, encode_event_into};
 
 /// Identifies a partition; each partition has its own PLog, view rows and sequencer.
 pub type PartitionId = u32;
@@ -100,12 +100,10 @@ impl PlogPage {
         max_events: usize,
         events: Vec<StoredEvent>,
     ) -> Result<Self, EventError> {
-        if let Some(bad) = events
-            .iter()
-            .take(max_events)
-            .find_map(|e| e.clone().verified().err())
+        if let Some(bad) =
+            (events.iter().take(max_events)).find(|e| e.checksum == Checksum::Mismatch)
         {
-            return Err(bad);
+            return Err(EventError::Checksum(bad.offset));
         }
         Ok(Self::collect(
             from,
@@ -201,7 +199,6 @@ impl EventBatch {
         encode_event_into(&mut self.bytes, offset, values, payload);
         self.ends.push(self.bytes.len());
     }
-
 
     /// The offset of the first event.
     pub fn first(&self) -> PLogOffset {

@@ -27,7 +27,7 @@ use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use std::sync::Arc;
 
-use crate::store::codec::{StoredEvent, encode_event};
+use crate::store::codec::{Checksum, StoredEvent, encode_event};
 use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
@@ -105,7 +105,8 @@ pub enum ArchiveError {
         error: StorageError,
     },
     /// An event to archive fails its checksum: it is damaged, and neither archived nor
-    /// trimmed (nor is anything after it in its partition).
+    /// trimmed (nor is anything after it in its partition; the pass archived and trimmed
+    /// what it could before it, and the other partitions).
     #[error(
         "partition {partition}: event at offset {offset} fails its checksum: not archived, and the store keeps it (`check` lists every damaged event)"
     )]
@@ -398,6 +399,9 @@ pub fn archive_pass(
         partitions: partitions.len(),
         ..ArchivePass::default()
     };
+    // The first damaged event met: its partition archives no further, the others go on, and
+    // the pass fails once everything it could do is done.
+    let mut damaged: Option<ArchiveError> = None;
     for (p, target) in plan {
         while archive.end(p) + n <= target {
             let from = archive.end(p) + 1;
@@ -424,16 +428,17 @@ pub fn archive_pass(
             }
             // A damaged event is not copied (its checksum would be made anew over what is
             // left of it); an old one without a checksum gets one.
-            let encoded = events
+            if let Some(e) = events.iter().find(|e| e.checksum == Checksum::Mismatch) {
+                damaged.get_or_insert(ArchiveError::Damaged {
+                    partition: p,
+                    offset: e.offset,
+                });
+                break;
+            }
+            let encoded: Vec<Vec<u8>> = events
                 .iter()
-                .map(|e| match e.clone().verified() {
-                    Ok(e) => Ok(encode_event(e.offset, &e.values, &e.payload)),
-                    Err(_) => Err(ArchiveError::Damaged {
-                        partition: p,
-                        offset: e.offset,
-                    }),
-                })
-                .collect::<Result<Vec<Vec<u8>>, ArchiveError>>()?;
+                .map(|e| encode_event(e.offset, &e.values, &e.payload))
+                .collect();
             archive.put_bundle(p, &encoded)?;
             pass.bundles += 1;
             pass.archived += n;
@@ -456,7 +461,10 @@ pub fn archive_pass(
     if pass.trimmed > 0 {
         pass.after = hot.after_trim()?;
     }
-    Ok(pass)
+    match damaged {
+        Some(e) => Err(e),
+        None => Ok(pass),
+    }
 }
 
 /// Whether a partition's hot PLog (`first..=last`, or none) and its archive (`1..=end`)
