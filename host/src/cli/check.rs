@@ -30,6 +30,9 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
         println!("no numbering layout recorded: checking against this build's workload sequences");
     }
     let checked = check_store(store.as_ref(), layout.as_ref(), initial, |p, report| {
+        if !report.damaged.is_empty() {
+            return println!("partition {p}: {}", damaged_offsets(&report.damaged));
+        }
         println!(
             "partition {p}: ok: {} events, {} numbers over {} keys, {} view rows",
             report.events, report.numbers, report.keys, report.view_rows
@@ -39,8 +42,27 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
         println!("{verified}");
     }
     println!(
+        "checksums: {} events verified, {} without a checksum (written before events carried one)",
+        checked.events - checked.unchecked,
+        checked.unchecked
+    );
+    println!(
         "check passed: {} partitions, {} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
         checked.partitions, checked.events
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// "N events fail their checksum (damaged): offsets A, B, ...": every one.
+fn damaged_offsets(offsets: &[u64]) -> String {
+    let list: Vec<String> = offsets.iter().map(u64::to_string).collect();
+    format!(
+        "{} event{} {} {} checksum (damaged, never replayed): offset{} {}",
+        offsets.len(),
+        if offsets.len() == 1 { "" } else { "s" },
+        if offsets.len() == 1 { "fails" } else { "fail" },
+        if offsets.len() == 1 { "its" } else { "their" },
+        if offsets.len() == 1 { "" } else { "s" },
+        list.join(", ")
+    )
 }

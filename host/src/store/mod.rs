@@ -45,5 +45,6 @@ pub use reader::StoreReader;
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use stats::{Counter, StoreStats};
 pub use storage::{
-    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, BatchPart, DamageLatch, DamagedEvent, EventBatch, PartitionId,
+    PlogPage, Storage, StorageError,
 };

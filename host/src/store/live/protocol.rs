@@ -25,7 +25,7 @@ use std::io::{self, Read, Write};
 
 use sequencer::SeqValue;
 
-use crate::store::codec::StoredEvent;
+use crate::store::codec::{Checksum, StoredEvent};
 
 /// The protocol's version: a `Hello` naming another is refused.
 pub const VERSION: u16 = 1;
@@ -293,9 +293,29 @@ impl Request {
     }
 }
 
+/// An event's [`Checksum`] on the wire: 0 verified, 1 absent (written before checksums), 2 a
+/// mismatch (the reader reports the damage; the values travel as stored).
+fn checksum_tag(checksum: Checksum) -> u8 {
+    match checksum {
+        Checksum::Verified => 0,
+        Checksum::Absent => 1,
+        Checksum::Mismatch => 2,
+    }
+}
+
+/// The [`Checksum`] a tag of [`checksum_tag`] stands for.
+fn checksum_from_tag(tag: u8) -> Result<Checksum, Malformed> {
+    match tag {
+        0 => Ok(Checksum::Verified),
+        1 => Ok(Checksum::Absent),
+        2 => Ok(Checksum::Mismatch),
+        t => Err(Malformed(format!("an event's checksum state is {t}, not 0, 1 or 2"))),
+    }
+}
+
 /// The encoded size of an event in a reply.
 pub fn event_len(e: &StoredEvent) -> usize {
-    8 + 4 + e.values.len() * 18 + 4 + e.payload.len()
+    8 + 1 + 4 + e.values.len() * 18 + 4 + e.payload.len()
 }
 
 impl Reply {
@@ -339,7 +359,9 @@ impl Reply {
                 o.0.reserve(events.iter().map(event_len).sum::<usize>() + 4);
                 o.len(events.len());
                 for e in events {
-                    o.u64(e.offset).len(e.values.len());
+                    o.u64(e.offset)
+                        .u8(checksum_tag(e.checksum))
+                        .len(e.values.len());
                     for v in &e.values {
                         o.u64(v.key.ws).u16(v.key.seq).u64(v.value);
                     }
@@ -392,6 +414,7 @@ impl Reply {
                 let mut events = Vec::with_capacity(n);
                 for _ in 0..n {
                     let offset = i.u64()?;
+                    let checksum = checksum_from_tag(i.u8()?)?;
                     let k = i.count(18)?;
                     let values = (0..k)
                         .map(|_| Ok(SeqValue::new(i.u64()?, i.u16()?, i.u64()?)))
@@ -401,6 +424,7 @@ impl Reply {
                         offset,
                         values,
                         payload,
+                        checksum,
                     });
                 }
                 Self::Events(events)
@@ -511,11 +535,26 @@ mod tests {
             Reply::Partitions(vec![0, 3]),
             Reply::Bounds(Some((1, 9))),
             Reply::Bounds(None),
-            Reply::Events(vec![StoredEvent {
-                offset: 4,
-                values: vec![SeqValue::new(1, 2, 3)],
-                payload: b"xyz".to_vec(),
-            }]),
+            Reply::Events(vec![
+                StoredEvent {
+                    offset: 4,
+                    values: vec![SeqValue::new(1, 2, 3)],
+                    payload: b"xyz".to_vec(),
+                    checksum: Checksum::Verified,
+                },
+                StoredEvent {
+                    offset: 5,
+                    values: vec![],
+                    payload: vec![],
+                    checksum: Checksum::Absent,
+                },
+                StoredEvent {
+                    offset: 6,
+                    values: vec![SeqValue::new(1, 2, 4)],
+                    payload: b"!".to_vec(),
+                    checksum: Checksum::Mismatch,
+                },
+            ]),
             Reply::Offset(12),
             Reply::View(vec![(1, 2, 3)]),
             Reply::Held,

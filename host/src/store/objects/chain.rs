@@ -7,10 +7,15 @@
 //!
 //! A one-event object: `["SQE1", offset u64, the previous event's hash u64, hash u64,
 //! writer-id length u8, writer id, the event as every backend encodes it]` (little-endian).
+//!
+//! An event whose bytes no longer match its hash *and* fail the event's own checksum
+//! ([`crate::store::codec`]) is damaged inside, while its links (the hashes kept beside it)
+//! still hold: it is read as a damaged event ([`linked_or_damaged`]) so that `check` can name
+//! it and go on; a replay refuses it when it decodes it. Any other mismatch is corruption.
 
 use sequencer::PLogOffset;
 
-use crate::store::codec::decode_event;
+use crate::store::codec::{Checksum, event_checksum};
 
 const EVENT_MAGIC: &[u8; 4] = b"SQE1";
 
@@ -66,6 +71,25 @@ pub(super) struct OneEvent {
     pub(super) writer: String,
     /// The event, as every backend encodes it.
     pub(super) event: Vec<u8>,
+    /// Its bytes fail their checksum (and so their hash): damaged, never to be replayed or
+    /// merged.
+    pub(super) damaged: bool,
+}
+
+/// Whether `event` at `offset`, kept with the hash `hash` after `prev`, matches it (`Some(false)`),
+/// is damaged inside while its links hold (`Some(true)`: the hash and the event's own checksum
+/// both fail), or is corrupt (`None`).
+pub(super) fn linked_or_damaged(
+    offset: PLogOffset,
+    prev: u64,
+    hash: u64,
+    event: &[u8],
+) -> Option<bool> {
+    let checksum = event_checksum(offset, event);
+    if event_hash(offset, prev, event) == hash {
+        return checksum.map(|_| false);
+    }
+    (checksum == Some(Checksum::Mismatch)).then_some(true)
 }
 
 /// The one-event object of the event at `offset` written by `writer` after the event whose hash
@@ -99,7 +123,8 @@ pub(super) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// Decodes a one-event object; `None` if it is not one or its hash does not match its bytes.
+/// Decodes a one-event object; `None` if it is not one or its hash does not match its bytes
+/// (unless the event is damaged inside, [`linked_or_damaged`]).
 pub(super) fn decode_one(b: &[u8]) -> Option<OneEvent> {
     if b.get(..4)? != EVENT_MAGIC {
         return None;
@@ -108,13 +133,14 @@ pub(super) fn decode_one(b: &[u8]) -> Option<OneEvent> {
     let wlen = usize::from(*b.get(28)?);
     let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
     let event = b.get(29 + wlen..)?.to_vec();
-    decode_event(&event)?;
-    (event_hash(offset, prev, &event) == hash).then_some(OneEvent {
+    let damaged = linked_or_damaged(offset, prev, hash, &event)?;
+    Some(OneEvent {
         offset,
         prev,
         hash,
         writer,
         event,
+        damaged,
     })
 }
 
@@ -124,14 +150,29 @@ mod tests {
     use crate::store::codec::encode_event;
 
     #[test]
-    fn an_event_object_with_a_flipped_byte_is_refused() {
-        let e = encode_event(&[sequencer::SeqValue::new(1, 1, 5)], b"p");
+    fn an_event_object_with_a_flipped_byte_is_refused_or_read_as_damaged() {
+        let e = encode_event(3, &[sequencer::SeqValue::new(1, 1, 5)], b"p");
         let (bytes, hash) = encode_one(3, 9, "w", &e);
         let one = decode_one(&bytes).expect("sound");
-        assert_eq!((one.offset, one.prev, one.hash), (3, 9, hash));
-        let mut bad = bytes;
+        assert_eq!(
+            (one.offset, one.prev, one.hash, one.damaged),
+            (3, 9, hash, false)
+        );
+        // In the event's payload: damaged (its checksum fails), its links kept.
+        let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
+        let one = decode_one(&bad).expect("damaged, linked");
+        assert!(one.damaged && one.hash == hash);
+        // In the header (the previous hash): corrupt.
+        let mut bad = bytes;
+        bad[12] ^= 1;
         assert!(decode_one(&bad).is_none());
+        // An old event (no checksum) that no longer matches its hash: corrupt.
+        let old = crate::store::codec::encode_event_v1(&[sequencer::SeqValue::new(1, 1, 5)], b"p");
+        let (mut bytes, _) = encode_one(3, 9, "w", &old);
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        assert!(decode_one(&bytes).is_none());
     }
 }

@@ -16,6 +16,7 @@ use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock, os_err};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -138,6 +139,9 @@ impl Shared {
                     event_object(p, o)
                 )));
             };
+            if e.damaged {
+                return Err(damaged(p, o));
+            }
             if e.prev != link {
                 return Err(StorageError(format!(
                     "object store: partition {p}: broken link at offset {o} while merging: {} (writer {}) does not follow offset {}",

@@ -33,6 +33,7 @@ use crate::store::objects::bundle::Bundle;
 use crate::store::objects::chain::{encode_one, event_hash};
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{Access, CreateError, ObjectStats, Part, Shared, lock, os_err};
 use crate::store::storage::{AppendError, EventBatch, PartitionId, StorageError};
 
@@ -104,6 +105,18 @@ impl ObjectPlog {
             _merger: Arc::new(MergerThread::start(&shared, access == Access::Write)),
             shared,
         })
+    }
+
+    /// The first one-event object whose event fails its checksum that the scan at open met
+    /// (a handle opened for writing refuses such a store), as the error a writer meets.
+    pub fn damaged(&self) -> Option<StorageError> {
+        let parts = lock(&self.shared.parts);
+        let mut found: Vec<(PartitionId, PLogOffset)> = parts
+            .iter()
+            .filter_map(|(&p, part)| lock(part).damaged.map(|o| (p, o)))
+            .collect();
+        found.sort_unstable();
+        found.first().map(|&(p, o)| damaged(p, o))
     }
 
     /// What this handle has done.

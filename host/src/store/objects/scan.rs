@@ -34,6 +34,14 @@ impl From<StorageError> for Scan {
     }
 }
 
+/// The one-event object at `o` is damaged: its event fails its checksum.
+pub(super) fn damaged(p: PartitionId, o: PLogOffset) -> StorageError {
+    StorageError(format!(
+        "object store: partition {p}: event at offset {o} fails its checksum ({} is damaged)",
+        event_object(p, o)
+    ))
+}
+
 /// Scans of a partition tried when objects vanish under them.
 const SCAN_TRIES: u32 = 3;
 
@@ -196,6 +204,14 @@ impl Shared {
                     event_object(p, o)
                 )))
             })?;
+            if e.damaged {
+                // A writer refuses it before it appends anything; a reader goes on, so that
+                // `check` names every damaged event.
+                if self.access == Access::Write {
+                    return Err(Scan::Failed(damaged(p, o)));
+                }
+                part.damaged = part.damaged.or(Some(o));
+            }
             if e.prev != part.last_hash {
                 return Err(Scan::Failed(StorageError(format!(
                     "object store: partition {p}: broken link at offset {o}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",

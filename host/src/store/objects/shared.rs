@@ -32,6 +32,8 @@ pub(super) struct Part {
     pub(super) merged_hash: u64,
     /// Why the merger stopped on this partition (a hole, a broken link, a conflict).
     pub(super) merge_error: Option<String>,
+    /// The first one-event object the scan found damaged (its event fails its checksum).
+    pub(super) damaged: Option<PLogOffset>,
 }
 
 /// Counters of what the object PLog did.

@@ -5,6 +5,7 @@
 use std::fs;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
@@ -15,13 +16,14 @@ use crate::store::layout::Layout;
 use crate::store::objects::marker::{
     OBJECTS_FORMAT_FILE, VIEW_DB_FILE, err, read_marker, same_plog, write_marker,
 };
-use crate::store::objects::pages::{RawPage, ReadAheadPages, decode_all};
+use crate::store::objects::pages::{PageError, RawPage, ReadAheadPages, decode_all};
 use crate::store::objects::plog::{DEFAULT_BUNDLE_EVENTS, ObjectPlog};
 use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
 use crate::store::reader::StoreReader;
 use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
+    Storage, StorageError,
 };
 use crate::store::view_file::{Live, LiveViewFile, ReadOnly, ViewFile};
 
@@ -39,6 +41,8 @@ pub struct Objects<V: ViewFile, A = <V as ViewFile>::Access> {
     view: V,
     created: bool,
     ahead: ReadAheadPages,
+    /// The first PLog event a replay refused for its checksum.
+    damage: Arc<DamageLatch>,
     access: PhantomData<A>,
 }
 
@@ -57,6 +61,14 @@ impl<V: ViewFile, A> Objects<V, A> {
     /// then other hosts, each with a view of its own, may append to it too.
     pub fn remote(&self) -> Option<&str> {
         self.remote.as_deref()
+    }
+
+    /// "object store DIR" (or its PLog's URL): names the store in messages.
+    fn label(&self) -> String {
+        match &self.remote {
+            Some(url) => format!("object store {url}"),
+            None => format!("object store {}", self.root.display()),
+        }
     }
 
     /// The numbering layout recorded in the root, `None` if none.
@@ -148,10 +160,14 @@ impl<V: LiveViewFile> Objects<V, Live> {
             Some(r) => ObjectPlog::open(r.objects.clone(), None, bundle, access),
             None => ObjectPlog::open_local(root, bundle, access),
         };
-        // The PLog is scanned read-only first: a hole or a broken link refuses the store
-        // before anything is written. Then the view (whose lock keeps a second process off
+        // The PLog is scanned read-only first: a hole, a broken link or a damaged event
+        // refuses the store before anything is written. Then the view (whose lock keeps a second process off
         // the store), then the PLog for writing (which repairs an interrupted merge).
-        drop(open_plog(Access::ReadOnly)?);
+        let scanned = open_plog(Access::ReadOnly)?;
+        if let Some(e) = scanned.damaged() {
+            return Err(e);
+        }
+        drop(scanned);
         let view = V::open_view(&root.join(VIEW_DB_FILE), None)?;
         let plog = open_plog(Access::Write)?;
         Ok(Self {
@@ -162,6 +178,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
             view,
             created,
             ahead: ReadAheadPages::default(),
+            damage: Arc::default(),
             access: PhantomData,
         })
     }
@@ -246,6 +263,7 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let plog = self.plog.clone();
         let ahead = self.ahead.clone();
+        let (damage, label) = (self.damage.clone(), self.label());
         let (tx, rx) = futures::channel::oneshot::channel();
         // The read runs on its own thread, so the driver's loop never waits on the objects;
         // after answering, the thread reads the next page ahead while the guest replays this one.
@@ -261,7 +279,11 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
                     _ => None,
                 };
                 let answer = move || {
-                    let _ = tx.send(read.map(|raw| raw.into_page(from, want)));
+                    let _ = tx.send(match read {
+                        Ok(raw) => Ok(raw.into_page(from, want)),
+                        Err(PageError::Storage(e)) => Err(e),
+                        Err(PageError::Event(e)) => Err(damage.refuse(&label, partition, e)),
+                    });
                 };
                 match next {
                     Some(next) => ahead.read_after(answer, &plog, partition, next, want),
@@ -304,6 +326,10 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         self.view
             .failure()
             .or_else(|| self.remote_failure.as_ref().and_then(|f| f()))
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.damage.get()
     }
 }
 
@@ -354,6 +380,7 @@ impl<V: ViewFile<Access = ReadOnly>> Objects<V, ReadOnly> {
             view,
             created: false,
             ahead: ReadAheadPages::default(),
+            damage: Arc::default(),
             access: PhantomData,
         })
     }

@@ -38,10 +38,11 @@ use redb::{
 };
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::codec::StoredEvent;
 use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::storage::{
-    AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
+    StorageError,
 };
 
 /// The format version of the database this build reads and writes.
@@ -149,6 +150,7 @@ struct Inner {
     stats: Arc<StoreStats>,
     /// Held by the writer around each transaction, and by [`RedbStorage::hold_commits`].
     commits: Arc<Mutex<()>>,
+    damage: Arc<DamageLatch>,
 }
 
 impl Drop for Inner {
@@ -325,6 +327,7 @@ impl RedbStorage {
                 threads: Mutex::new(threads),
                 stats,
                 commits,
+                damage: Arc::default(),
             }),
         }
     }
@@ -523,18 +526,15 @@ pub(crate) fn read_events(
         Ok(out)
     })()
     .map_err(|e| err(path, "cannot read the PLog", e))?;
+    // An event that fails its checksum comes back flagged: `read_plog` refuses it, `check`
+    // lists it.
     rows.into_iter()
         .map(|(offset, bytes)| {
-            let (values, payload) = decode_event(&bytes).ok_or_else(|| {
+            StoredEvent::read(offset, &bytes).map_err(|e| {
                 StorageError(format!(
-                    "{}: PLog event {offset} of partition {partition} is corrupt",
+                    "{}: PLog event {offset} of partition {partition} is corrupt ({e})",
                     path.display()
                 ))
-            })?;
-            Ok(StoredEvent {
-                offset,
-                values,
-                payload: payload.to_vec(),
             })
         })
         .collect()
@@ -801,14 +801,12 @@ impl Storage for RedbStorage {
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let path = self.inner.path.clone();
+        let damage = self.inner.damage.clone();
         self.read(move |db| {
             // One event more than asked for tells whether the PLog ends with the page.
             let events = read_events(db, &path, partition, from, max_events.saturating_add(1))?;
-            Ok(PlogPage::collect(
-                from,
-                max_events,
-                events.into_iter().map(|e| (e.offset, e.values)),
-            ))
+            PlogPage::of_stored(from, max_events, events)
+                .map_err(|e| damage.refuse(&path.display().to_string(), partition, e))
         })
     }
 
@@ -828,6 +826,10 @@ impl Storage for RedbStorage {
 
     fn failure(&self) -> Option<String> {
         lock(&self.inner.stats.failure).clone()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.inner.damage.get()
     }
 }
 
