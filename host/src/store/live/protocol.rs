@@ -309,7 +309,9 @@ fn checksum_from_tag(tag: u8) -> Result<Checksum, Malformed> {
         0 => Ok(Checksum::Verified),
         1 => Ok(Checksum::Absent),
         2 => Ok(Checksum::Mismatch),
-        t => Err(Malformed(format!("an event's checksum state is {t}, not 0, 1 or 2"))),
+        t => Err(Malformed(format!(
+            "an event's checksum state is {t}, not 0, 1 or 2"
+        ))),
     }
 }
 
