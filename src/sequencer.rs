@@ -653,8 +653,7 @@ impl Sequencer {
     }
 
     /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`] (0 if none). A
-    /// probe's offset is not used: that storage answered is all it says (see
-    /// [`complete_probe`](Self::complete_probe)).
+    /// probe's offset is not used: that storage answered is all it says (docs/DESIGN.md §4.4).
     pub fn complete_next_offset(
         &mut self,
         ticket: Ticket,

@@ -339,11 +339,8 @@ impl<'c> World<'c> {
     fn absorb(&mut self, effects: Vec<Effect>) -> Checked {
         // An offset read begun while the sequencer is not actualizing (before or after this
         // call) is a probe of storage during a long retry wait.
-        let actualizing = |s: &Option<Status>| *s == Some(Status::Actualizing);
-        let probing = !actualizing(&self.reported)
-            && !effects
-                .iter()
-                .any(|e| matches!(e, Effect::Status(s) if actualizing(&Some(*s))));
+        let probing = self.reported != Some(Status::Actualizing)
+            && !effects.contains(&Effect::Status(Status::Actualizing));
         for effect in effects {
             match effect {
                 Effect::ReadNumbers { .. } => self.stats.numbers_reads += 1,
