@@ -55,14 +55,13 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
 
 /// "N events fail their checksum (damaged): offsets A, B, ...": every one.
 fn damaged_offsets(offsets: &[u64]) -> String {
-    let list: Vec<String> = offsets.iter().map(u64::to_string).collect();
-    format!(
-        "{} event{} {} {} checksum (damaged, never replayed): offset{} {}",
-        offsets.len(),
-        if offsets.len() == 1 { "" } else { "s" },
-        if offsets.len() == 1 { "fails" } else { "fail" },
-        if offsets.len() == 1 { "its" } else { "their" },
-        if offsets.len() == 1 { "" } else { "s" },
-        list.join(", ")
-    )
+    let list = offsets
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match offsets.len() {
+        1 => format!("1 event fails its checksum (damaged, never replayed): offset {list}"),
+        n => format!("{n} events fail their checksum (damaged, never replayed): offsets {list}"),
+    }
 }

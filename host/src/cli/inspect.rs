@@ -122,6 +122,13 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         "offset", "workspace", "numbers"
     );
     for e in &events {
+        if e.checksum == Checksum::Mismatch {
+            println!(
+                "{:>8}  fails its checksum: damaged, never replayed",
+                e.offset
+            );
+            continue;
+        }
         let ws = e
             .values
             .first()
@@ -133,13 +140,6 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         } else {
             ""
         };
-        if e.checksum == Checksum::Mismatch {
-            println!(
-                "{:>8}  fails its checksum: damaged, never replayed",
-                e.offset
-            );
-            continue;
-        }
         println!(
             "{:>8}  {ws:>9}  {:<44}  {shown}{more} ({} bytes)",
             e.offset,

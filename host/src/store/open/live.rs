@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::store::live::LiveSource;
 use crate::store::reader::StoreReader;
 use crate::store::redb::data_dir::{DataDir, DataDirError};
-use crate::store::redb::reader::RedbReader;
+use crate::store::redb::reader::{RedbReader, file_size};
 use crate::store::redb::storage::RedbStorage;
 use crate::store::storage::StorageError;
 
@@ -26,13 +26,9 @@ impl LiveSource for RedbLive {
     }
 
     fn statistics(&self) -> Vec<(String, String)> {
-        let size = std::fs::metadata(self.store.path()).map_or(0, |m| m.len());
         let c = self.store.counts();
         vec![
-            (
-                "file size".into(),
-                format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
-            ),
+            file_size(self.store.path()),
             (
                 "live run".into(),
                 format!(

@@ -143,7 +143,7 @@ pub(super) fn open_reader(
     let dir = url
         .local_dir(&options.data)
         .unwrap_or_else(|| options.data.clone());
-    DataDir::validate(&dir, OpenMode::Existing)?;
+    // `open_dir` validates the directory first.
     match open_dir(&dir)? {
         DirReader::File(reader) => with_archive(&dir, reader),
         #[cfg(unix)]

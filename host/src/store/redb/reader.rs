@@ -262,11 +262,7 @@ impl StoreReader for RedbReader {
     }
 
     fn statistics(&self) -> Vec<(String, String)> {
-        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
-        vec![(
-            "file size".into(),
-            format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
-        )]
+        vec![file_size(&self.path)]
     }
 
     /// In place, on a private copy (nobody writes the file: this reader's lock keeps writers
@@ -283,4 +279,13 @@ impl StoreReader for RedbReader {
             )),
         }
     }
+}
+
+/// The database file's size, as `inspect` shows it (0 when it cannot be read).
+pub(crate) fn file_size(path: &Path) -> (String, String) {
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    (
+        "file size".into(),
+        format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
+    )
 }
