@@ -411,16 +411,19 @@ export class Sequencer {
 
   /**
    * Runs a starting call, performing the numbers reads the core hands out (and calling again
-   * after each) until it starts, says "not now" or is refused.
+   * after each) until it starts, says "not now" or is refused: the offset or 0, or a promise of
+   * it while storage answers later. A read storage answers synchronously is reported at once,
+   * so with such a storage a start completes within the call.
    * @param {() => number} call
-   * @returns {Promise<number>}
+   * @returns {number | Promise<number>}
    */
-  async #loading(call) {
+  #loading(call) {
     this.#notStarting();
     let r = call();
     this.#kick();
     while (r === Sentinel.Load) {
-      await this.#load();
+      const loading = this.#load();
+      if (loading !== undefined) return loading.then(() => this.#loading(call));
       r = call();
       this.#kick();
     }
@@ -469,13 +472,21 @@ export class Sequencer {
     return { started: r[0], firstOffset: r[1], notNowReason: this.#notNowReason, numbers: r.subarray(3) };
   }
 
-  /** Performs the numbers read the core asked for and reports it. */
-  async #load() {
+  /**
+   * Performs the numbers read the core asked for and reports it: `undefined` once done when
+   * storage answered synchronously, else a promise of the report.
+   * @returns {Promise<void> | undefined}
+   */
+  #load() {
     const core = this.#core;
     const ticket = core.loadTicket();
     const ws = core.loadWs();
-    const numbers = await this.#read('readNumbers', ticket, () => this.#storage.readNumbers(ws, Array.from(core.loadSeqs())));
-    this.#report(ticket, 'readNumbers', () => core.completeNumbers(ticket, numbers));
+    const seqs = Array.from(core.loadSeqs());
+    const report = (numbers) => this.#report(ticket, 'readNumbers', () => core.completeNumbers(ticket, numbers));
+    const numbers = this.#read('readNumbers', ticket, () => this.#storage.readNumbers(ws, seqs));
+    if (isThenable(numbers)) return numbers.then(report);
+    report(numbers);
+    return undefined;
   }
 
   /**
@@ -497,24 +508,57 @@ export class Sequencer {
   }
 
   /**
-   * A numbers read; its failure abandons the load (`ticket`, -1 for none) and rejects.
+   * A numbers read: its result, or a promise of it when storage answers later; its failure
+   * abandons the load (`ticket`, -1 for none) and is thrown (or rejects).
    * @param {string} op
    * @param {number} ticket
    * @param {() => unknown} read
-   * @returns {Promise<any>}
+   * @returns {any}
    */
-  async #read(op, ticket, read) {
+  #read(op, ticket, read) {
     this.#starting = true;
     let numbers;
     try {
-      numbers = await read();
+      numbers = read();
     } catch (cause) {
-      if (this.#closed) throw new CleanedUpError('the sequencer was closed', { cause });
-      if (ticket >= 0) this.#core.fail(ticket); // abandons the read; refused if superseded
-      throw new StorageError(op, cause);
-    } finally {
       this.#starting = false;
+      throw this.#readFailed(op, ticket, cause);
     }
+    if (!isThenable(numbers)) {
+      this.#starting = false;
+      return this.#readDone(numbers);
+    }
+    return Promise.resolve(numbers).then(
+      (n) => {
+        this.#starting = false;
+        return this.#readDone(n);
+      },
+      (cause) => {
+        this.#starting = false;
+        throw this.#readFailed(op, ticket, cause);
+      },
+    );
+  }
+
+  /**
+   * The error a failed numbers read is thrown as, after abandoning its load.
+   * @param {string} op
+   * @param {number} ticket
+   * @param {unknown} cause
+   * @returns {Error}
+   */
+  #readFailed(op, ticket, cause) {
+    if (this.#closed) return new CleanedUpError('the sequencer was closed', { cause });
+    if (ticket >= 0) this.#core.fail(ticket); // abandons the read; refused if superseded
+    return new StorageError(op, cause);
+  }
+
+  /**
+   * A read's numbers, unless the sequencer was closed while it ran.
+   * @param {unknown} numbers
+   * @returns {any}
+   */
+  #readDone(numbers) {
     if (this.#closed) throw new CleanedUpError('the sequencer was closed');
     return numbers;
   }

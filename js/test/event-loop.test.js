@@ -221,3 +221,30 @@ test('close stops the flusher and the actualizer at once: no timers stay armed a
   assert.equal(errors.length, 1, 'no error reported after close');
   unhandled.check();
 });
+
+test('a storage that answers a numbers read synchronously: start begins the cold workspace\'s transaction within the call', async () => {
+  const storage = new MemoryStorage();
+  const s = await Sequencer.open({ params: params(), storage });
+  const started = s.start(KIND, WS); // not awaited
+  assert.equal(s.next(SEQ), 1, 'the transaction began before start returned');
+  assert.equal(await started, 1);
+  s.flush();
+  s.close();
+});
+
+test('a storage that answers a numbers read later: start begins the transaction only once the read settles', async () => {
+  const sync = new MemoryStorage();
+  const storage = {
+    readNumbers: (ws, seqs) => Promise.resolve(sync.readNumbers(ws, seqs)),
+    readNextOffset: () => sync.readNextOffset(),
+    write: (values, nextOffset) => sync.write(values, nextOffset),
+    readPlog: (from, maxEvents) => sync.readPlog(from, maxEvents),
+  };
+  const s = await Sequencer.open({ params: params(), storage });
+  const started = s.start(KIND, WS);
+  assert.throws(() => s.tryStart(KIND, WS), /a start is waiting for storage/);
+  assert.equal(await started, 1);
+  assert.equal(s.next(SEQ), 1);
+  s.flush();
+  s.close();
+});
