@@ -479,9 +479,12 @@ export class Sequencer {
    */
   #load() {
     const core = this.#core;
-    const ticket = core.loadTicket();
-    const ws = core.loadWs();
-    const seqs = Array.from(core.loadSeqs());
+    const request = core.loadRequest(); // ticket, workspace, sequences
+    const ticket = request[0];
+    const ws = request[1];
+    // A plain array, as storage.readNumbers takes (a loop: Array.from of a typed array is slower).
+    const seqs = [];
+    for (let i = 2; i < request.length; i++) seqs.push(request[i]);
     const report = (numbers) => this.#report(ticket, 'readNumbers', () => core.completeNumbers(ticket, numbers));
     const numbers = this.#read('readNumbers', ticket, () => this.#storage.readNumbers(ws, seqs));
     if (isThenable(numbers)) return numbers.then(report);

@@ -50,8 +50,8 @@ pub enum Sentinel {
     NotNowActualizing = -2,
     /// Not now: too many values wait to be flushed.
     NotNowTooManyUnflushed = -3,
-    /// Numbers must be read first (`loadTicket`, `loadWs`, `loadSeqs`, then
-    /// `completeNumbers`), then the call made again.
+    /// Numbers must be read first (`loadRequest`, then `completeNumbers`), then the call made
+    /// again.
     Load = -4,
     /// A batch's cold workspaces must be read first (`loadManyWs`, `loadSeqs`, then
     /// `completeNumbersMany`), then the call made again.
@@ -203,7 +203,7 @@ impl SequencerCore {
         self.started(r)
     }
 
-    /// Reports the numbers read for a [`Sentinel::Load`] (in `loadSeqs()` order, 0 if never
+    /// Reports the numbers read for a [`Sentinel::Load`] (in the order of `loadRequest()`'s sequences, 0 if never
     /// stored); `0`, or `Refused`. Then make the call again.
     #[wasm_bindgen(js_name = completeNumbers)]
     pub fn complete_numbers(&mut self, ticket: f64, numbers: &[f64]) -> i32 {
@@ -235,26 +235,25 @@ impl SequencerCore {
         self.done(r)
     }
 
-    /// The ticket of the read [`Sentinel::Load`] asked for.
-    #[wasm_bindgen(js_name = loadTicket)]
-    pub fn load_ticket(&self) -> f64 {
-        self.load.as_ref().map_or(-1.0, |l| l.ticket.0 as f64)
+    /// The read [`Sentinel::Load`] asked for, in one call: its ticket, its workspace, then the
+    /// sequences whose stored numbers to report, in that order; empty if none was asked for.
+    #[wasm_bindgen(js_name = loadRequest)]
+    pub fn load_request(&self) -> Vec<f64> {
+        self.load.as_ref().map_or_else(Vec::new, |l| {
+            let mut request = Vec::with_capacity(2 + l.seqs.len());
+            request.extend([l.ticket.0 as f64, l.ws as f64]);
+            request.extend(l.seqs.iter().map(|&s| f64::from(s)));
+            request
+        })
     }
 
-    /// The workspace whose numbers [`Sentinel::Load`] asked for.
-    #[wasm_bindgen(js_name = loadWs)]
-    pub fn load_ws(&self) -> f64 {
-        self.load.as_ref().map_or(-1.0, |l| l.ws as f64)
-    }
-
-    /// The sequences whose stored numbers the last load asked for, in the order to report.
+    /// The sequences whose stored numbers [`Sentinel::LoadMany`] asked for, in the order to
+    /// report.
     #[wasm_bindgen(js_name = loadSeqs)]
     pub fn load_seqs(&self) -> Vec<u16> {
-        match (&self.load, &self.load_many) {
-            (Some(l), _) => l.seqs.clone(),
-            (None, Some(m)) => m.seqs.clone(),
-            (None, None) => Vec::new(),
-        }
+        self.load_many
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.seqs.clone())
     }
 
     /// The workspaces whose numbers [`Sentinel::LoadMany`] asked for, in order.

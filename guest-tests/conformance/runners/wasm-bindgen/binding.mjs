@@ -78,8 +78,9 @@ export function makeBinding(host) {
   const starting = (call, started) => {
     let r = call();
     while (r === Sentinel.Load) {
-      const ticket = core.loadTicket();
-      const read = host.readNumbers(core.loadWs(), Array.from(core.loadSeqs()));
+      const request = core.loadRequest(); // ticket, workspace, sequences
+      const ticket = request[0];
+      const read = host.readNumbers(request[1], Array.from(request.subarray(2)));
       if ('err' in read) {
         core.fail(ticket);
         handOver();
