@@ -1,6 +1,6 @@
 //! The merger: a thread per writing handle that writes every complete, linked
-//! bundle-sized range of one-event objects as a bundle, makes it durable, then deletes the
-//! objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
+//! bundle-sized range of event objects (of one event or of many, in either format) as a
+//! bundle, makes it durable, then deletes the objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
 //! stops merging (the error is kept and reported); the others go on.
 
 use std::sync::atomic::Ordering;
@@ -107,6 +107,8 @@ impl Shared {
                     let mut st = lock(&part);
                     st.merged_to = first + self.bundle_events - 1;
                     st.merged_hash = last_hash;
+                    let after = st.merged_to + 1;
+                    st.tail = st.tail.split_off(&after);
                     written += 1;
                 }
                 Err(e) => {
@@ -119,14 +121,22 @@ impl Shared {
     }
 
     /// Writes the bundle of `first..first + bundle_events` (whose predecessor's hash is
-    /// `prev`), makes it durable, then deletes the one-event objects it holds. Returns the
-    /// hash of its last event.
+    /// `prev`), makes it durable, then deletes the event objects it holds. Returns the hash of
+    /// its last event.
     fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
         let last = first + self.bundle_events - 1;
+        // The objects that hold the range, as this handle knows them (every writer cuts its
+        // objects at bundle boundaries), read at once from a few threads.
+        let firsts: Vec<PLogOffset> = {
+            let part = self.part(p);
+            let st = lock(&part);
+            st.tail.range(first..=last).map(|(f, _)| *f).collect()
+        };
         let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
-        for o in first..=last {
-            let Some(e) = self.get_one(p, o)? else {
+        let mut o = first;
+        for (&f, obj) in firsts.iter().zip(self.get_objects(p, &firsts)?) {
+            let Some(e) = obj.filter(|_| f == o) else {
                 // Another host's merger may have bundled the range first.
                 if let Some(b) = self.get_bundle(p, first)?
                     && b.prev == prev
@@ -138,16 +148,33 @@ impl Shared {
                     event_object(p, o)
                 )));
             };
-            if e.prev != link {
+            if e.prev != link || e.last() > last {
                 return Err(StorageError(format!(
-                    "object store: partition {p}: broken link at offset {o} while merging: {} (writer {}) does not follow offset {}",
+                    "object store: partition {p}: {} at offset {o} while merging {first}..={last}: {} (writer {}, offsets {o}..={}) {}",
+                    if e.prev != link {
+                        "broken link"
+                    } else {
+                        "an object across a bundle's end"
+                    },
                     event_object(p, o),
                     e.writer,
-                    o - 1
+                    e.last(),
+                    if e.prev != link {
+                        format!("does not follow offset {}", o - 1)
+                    } else {
+                        format!("does not end by offset {last}")
+                    }
                 )));
             }
-            link = e.hash;
-            events.push((e.hash, e.event));
+            link = e.last_hash();
+            o = e.last() + 1;
+            events.extend((0..e.len()).map(|i| (e.hashes[i], e.event(i).to_vec())));
+        }
+        if o != last + 1 {
+            return Err(StorageError(format!(
+                "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
+                event_object(p, o)
+            )));
         }
         let name = bundle_object(p, first, last);
         match self.create(&name, Bundle::encode(first, prev, &events)) {
@@ -161,11 +188,11 @@ impl Shared {
         }
         self.sync_objects(&partition_dir(BUNDLES, p), &[name])?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
-        for o in first..=last {
-            if !self.merge_pause.is_zero() && (o == first || o == first + self.bundle_events / 2) {
+        for (i, &f) in firsts.iter().enumerate() {
+            if !self.merge_pause.is_zero() && (i == 0 || i == firsts.len() / 2) {
                 std::thread::sleep(self.merge_pause);
             }
-            let n = event_object(p, o);
+            let n = event_object(p, f);
             match block_on(self.objects.delete(&ObjPath::from(n.as_str()))) {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(os_err(format!("delete {n}"), e)),

@@ -1,22 +1,27 @@
-//! The PLog on object storage: one object per event, fenced by a conditional put, merged into
-//! fixed-size bundles by a merger thread. See `docs/STORAGE.md`, "The PLog on object storage";
-//! the objects' names are in [`names`](super::names), the hash chain in
-//! [`chain`](super::chain), the bundle format in [`bundle`](super::bundle).
+//! The PLog on object storage: one object per append part (the events of a batch up to the
+//! next bundle boundary), fenced by a conditional put, merged into fixed-size bundles by a
+//! merger thread. See `docs/STORAGE.md`, "The PLog on object storage"; the objects' names are
+//! in [`names`](super::names), the event objects in [`object`](super::object), the hash chain
+//! in [`chain`](super::chain), the bundle format in [`bundle`](super::bundle).
 //!
-//! - **The fence.** An event is created with `PutMode::Create` under a name that depends on its
-//!   offset alone, so of two writers of one offset exactly one succeeds (on the local file
-//!   system a hard link, which is atomic). A create that reports "already exists" is compared
-//!   with the stored object: the same bytes are this writer's own earlier attempt (a lost
+//! - **The fence.** A part's object is created with `PutMode::Create` under a name that depends
+//!   on its first offset alone, so of two writers that believe the PLog ends at one offset
+//!   exactly one succeeds (on the local file system a hard link, which is atomic); objects are
+//!   immutable and every writer continues from the end of the last one, so no writer names an
+//!   offset inside another's object. A create that reports "already exists" is compared with
+//!   the stored object: the same bytes are this writer's own earlier attempt (a lost
 //!   response), anything else is a lost race (`WrongOffset`). After its creates, an append
 //!   checks that no bundle holds its offsets (the merger writes a bundle before it deletes
 //!   the events it holds, so a writer that re-created a merged offset sees the bundle then),
-//!   and takes its objects back if one does.
+//!   and takes its objects back if one does. The parts of a batch are created in order, each
+//!   after the one before it answered, so a failure leaves a dense prefix.
 //! - **Links.** Each event's hash covers its offset, the previous event's hash and its bytes
 //!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A
 //!   hole, a broken link or two different objects for one offset is reported with offsets and
 //!   object names, never skipped.
-//! - **Durable before acknowledged.** On the local file system every object of an append is
-//!   written, then each file is synced and its directory once, before the append returns.
+//! - **Durable before acknowledged.** On the local file system the objects of an append (one,
+//!   or two when it crosses a bundle boundary) are written, then each file is synced and their
+//!   directory once, before the append returns.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,14 +35,19 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
-use crate::store::objects::chain::{encode_one, event_hash};
+use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
 use crate::store::objects::shared::{Access, CreateError, ObjectStats, Part, Shared, lock, os_err};
-use crate::store::storage::{AppendError, EventBatch, PartitionId, StorageError};
+use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId, StorageError};
 
 /// Events per bundle unless the store was created with another count.
 pub const DEFAULT_BUNDLE_EVENTS: u64 = 1024;
+
+/// The encoded events an event object holds at most, unless one event alone is larger (it is
+/// then an object of its own): a batch larger than that is cut into parts.
+pub const MAX_OBJECT_BYTES: usize = 16 * 1024 * 1024;
 
 /// A PLog of many partitions on object storage. Clones share the handle and its merger
 /// thread, which stops when the last clone is dropped.
@@ -49,7 +59,7 @@ pub struct ObjectPlog {
 
 impl ObjectPlog {
     /// Opens the PLog under the local directory `root` (which must exist): lists and scans
-    /// every partition (bundles until a hole, then one-event objects; verifying links), and
+    /// every partition (bundles until a hole, then event objects; verifying links), and
     /// with [`Access::Write`] removes the leftovers of an interrupted merge and starts the
     /// merger. A hole, a broken link or two different objects for one offset is an error
     /// naming them.
@@ -58,23 +68,49 @@ impl ObjectPlog {
         bundle_events: u64,
         access: Access,
     ) -> Result<Self, StorageError> {
+        Self::open_local_as(root, bundle_events, access, ObjectFormat::Ranges)
+    }
+
+    /// [`open_local`](Self::open_local), its appends writing event objects of `format` (see
+    /// [`open_as`](Self::open_as)).
+    pub fn open_local_as(
+        root: &Path,
+        bundle_events: u64,
+        access: Access,
+        format: ObjectFormat,
+    ) -> Result<Self, StorageError> {
         let fs = LocalFileSystem::new_with_prefix(root)
             .map_err(|e| os_err(format!("{}", root.display()), e))?;
-        Self::open(
+        Self::open_as(
             Arc::new(fs),
             Some(root.to_path_buf()),
             bundle_events,
             access,
+            format,
         )
     }
 
     /// Opens the PLog on any object store (see [`open_local`](Self::open_local)); `local` is
     /// the root directory when the objects are local files, so that appends sync them.
+    /// Appends write the current format ([`ObjectFormat::Ranges`]).
     pub fn open(
         objects: Arc<dyn ObjectStore>,
         local: Option<PathBuf>,
         bundle_events: u64,
         access: Access,
+    ) -> Result<Self, StorageError> {
+        Self::open_as(objects, local, bundle_events, access, ObjectFormat::Ranges)
+    }
+
+    /// [`open`](Self::open), its appends writing event objects of `format` (objects of either
+    /// format are read alike; [`ObjectFormat::OneEvent`] makes a store as releases before
+    /// issue 32 did).
+    pub fn open_as(
+        objects: Arc<dyn ObjectStore>,
+        local: Option<PathBuf>,
+        bundle_events: u64,
+        access: Access,
+        format: ObjectFormat,
     ) -> Result<Self, StorageError> {
         let writer = format!(
             "{}-{}",
@@ -88,6 +124,7 @@ impl ObjectPlog {
             local,
             bundle_events: bundle_events.max(2),
             writer,
+            format,
             access,
             parts: Mutex::new(HashMap::new()),
             stats: ObjectStats::default(),
@@ -136,8 +173,8 @@ impl ObjectPlog {
         parts.iter().find_map(|p| lock(p).merge_error.clone())
     }
 
-    /// Bundles the merger still owes: complete bundle-sized ranges of one-event objects not
-    /// yet merged, over every partition whose merging has not stopped on an error.
+    /// Bundles the merger still owes: complete bundle-sized ranges of event objects not yet
+    /// merged, over every partition whose merging has not stopped on an error.
     pub fn merge_backlog(&self) -> u64 {
         let parts: Vec<_> = lock(&self.shared.parts).values().cloned().collect();
         parts
@@ -178,11 +215,24 @@ impl ObjectPlog {
         Ok(written)
     }
 
-    /// Appends `batch` (events at consecutive offsets from `batch.first()`), one object per
-    /// event in offset order, each created only if absent, then syncs them all: returns once
-    /// every event is durable. Refused with `WrongOffset` when the batch does not start at the
-    /// PLog's next offset or another writer holds one of its offsets; the events before that
-    /// offset are then durable (a dense prefix), none after it are written.
+    /// The most one object of an append holds: the events up to the next bundle boundary
+    /// (an object never crosses one, so the merger bundles whole objects), one in format 1.
+    pub fn append_limits(&self) -> AppendLimits {
+        AppendLimits {
+            max_events: match self.shared.format {
+                ObjectFormat::OneEvent => 1,
+                ObjectFormat::Ranges => self.shared.bundle_events as usize,
+            },
+            max_bytes: usize::MAX,
+        }
+    }
+
+    /// Appends `batch` (events at consecutive offsets from `batch.first()`): one object per
+    /// part (the batch cut at bundle boundaries and at [`MAX_OBJECT_BYTES`]), in order, each
+    /// created only if absent, then synced: returns once every event is durable. Refused with
+    /// `WrongOffset` when the batch does not start at the PLog's next offset or another writer
+    /// holds a part's first offset; the parts before that one are then durable (a dense
+    /// prefix), none after it are written.
     pub fn append(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
@@ -210,43 +260,46 @@ impl ObjectPlog {
             }
         }
         sh.ensure_dirs(partition)?;
+        let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
-        let mut written: Vec<PLogOffset> = Vec::with_capacity(batch.len());
-        let mut refused: Option<PLogOffset> = None;
-        for (offset, event) in batch.whole().iter() {
-            let (bytes, hash) = encode_one(offset, prev, &sh.writer, event);
-            match sh.create(&event_object(partition, offset), bytes) {
-                Ok(()) => written.push(offset),
+        // The parts created: (first, last, the hash of the last).
+        let mut written: Vec<(PLogOffset, PLogOffset, u64)> = Vec::new();
+        let mut failed: Option<(PLogOffset, CreateError)> = None;
+        let limits = self.append_limits();
+        for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
+            let first = batch.first() + range.start as u64;
+            let last = batch.first() + range.end as u64 - 1;
+            let (bytes, hash) = match sh.format {
+                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
+                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
+            };
+            match sh.create(&event_object(partition, first), bytes) {
+                Ok(()) => written.push((first, last, hash)),
                 Err(e) => {
-                    // Whatever was written before is kept (a dense prefix) once synced.
-                    sh.sync_events(partition, &written)?;
-                    if !written.is_empty() {
-                        st.next = offset;
-                        st.last_hash = prev;
-                    }
-                    match e {
-                        CreateError::Taken => {
-                            refused = Some(offset);
-                            break;
-                        }
-                        CreateError::Storage(e) => return Err(AppendError::Storage(e)),
-                    }
+                    failed = Some((first, e));
+                    break;
                 }
             }
             prev = hash;
         }
-        if refused.is_none() {
-            sh.sync_events(partition, &written)?;
+        // What was written is kept (a dense prefix) once synced: each object, then the
+        // directory once.
+        let firsts: Vec<PLogOffset> = written.iter().map(|w| w.0).collect();
+        sh.sync_events(partition, &firsts)?;
+        for &(first, last, hash) in &written {
+            st.tail.insert(first, last);
+            st.next = last + 1;
+            st.last_hash = hash;
         }
         // A merger (of this or another host) writes a bundle before it deletes the events it
         // holds: an offset found in a bundle now was taken before this append created it.
-        if let Some(first) = written.first().copied()
-            && let Some(taken) = sh.bundled_among(partition, first, written.len() as u64)?
+        if let (Some(&(first, _, _)), Some(&(_, last, _))) = (written.first(), written.last())
+            && let Some(taken) = sh.bundled_among(partition, first, last - first + 1)?
         {
-            for &o in written.iter().filter(|&&o| o >= taken) {
+            for &(f, _, _) in written.iter().filter(|w| w.1 >= taken) {
                 let _ = block_on(
                     sh.objects
-                        .delete(&ObjPath::from(event_object(partition, o))),
+                        .delete(&ObjPath::from(event_object(partition, f))),
                 );
             }
             *st = Part {
@@ -259,27 +312,31 @@ impl ObjectPlog {
                 offered: taken,
             });
         }
-        if let Some(offered) = refused {
-            sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
-            let scanned = sh.scan(partition)?;
-            *st = Part {
-                merge_error: st.merge_error.clone(),
-                ..scanned
-            };
-            return Err(AppendError::WrongOffset {
-                expected: st.next,
-                offered,
-            });
+        sh.stats
+            .events_written
+            .fetch_add(st.next - batch.first(), Ordering::Relaxed);
+        sh.stats
+            .objects_written
+            .fetch_add(written.len() as u64, Ordering::Relaxed);
+        match failed {
+            Some((offered, CreateError::Taken)) => {
+                sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
+                *st = Part {
+                    merge_error: st.merge_error.clone(),
+                    ..sh.scan(partition)?
+                };
+                return Err(AppendError::WrongOffset {
+                    expected: st.next,
+                    offered,
+                });
+            }
+            Some((_, CreateError::Storage(e))) => return Err(AppendError::Storage(e)),
+            None => {}
         }
-        st.next = batch.next();
-        st.last_hash = prev;
         let crossed = (batch.next() - 1) / sh.bundle_events
             > (batch.first() - 1) / sh.bundle_events
             || (batch.next() - 1).is_multiple_of(sh.bundle_events);
         drop(st);
-        sh.stats
-            .events_written
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         sh.stats.appends.fetch_add(1, Ordering::Relaxed);
         if crossed && let Some(tx) = lock(&sh.merge_tx).as_ref() {
             let _ = tx.send(partition);
@@ -289,7 +346,7 @@ impl ObjectPlog {
 
     /// Up to `max` events of a partition from `from` on, in order (encoded as
     /// [`encode_event`](crate::store::codec::encode_event) makes them), from bundles and
-    /// one-event objects, verifying each link; fewer than `max` only at the PLog's end.
+    /// event objects, verifying each link; fewer than `max` only at the PLog's end.
     pub fn read(
         &self,
         partition: PartitionId,
@@ -318,7 +375,7 @@ impl ObjectPlog {
 
 impl ObjectPlog {
     /// Writes the bundle that follows the last one of `partition` (an archive's bundles are
-    /// written by `sequencer-host archive`, not merged from one-event objects): `events` are
+    /// written by `sequencer-host archive`, not merged from event objects): `events` are
     /// the events from the partition's next offset on, exactly `bundle_events` of them,
     /// encoded as every backend stores them. The bundle is created only if absent (one found
     /// with the same bytes is an earlier attempt's, and is fine; with other bytes it is an
@@ -404,4 +461,71 @@ pub enum PutBundleError {
     /// The object store failed (it may clear by itself).
     #[error("{0}")]
     Io(StorageError),
+}
+
+/// The batch of `events` from `first` on cut, in order, into the parts an append writes as one
+/// object each: at every bundle boundary (an object lies inside one bundle's range), and at
+/// `limits` (an event larger than `MAX_OBJECT_BYTES` is a part of its own).
+fn object_parts(
+    first: PLogOffset,
+    events: &[&[u8]],
+    bundle_events: u64,
+    limits: AppendLimits,
+) -> Vec<std::ops::Range<usize>> {
+    let max_bytes = limits.max_bytes.min(MAX_OBJECT_BYTES);
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, e) in events.iter().enumerate() {
+        let offset = first + i as u64;
+        let boundary = i > start && (offset - 1).is_multiple_of(bundle_events);
+        if i > start && (boundary || i - start >= limits.max_events || bytes + e.len() > max_bytes)
+        {
+            parts.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += e.len();
+    }
+    if start < events.len() {
+        parts.push(start..events.len());
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_cut_at_bundle_boundaries_and_at_the_object_limits() {
+        let small = [1u8; 10];
+        let events: Vec<&[u8]> = vec![&small; 10];
+        let ranges = AppendLimits {
+            max_events: 4,
+            max_bytes: usize::MAX,
+        };
+        // Offsets 3..=12, bundles of 4 (1..=4, 5..=8, 9..=12).
+        assert_eq!(object_parts(3, &events, 4, ranges), vec![0..2, 2..6, 6..10]);
+        // One event per object (format 1).
+        let one = AppendLimits {
+            max_events: 1,
+            ..ranges
+        };
+        assert_eq!(
+            object_parts(1, &events[..3], 1024, one),
+            vec![0..1, 1..2, 2..3]
+        );
+        // Bytes: 25 per object at most, an event larger alone.
+        let big = [2u8; 40];
+        let mixed: Vec<&[u8]> = vec![&small, &small, &small, &big, &small];
+        let bytes = AppendLimits {
+            max_events: 100,
+            max_bytes: 25,
+        };
+        assert_eq!(
+            object_parts(1, &mixed, 1024, bytes),
+            vec![0..2, 2..3, 3..4, 4..5]
+        );
+    }
 }

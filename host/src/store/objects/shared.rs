@@ -2,7 +2,7 @@
 //! store, what it knows of each partition, its counters), and the object I/O on it: reading
 //! events and bundles, creating an object only if absent, and syncing local files.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -15,8 +15,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
-use crate::store::objects::chain::{OneEvent, decode_one};
 use crate::store::objects::names::{BUNDLES, EVENTS, bundle_object, event_object, partition_dir};
+use crate::store::objects::object::{EventsObject, ObjectFormat};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// What a partition's PLog holds, as this handle knows it.
@@ -32,20 +32,57 @@ pub(super) struct Part {
     pub(super) merged_hash: u64,
     /// Why the merger stopped on this partition (a hole, a broken link, a conflict).
     pub(super) merge_error: Option<String>,
+    /// The event objects after `merged_to`, first offset to last: they hold
+    /// `merged_to + 1..next`, each offset once.
+    pub(super) tail: BTreeMap<PLogOffset, PLogOffset>,
+}
+
+impl Part {
+    /// The first offsets of the objects that hold `from..` (the first may start before it), at
+    /// most `max_objects` of them and no more than hold `max_events` events from `from` on;
+    /// empty if no object of the tail holds `from`.
+    pub(super) fn objects_from(
+        &self,
+        from: PLogOffset,
+        max_events: u64,
+        max_objects: usize,
+    ) -> Vec<PLogOffset> {
+        let Some((&start, _)) = self
+            .tail
+            .range(..=from)
+            .next_back()
+            .filter(|(_, last)| **last >= from)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (&first, &last) in self.tail.range(start..).take(max_objects) {
+            if first > from && first - from >= max_events {
+                break;
+            }
+            out.push(first);
+            if last + 1 - from >= max_events {
+                break;
+            }
+        }
+        out
+    }
 }
 
 /// Counters of what the object PLog did.
 #[derive(Debug, Default)]
 pub struct ObjectStats {
-    /// Events appended (one object each).
+    /// Events appended.
     pub events_written: AtomicU64,
+    /// Event objects created by appends (one per append part).
+    pub objects_written: AtomicU64,
     /// Appends (batches) acknowledged.
     pub appends: AtomicU64,
     /// Files and directories synced.
     pub syncs: AtomicU64,
     /// Bundles written by the merger.
     pub bundles_written: AtomicU64,
-    /// One-event objects the merger deleted after bundling them.
+    /// Events the merger bundled (their event objects deleted).
     pub merged_events: AtomicU64,
     /// Leftovers removed at open: of an interrupted merge (identical to their bundle's), or a
     /// stale writer's object under a bundle (created after the merge deleted the name).
@@ -75,6 +112,8 @@ pub(super) struct Shared {
     pub(super) bundle_events: u64,
     /// This handle's writer id, written into each event object it creates.
     pub(super) writer: String,
+    /// The format of the event objects it creates.
+    pub(super) format: ObjectFormat,
     /// Whether the handle may change the store.
     pub(super) access: Access,
     /// What each partition's PLog holds, as this handle knows it.
@@ -106,7 +145,7 @@ pub(super) fn os_err(what: impl std::fmt::Display, e: impl std::fmt::Display) ->
 /// Threads that sync one append's files together.
 const SYNC_THREADS: usize = 4;
 
-/// Threads reading one-event objects ahead.
+/// Threads reading event objects ahead.
 const READ_THREADS: usize = 4;
 
 /// Why a create did not write.
@@ -142,43 +181,40 @@ impl Shared {
         }
     }
 
-    /// The one-event object of `o`, decoded and verified; `None` if there is none.
-    pub(super) fn get_one(
+    /// The event object named `first` (holding the events from `first` on), decoded and
+    /// verified; `None` if there is none.
+    pub(super) fn get_object(
         &self,
         p: PartitionId,
-        o: PLogOffset,
-    ) -> Result<Option<OneEvent>, StorageError> {
-        let name = event_object(p, o);
+        first: PLogOffset,
+    ) -> Result<Option<EventsObject>, StorageError> {
+        let name = event_object(p, first);
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
-        match decode_one(&bytes) {
-            Some(e) if e.offset == o => Ok(Some(e)),
+        match EventsObject::decode(bytes) {
+            Some(e) if e.first == first => Ok(Some(e)),
             _ => Err(StorageError(format!(
-                "object store: {name} is corrupt: not a sound event object for offset {o} (partition {p})"
+                "object store: {name} is corrupt: not a sound event object from offset {first} (partition {p})"
             ))),
         }
     }
 
-    /// The one-event objects `from..from + n`, read from a few threads at once, in order
-    /// (`None` for one not found).
-    pub(super) fn get_many(
+    /// The event objects named `firsts`, read from a few threads at once, in order (`None` for
+    /// one not found).
+    pub(super) fn get_objects(
         &self,
         p: PartitionId,
-        from: PLogOffset,
-        n: usize,
-    ) -> Result<Vec<Option<OneEvent>>, StorageError> {
-        if n <= 1 {
-            return (from..from + n as u64)
-                .map(|o| self.get_one(p, o))
-                .collect();
+        firsts: &[PLogOffset],
+    ) -> Result<Vec<Option<EventsObject>>, StorageError> {
+        if firsts.len() <= 1 {
+            return firsts.iter().map(|&o| self.get_object(p, o)).collect();
         }
-        let offsets: Vec<PLogOffset> = (from..from + n as u64).collect();
-        let chunk = n.div_ceil(READ_THREADS);
-        let parts: Vec<Result<Vec<Option<OneEvent>>, StorageError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = offsets
+        let chunk = firsts.len().div_ceil(READ_THREADS);
+        let parts: Vec<Result<Vec<Option<EventsObject>>, StorageError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = firsts
                 .chunks(chunk)
-                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_one(p, o)).collect()))
+                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_object(p, o)).collect()))
                 .collect();
             handles
                 .into_iter()
@@ -188,7 +224,7 @@ impl Shared {
                 })
                 .collect()
         });
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(firsts.len());
         for part in parts {
             out.extend(part?);
         }
@@ -196,7 +232,7 @@ impl Shared {
     }
 
     /// The bundle that would hold `o` (bundles are aligned on `bundle_events`).
-    fn bundle_range(&self, o: PLogOffset) -> (PLogOffset, PLogOffset) {
+    pub(super) fn bundle_range(&self, o: PLogOffset) -> (PLogOffset, PLogOffset) {
         let first = (o - 1) / self.bundle_events * self.bundle_events + 1;
         (first, first + self.bundle_events - 1)
     }
@@ -331,8 +367,12 @@ impl Shared {
             return Ok(());
         }
         // Files are synced from a few threads at once: the file system commits concurrent
-        // syncs together.
+        // syncs together. One append's object or two are synced here.
         let paths: Vec<PathBuf> = names.iter().map(|n| root.join(n)).collect();
+        if paths.len() <= 2 {
+            paths.iter().try_for_each(|p| self.sync_path(p))?;
+            return self.sync_path(&root.join(dir));
+        }
         let chunk = paths.len().div_ceil(SYNC_THREADS).max(1);
         let results: Vec<Result<(), StorageError>> = std::thread::scope(|s| {
             let handles: Vec<_> = paths
@@ -351,13 +391,13 @@ impl Shared {
         self.sync_path(&root.join(dir))
     }
 
-    /// Makes the one-event objects of `offsets` durable.
+    /// Makes the event objects named `firsts` durable: each file, then their directory once.
     pub(super) fn sync_events(
         &self,
         p: PartitionId,
-        offsets: &[PLogOffset],
+        firsts: &[PLogOffset],
     ) -> Result<(), StorageError> {
-        let names: Vec<String> = offsets.iter().map(|&o| event_object(p, o)).collect();
+        let names: Vec<String> = firsts.iter().map(|&o| event_object(p, o)).collect();
         self.sync_objects(&partition_dir(EVENTS, p), &names)
     }
 }

@@ -1,0 +1,273 @@
+//! The event objects: what an append creates under `events/<partition>/<first offset>`, in
+//! either format a store may hold.
+//!
+//! - **Format 2** (written since issue 32): the events of one append part, `first..=last`:
+//!   `["SQE2", first u64, count u32, the hash before first u64, writer-id length u8, writer id,
+//!   count × (hash u64, length u32), the events]`.
+//! - **Format 1** (stores written before it): one event, `["SQE1", offset u64, the previous
+//!   event's hash u64, hash u64, writer-id length u8, writer id, the event]`.
+//!
+//! Both are read as one [`EventsObject`] (a format 1 object is a range of one event), so a
+//! store of either format, or of both, reads, scans and merges alike. Every event carries its
+//! link hash ([`event_hash`]); decoding verifies each one, so a flipped byte is found where it
+//! is. The writer id is in the bytes, so a writer that finds its name taken tells its own
+//! earlier attempt (the same bytes) from another writer's object.
+
+use sequencer::PLogOffset;
+
+use crate::store::codec::decode_event;
+use crate::store::objects::chain::{event_hash, u32_at, u64_at};
+
+const ONE_EVENT_MAGIC: &[u8; 4] = b"SQE1";
+const RANGE_MAGIC: &[u8; 4] = b"SQE2";
+
+/// The format of the event objects a handle writes (every handle reads both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ObjectFormat {
+    /// Format 1: one object per event, as stores written before issue 32 hold them. Written
+    /// only to make such a store (tests, [`WRITE_FORMAT_ENV`]).
+    OneEvent = 1,
+    /// Format 2: one object per append part, holding its events.
+    Ranges = 2,
+}
+
+impl ObjectFormat {
+    /// The format a `FORMAT` record's `format=N` names, `None` for an unknown one.
+    pub fn from_number(n: u32) -> Option<Self> {
+        match n {
+            1 => Some(Self::OneEvent),
+            2 => Some(Self::Ranges),
+            _ => None,
+        }
+    }
+
+    /// Its number in a `FORMAT` record.
+    pub fn number(self) -> u32 {
+        self as u32
+    }
+
+    /// The format a new store is written in: [`Ranges`](Self::Ranges), unless
+    /// [`WRITE_FORMAT_ENV`] is `1` (a test making a store as older releases did).
+    pub fn for_writing() -> Self {
+        match std::env::var(WRITE_FORMAT_ENV).ok().as_deref() {
+            Some("1") => Self::OneEvent,
+            _ => Self::Ranges,
+        }
+    }
+}
+
+/// Names the format new objects are written in (`1`: one object per event, as before issue 32;
+/// anything else: the current format). For tests that make a store of the old format and then
+/// continue it; a store of format 1 opened without it is upgraded to format 2.
+pub const WRITE_FORMAT_ENV: &str = "SEQUENCER_OBJECTS_WRITE_FORMAT";
+
+/// An event object, decoded and verified: its events from `first` on, each with its hash.
+#[derive(Clone, Debug)]
+pub(super) struct EventsObject {
+    /// The offset of its first event (the one its name holds).
+    pub(super) first: PLogOffset,
+    /// The hash of the event before `first` (0 before the first event).
+    pub(super) prev: u64,
+    /// Each event's hash, from `first` on.
+    pub(super) hashes: Vec<u64>,
+    /// The id of the writer that created it.
+    pub(super) writer: String,
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl EventsObject {
+    /// How many events it holds (at least one).
+    pub(super) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The offset of its last event.
+    pub(super) fn last(&self) -> PLogOffset {
+        self.first + self.len() as u64 - 1
+    }
+
+    /// The hash of its last event.
+    pub(super) fn last_hash(&self) -> u64 {
+        self.hashes.last().copied().unwrap_or(self.prev)
+    }
+
+    /// Event `i` (from `first`).
+    pub(super) fn event(&self, i: usize) -> &[u8] {
+        let (a, b) = self.spans[i];
+        &self.bytes[a..b]
+    }
+
+    /// The hash before event `i` (`prev` for the first).
+    pub(super) fn hash_before(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.prev
+        } else {
+            self.hashes[i - 1]
+        }
+    }
+
+    /// Decodes an event object of either format and verifies every hash and event in it;
+    /// `None` if it is not a sound one.
+    pub(super) fn decode(b: Vec<u8>) -> Option<Self> {
+        match b.get(..4)? {
+            m if m == RANGE_MAGIC => Self::decode_range(b),
+            m if m == ONE_EVENT_MAGIC => Self::decode_one(b),
+            _ => None,
+        }
+    }
+
+    fn decode_range(b: Vec<u8>) -> Option<Self> {
+        let first = u64_at(&b, 4)?;
+        let n = u32_at(&b, 12)? as usize;
+        let prev = u64_at(&b, 16)?;
+        let wlen = usize::from(*b.get(24)?);
+        let writer = String::from_utf8_lossy(b.get(25..25 + wlen)?).into_owned();
+        let table = 25 + wlen;
+        let mut at = table.checked_add(n.checked_mul(12)?)?;
+        let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut link = prev;
+        for i in 0..n {
+            let h = u64_at(&b, table + 12 * i)?;
+            let len = u32_at(&b, table + 12 * i + 8)? as usize;
+            let end = at.checked_add(len)?;
+            let event = b.get(at..end)?;
+            decode_event(event)?;
+            if event_hash(first + i as u64, link, event) != h {
+                return None;
+            }
+            link = h;
+            hashes.push(h);
+            spans.push((at, end));
+            at = end;
+        }
+        (at == b.len() && n > 0 && first > 0).then_some(Self {
+            first,
+            prev,
+            hashes,
+            writer,
+            bytes: b,
+            spans,
+        })
+    }
+
+    fn decode_one(b: Vec<u8>) -> Option<Self> {
+        let (offset, prev, hash) = (u64_at(&b, 4)?, u64_at(&b, 12)?, u64_at(&b, 20)?);
+        let wlen = usize::from(*b.get(28)?);
+        let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
+        let event = b.get(29 + wlen..)?;
+        decode_event(event)?;
+        let span = (29 + wlen, b.len());
+        (event_hash(offset, prev, event) == hash && offset > 0).then_some(Self {
+            first: offset,
+            prev,
+            hashes: vec![hash],
+            writer,
+            bytes: b,
+            spans: vec![span],
+        })
+    }
+}
+
+/// The writer id as stored (at most 255 bytes).
+fn writer_bytes(writer: &str) -> &[u8] {
+    &writer.as_bytes()[..writer.len().min(255)]
+}
+
+/// The format 2 object of `events` (encoded as every backend encodes an event) from `first` on,
+/// written by `writer` after the event whose hash is `prev`; and the hash of its last event.
+pub(super) fn encode_range(
+    first: PLogOffset,
+    prev: u64,
+    writer: &str,
+    events: &[&[u8]],
+) -> (Vec<u8>, u64) {
+    let w = writer_bytes(writer);
+    let body: usize = events.iter().map(|e| e.len()).sum();
+    let mut out = Vec::with_capacity(25 + w.len() + 12 * events.len() + body);
+    out.extend_from_slice(RANGE_MAGIC);
+    out.extend_from_slice(&first.to_le_bytes());
+    out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+    out.extend_from_slice(&prev.to_le_bytes());
+    out.push(w.len() as u8);
+    out.extend_from_slice(w);
+    let mut link = prev;
+    for (o, e) in (first..).zip(events) {
+        link = event_hash(o, link, e);
+        out.extend_from_slice(&link.to_le_bytes());
+        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
+    }
+    for e in events {
+        out.extend_from_slice(e);
+    }
+    (out, link)
+}
+
+/// The format 1 object of the event at `offset` written by `writer` after the event whose hash
+/// is `prev`, and the event's hash.
+pub(super) fn encode_one(
+    offset: PLogOffset,
+    prev: u64,
+    writer: &str,
+    event: &[u8],
+) -> (Vec<u8>, u64) {
+    let hash = event_hash(offset, prev, event);
+    let w = writer_bytes(writer);
+    let mut out = Vec::with_capacity(4 + 24 + 1 + w.len() + event.len());
+    out.extend_from_slice(ONE_EVENT_MAGIC);
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(&prev.to_le_bytes());
+    out.extend_from_slice(&hash.to_le_bytes());
+    out.push(w.len() as u8);
+    out.extend_from_slice(w);
+    out.extend_from_slice(event);
+    (out, hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec::encode_event;
+
+    fn events(n: u64) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| encode_event(&[sequencer::SeqValue::new(1, 1, i)], b"p"))
+            .collect()
+    }
+
+    #[test]
+    fn an_object_of_several_events_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused() {
+        let evs = events(3);
+        let refs: Vec<&[u8]> = evs.iter().map(Vec::as_slice).collect();
+        let (bytes, last) = encode_range(10, 7, "w-1", &refs);
+        let o = EventsObject::decode(bytes.clone()).expect("sound");
+        assert_eq!(
+            (o.first, o.prev, o.last(), o.last_hash()),
+            (10, 7, 12, last)
+        );
+        assert_eq!(o.writer, "w-1");
+        assert_eq!((0..3).map(|i| o.event(i).to_vec()).collect::<Vec<_>>(), evs);
+        assert_eq!(o.hash_before(1), o.hashes[0]);
+        for at in [5, 30, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 1;
+            assert!(EventsObject::decode(bad).is_none(), "byte {at}");
+        }
+    }
+
+    #[test]
+    fn a_one_event_object_of_format_1_reads_as_a_range_of_one() {
+        let e = &events(1)[0];
+        let (bytes, hash) = encode_one(3, 9, "w", e);
+        let o = EventsObject::decode(bytes.clone()).expect("sound");
+        assert_eq!((o.first, o.prev, o.last(), o.last_hash()), (3, 9, 3, hash));
+        assert_eq!(o.event(0), e.as_slice());
+        // The same event in format 2 links identically.
+        let (_, hash2) = encode_range(3, 9, "w", &[e.as_slice()]);
+        assert_eq!(hash, hash2);
+        let mut bad = bytes;
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        assert!(EventsObject::decode(bad).is_none());
+    }
+}

@@ -1,0 +1,301 @@
+//! The object PLog's event objects of several events (issue 32): one object per append part,
+//! named by its first offset and created only if absent. The fence with such objects (a stale
+//! writer whose tail is old), a crash between two parts of one batch (a dense prefix remains),
+//! a lost answer retried (its own object recognised), a store of one-event objects (format 1)
+//! read and continued, and the merger over objects of both kinds. The race of two writers on
+//! one name and the kill tests are in `objects.rs` and `s3.rs`.
+
+#![cfg(feature = "objects")]
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use futures::stream::BoxStream;
+use object_store::ObjectStoreExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use sequencer::SeqValue;
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::objects::{Access, ObjectFormat, ObjectPlog, event_object};
+use sequencer_host::{AppendError, EventBatch};
+
+fn batch(first: u64, n: u64, tag: u8) -> EventBatch {
+    let mut b = EventBatch::new(first);
+    for o in first..first + n {
+        b.push(&[SeqValue::new(1, 1, o)], &[tag; 16]);
+    }
+    b
+}
+
+fn event(offset: u64, tag: u8) -> Vec<u8> {
+    encode_event(&[SeqValue::new(1, 1, offset)], &[tag; 16])
+}
+
+/// What the store does to the put of one name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// It never lands (the writer crashed, or the connection failed, before it).
+    Lost,
+    /// It lands, and its answer is lost.
+    AnswerLost,
+}
+
+/// An in-memory object store (create-if-absent atomic, as on S3 or a local directory) with a
+/// fault on the next put of one name.
+#[derive(Debug, Default)]
+struct Faulty {
+    inner: InMemory,
+    fault: Mutex<Option<(String, Fault)>>,
+}
+
+impl Faulty {
+    fn on_put(&self, name: String, fault: Fault) {
+        *self.fault.lock().expect("lock") = Some((name, fault));
+    }
+}
+
+impl fmt::Display for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Faulty")
+    }
+}
+
+fn failed(what: &str) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "test",
+        source: what.to_string().into(),
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Faulty {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let fault = {
+            let mut f = self.fault.lock().expect("lock");
+            match f.as_ref() {
+                Some((name, _)) if name == location.as_ref() => f.take().map(|(_, k)| k),
+                _ => None,
+            }
+        };
+        match fault {
+            Some(Fault::Lost) => Err(failed("the put never reached the store")),
+            Some(Fault::AnswerLost) => {
+                let _ = self.inner.put_opts(location, payload, opts).await;
+                Err(failed("the connection closed before the answer"))
+            }
+            None => self.inner.put_opts(location, payload, opts).await,
+        }
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+fn open(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+    ObjectPlog::open(store.clone(), None, bundle, Access::Write).expect("open")
+}
+
+fn reader(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+    ObjectPlog::open(store.clone(), None, bundle, Access::ReadOnly).expect("open to read")
+}
+
+fn exists(store: &Faulty, name: &str) -> bool {
+    futures::executor::block_on(store.inner.head(&Path::from(name))).is_ok()
+}
+
+/// The events `offsets` of the PLog hold the tags given, in order.
+fn holds(plog: &ObjectPlog, from: u64, tags: &[u8]) {
+    let events = plog.read(0, from, 10_000).expect("read");
+    assert_eq!(
+        events.len(),
+        tags.len(),
+        "{:?}",
+        events.iter().map(|e| e.0).collect::<Vec<_>>()
+    );
+    for ((o, bytes), (expected, tag)) in events.iter().zip((from..).zip(tags)) {
+        assert_eq!(*o, expected);
+        assert_eq!(*bytes, event(*o, *tag), "offset {o}");
+    }
+}
+
+#[test]
+fn a_stale_writer_whose_tail_is_old_is_refused_and_names_no_offset_inside_another_object() {
+    let store = Arc::new(Faulty::default());
+    let a = open(&store, 1_000);
+    a.append(0, &batch(1, 3, 1)).expect("1..=3");
+    // The stale writer read the same tail: it believes the PLog ends at 3.
+    let stale = open(&store, 1_000);
+    a.append(0, &batch(4, 3, 1)).expect("4..=6");
+    a.append(0, &batch(7, 3, 1)).expect("7..=9");
+    // Its create of 4 collides with the object the other writer created there: refused, with
+    // the PLog's real end (it rescanned).
+    let refused = stale.append(0, &batch(4, 5, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 10,
+                offered: 4
+            })
+        ),
+        "{refused:?}"
+    );
+    // An offset inside another's object is never a name: a writer that offers it rescans and
+    // is refused before it creates anything.
+    let inside = stale.append(0, &batch(5, 2, 2));
+    assert!(
+        matches!(
+            inside,
+            Err(AppendError::WrongOffset {
+                expected: 10,
+                offered: 5
+            })
+        ),
+        "{inside:?}"
+    );
+    assert!(!exists(&store, &event_object(0, 5)));
+    assert_eq!(stale.stats().fenced.load(Ordering::Relaxed), 2);
+    // It goes on from the end it learned.
+    stale.append(0, &batch(10, 2, 2)).expect("10..=11");
+    holds(
+        &reader(&store, 1_000),
+        1,
+        &[1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2],
+    );
+    assert_eq!(a.stats().objects_written.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn a_crash_after_one_parts_put_and_before_the_next_leaves_a_dense_prefix_of_the_batch() {
+    let store = Arc::new(Faulty::default());
+    let a = open(&store, 8);
+    a.append(0, &batch(1, 4, 1)).expect("1..=4");
+    // A batch of 5..=12 crosses the bundle boundary at 8: two parts, 5..=8 and 9..=12. The
+    // writer stops after the first part's put and before the second's lands.
+    store.on_put(event_object(0, 9), Fault::Lost);
+    let failed = a.append(0, &batch(5, 8, 2));
+    assert!(matches!(failed, Err(AppendError::Storage(_))), "{failed:?}");
+    drop(a);
+    // A new writer (the process restarted) finds the first part and nothing after it.
+    let b = open(&store, 8);
+    assert_eq!(b.bounds(0).0, 9);
+    holds(&b, 1, &[1, 1, 1, 1, 2, 2, 2, 2]);
+    assert!(!exists(&store, &event_object(0, 9)));
+    // The numbers of the events after the prefix are handed out again: the PLog goes on.
+    b.append(0, &batch(9, 4, 3)).expect("9..=12 again");
+    holds(&reader(&store, 8), 1, &[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+}
+
+#[test]
+fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_loses() {
+    let store = Arc::new(Faulty::default());
+    let other = open(&store, 1_000); // believes the PLog is empty
+    let a = open(&store, 1_000);
+    // The object of 1..=3 lands, its answer is lost: the append fails, unacknowledged.
+    store.on_put(event_object(0, 1), Fault::AnswerLost);
+    let first = a.append(0, &batch(1, 3, 1));
+    assert!(matches!(first, Err(AppendError::Storage(_))), "{first:?}");
+    // Retried with the same batch: the name is taken by the same bytes (its own writer id),
+    // so the create counts as its own and the append is acknowledged.
+    a.append(0, &batch(1, 3, 1)).expect("the retried append");
+    assert_eq!(a.stats().own_retries.load(Ordering::Relaxed), 1);
+    // Another writer's create of that name finds other bytes: a lost race.
+    let refused = other.append(0, &batch(1, 3, 1));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 4,
+                offered: 1
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(other.stats().own_retries.load(Ordering::Relaxed), 0);
+    holds(&reader(&store, 1_000), 1, &[1, 1, 1]);
+}
+
+#[test]
+fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_both_kinds() {
+    let store = Arc::new(Faulty::default());
+    // Written as before issue 32: one object per event.
+    let old = ObjectPlog::open_as(
+        store.clone(),
+        None,
+        8,
+        Access::Write,
+        ObjectFormat::OneEvent,
+    )
+    .expect("open in format 1");
+    old.append(0, &batch(1, 3, 1)).expect("1..=3");
+    old.append(0, &batch(4, 2, 1)).expect("4..=5");
+    assert_eq!(old.stats().objects_written.load(Ordering::Relaxed), 5);
+    drop(old);
+    // Continued in the current format: 6..=8 one object, 9..=12 another.
+    let new = ObjectPlog::open(store.clone(), None, 8, Access::Write).expect("open");
+    assert_eq!(new.bounds(0), (6, 0));
+    holds(&new, 1, &[1; 5]);
+    new.append(0, &batch(6, 7, 2)).expect("6..=12");
+    assert_eq!(new.stats().objects_written.load(Ordering::Relaxed), 2);
+    holds(&new, 3, &[1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
+    // The merger bundles 1..=8 from five one-event objects and one of three events, and
+    // deletes them all; 9..=12 stays an object.
+    new.merge_now().expect("merge");
+    assert_eq!(new.bounds(0), (13, 8));
+    for o in 1..=8 {
+        assert!(!exists(&store, &event_object(0, o)), "object {o}");
+    }
+    assert!(exists(&store, &event_object(0, 9)));
+    let fresh = reader(&store, 8);
+    assert_eq!(fresh.bounds(0), (13, 8));
+    holds(&fresh, 1, &[1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
+    // A read from inside an object starts there.
+    holds(&fresh, 10, &[2, 2, 2]);
+}
