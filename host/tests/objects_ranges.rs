@@ -8,8 +8,9 @@
 #![cfg(feature = "objects")]
 
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use object_store::ObjectStoreExt;
@@ -21,7 +22,7 @@ use object_store::{
 };
 use sequencer::SeqValue;
 use sequencer_host::store::codec::encode_event;
-use sequencer_host::store::objects::{Access, ObjectFormat, ObjectPlog, event_object};
+use sequencer_host::store::objects::{Access, ObjectFormat, ObjectPlog, PlogOptions, event_object};
 use sequencer_host::{AppendError, EventBatch};
 
 fn batch(first: u64, n: u64, tag: u8) -> EventBatch {
@@ -51,6 +52,8 @@ enum Fault {
 struct Faulty {
     inner: InMemory,
     fault: Mutex<Option<(String, Fault)>>,
+    /// HEAD requests answered (an append's look for a bundle).
+    heads: AtomicU64,
 }
 
 impl Faulty {
@@ -110,6 +113,9 @@ impl ObjectStore for Faulty {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        if options.head {
+            self.heads.fetch_add(1, Ordering::SeqCst);
+        }
         self.inner.get_opts(location, options).await
     }
 
@@ -266,14 +272,11 @@ fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_lo
 fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_both_kinds() {
     let store = Arc::new(Faulty::default());
     // Written as before issue 32: one object per event.
-    let old = ObjectPlog::open_as(
-        store.clone(),
-        None,
-        8,
-        Access::Write,
-        ObjectFormat::OneEvent,
-    )
-    .expect("open in format 1");
+    let options = PlogOptions {
+        format: ObjectFormat::OneEvent,
+        ..PlogOptions::new(8, Access::Write)
+    };
+    let old = ObjectPlog::open_with(store.clone(), None, options).expect("open in format 1");
     old.append(0, &batch(1, 3, 1)).expect("1..=3");
     old.append(0, &batch(4, 2, 1)).expect("4..=5");
     assert_eq!(old.stats().objects_written.load(Ordering::Relaxed), 5);
@@ -298,4 +301,63 @@ fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_bot
     holds(&fresh, 1, &[1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
     // A read from inside an object starts there.
     holds(&fresh, 10, &[2, 2, 2]);
+}
+
+#[test]
+fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is_refused() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let options = PlogOptions {
+        delete_delay: delay,
+        ..PlogOptions::new(4, Access::Write)
+    };
+    let open = || ObjectPlog::open_with(store.clone(), None, options).expect("open");
+    let a = open();
+    // A new partition's tail was never seen: the first append looks for a bundle.
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    // Two writers that saw the tail 1..=2 and will be stale.
+    let (early, late) = (open(), open());
+    // Appends right after the one before: no look for a bundle (no merger deletes a name
+    // within the delay of its bundle, and the tail was seen well within it).
+    for first in (3..=19).step_by(2) {
+        a.append(0, &batch(first, 2, 1)).expect("append");
+    }
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    a.merge_now().expect("merge");
+    assert_eq!(a.bounds(0), (21, 20));
+    // Merged objects stay for the delay: a stale writer within it collides with them.
+    assert!(exists(&store, &event_object(0, 3)));
+    let refused = early.append(0, &batch(3, 2, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 21,
+                offered: 3
+            })
+        ),
+        "{refused:?}"
+    );
+    // Past the delay they are gone; a writer whose view of the tail is older than half of it
+    // re-creates the name, looks for a bundle, finds it, takes its object back and is refused.
+    std::thread::sleep(delay * 5 / 2);
+    assert!(
+        !exists(&store, &event_object(0, 3)),
+        "deleted after the delay"
+    );
+    let refused = late.append(0, &batch(3, 2, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 21,
+                offered: 3
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(!exists(&store, &event_object(0, 3)), "taken back");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 2);
+    holds(&reader(&store, 4), 1, &[1; 20]);
 }

@@ -9,14 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use futures::executor::block_on;
-use object_store::ObjectStoreExt;
-use object_store::path::Path as ObjPath;
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
-use crate::store::objects::shared::{CreateError, Shared, lock, os_err};
+use crate::store::objects::shared::{CreateError, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Names a pause (milliseconds) the merger makes after writing a bundle and half-way
@@ -66,10 +63,18 @@ impl MergerThread {
 }
 
 /// Merges the partitions appends name (each is sent once a bundle-sized range may be
-/// complete), and every partition every [`MERGE_POLL`], until the handle is dropped.
+/// complete), and every partition every [`MERGE_POLL`], and deletes merged objects when their
+/// time comes, until the handle is dropped (objects still waiting are left in place: the next
+/// writable open finds them under their bundles).
 fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
     loop {
-        let wanted: Vec<PartitionId> = match rx.recv_timeout(MERGE_POLL) {
+        let wait = match shared.delete_due() {
+            Some(at) => at
+                .saturating_duration_since(std::time::Instant::now())
+                .min(MERGE_POLL),
+            None => MERGE_POLL,
+        };
+        let wanted: Vec<PartitionId> = match rx.recv_timeout(wait) {
             Ok(p) => {
                 let mut v = vec![p];
                 v.extend(rx.try_iter());
@@ -104,11 +109,7 @@ impl Shared {
             };
             match self.merge(p, first, prev) {
                 Ok(last_hash) => {
-                    let mut st = lock(&part);
-                    st.merged_to = first + self.bundle_events - 1;
-                    st.merged_hash = last_hash;
-                    let after = st.merged_to + 1;
-                    st.tail = st.tail.split_off(&after);
+                    lock(&part).merged(first + self.bundle_events - 1, last_hash);
                     written += 1;
                 }
                 Err(e) => {
@@ -121,8 +122,8 @@ impl Shared {
     }
 
     /// Writes the bundle of `first..first + bundle_events` (whose predecessor's hash is
-    /// `prev`), makes it durable, then deletes the event objects it holds. Returns the hash of
-    /// its last event.
+    /// `prev`), makes it durable, then deletes the event objects it holds (at once, or after
+    /// the store's delete delay). Returns the hash of its last event.
     fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
         let last = first + self.bundle_events - 1;
         // The objects that hold the range, as this handle knows them (every writer cuts its
@@ -135,7 +136,7 @@ impl Shared {
         let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
         let mut o = first;
-        for (&f, obj) in firsts.iter().zip(self.get_objects(p, &firsts)?) {
+        for (&f, obj) in firsts.iter().zip(self.objects_for(p, &firsts)?) {
             let Some(e) = obj.filter(|_| f == o) else {
                 // Another host's merger may have bundled the range first.
                 if let Some(b) = self.get_bundle(p, first)?
@@ -177,8 +178,8 @@ impl Shared {
             )));
         }
         let name = bundle_object(p, first, last);
-        match self.create(&name, Bundle::encode(first, prev, &events)) {
-            Ok(()) => {}
+        match self.create(&name, &Bundle::encode(first, prev, &events)) {
+            Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(StorageError(format!(
                     "object store: partition {p}: two different objects for offsets {first}..={last}: {name} exists and differs from the events it should hold"
@@ -188,15 +189,14 @@ impl Shared {
         }
         self.sync_objects(&partition_dir(BUNDLES, p), &[name])?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
-        for (i, &f) in firsts.iter().enumerate() {
-            if !self.merge_pause.is_zero() && (i == 0 || i == firsts.len() / 2) {
+        // The objects go in two halves, with the kill test's pause before each.
+        let names: Vec<String> = firsts.iter().map(|&f| event_object(p, f)).collect();
+        let (a, b) = names.split_at(names.len() / 2);
+        for half in [a, b] {
+            if !self.merge_pause.is_zero() {
                 std::thread::sleep(self.merge_pause);
             }
-            let n = event_object(p, f);
-            match block_on(self.objects.delete(&ObjPath::from(n.as_str()))) {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(os_err(format!("delete {n}"), e)),
-            }
+            self.delete_later(half.to_vec())?;
         }
         self.stats
             .merged_events

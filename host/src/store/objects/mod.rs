@@ -44,7 +44,10 @@ pub use marker::{OBJECTS_FORMAT_FILE, VIEW_DB_FILE};
 pub use merger::MERGE_PAUSE_ENV;
 pub use names::{bundle_object, event_object};
 pub use object::{ObjectFormat, WRITE_FORMAT_ENV};
-pub use plog::{DEFAULT_BUNDLE_EVENTS, MAX_OBJECT_BYTES, ObjectPlog, PutBundleError};
+pub use plog::{
+    DEFAULT_BUNDLE_EVENTS, MAX_OBJECT_BYTES, ObjectPlog, PlogOptions, PutBundleError,
+    REMOTE_DELETE_DELAY,
+};
 pub use remote::{RemoteFailure, RemotePlog};
 pub use shared::{Access, ObjectStats};
 pub use store::Objects;

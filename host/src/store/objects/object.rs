@@ -98,6 +98,11 @@ impl EventsObject {
         &self.bytes[a..b]
     }
 
+    /// Its bytes, as stored.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The hash before event `i` (`prev` for the first).
     pub(super) fn hash_before(&self, i: usize) -> u64 {
         if i == 0 {
@@ -175,13 +180,13 @@ fn writer_bytes(writer: &str) -> &[u8] {
 }
 
 /// The format 2 object of `events` (encoded as every backend encodes an event) from `first` on,
-/// written by `writer` after the event whose hash is `prev`; and the hash of its last event.
+/// written by `writer` after the event whose hash is `prev`.
 pub(super) fn encode_range(
     first: PLogOffset,
     prev: u64,
     writer: &str,
     events: &[&[u8]],
-) -> (Vec<u8>, u64) {
+) -> EventsObject {
     let w = writer_bytes(writer);
     let body: usize = events.iter().map(|e| e.len()).sum();
     let mut out = Vec::with_capacity(25 + w.len() + 12 * events.len() + body);
@@ -192,25 +197,36 @@ pub(super) fn encode_range(
     out.push(w.len() as u8);
     out.extend_from_slice(w);
     let mut link = prev;
+    let mut hashes = Vec::with_capacity(events.len());
     for (o, e) in (first..).zip(events) {
         link = event_hash(o, link, e);
+        hashes.push(link);
         out.extend_from_slice(&link.to_le_bytes());
         out.extend_from_slice(&(e.len() as u32).to_le_bytes());
     }
+    let mut spans = Vec::with_capacity(events.len());
     for e in events {
+        spans.push((out.len(), out.len() + e.len()));
         out.extend_from_slice(e);
     }
-    (out, link)
+    EventsObject {
+        first,
+        prev,
+        hashes,
+        writer: writer.to_string(),
+        bytes: out,
+        spans,
+    }
 }
 
 /// The format 1 object of the event at `offset` written by `writer` after the event whose hash
-/// is `prev`, and the event's hash.
+/// is `prev`.
 pub(super) fn encode_one(
     offset: PLogOffset,
     prev: u64,
     writer: &str,
     event: &[u8],
-) -> (Vec<u8>, u64) {
+) -> EventsObject {
     let hash = event_hash(offset, prev, event);
     let w = writer_bytes(writer);
     let mut out = Vec::with_capacity(4 + 24 + 1 + w.len() + event.len());
@@ -220,8 +236,16 @@ pub(super) fn encode_one(
     out.extend_from_slice(&hash.to_le_bytes());
     out.push(w.len() as u8);
     out.extend_from_slice(w);
+    let span = (out.len(), out.len() + event.len());
     out.extend_from_slice(event);
-    (out, hash)
+    EventsObject {
+        first: offset,
+        prev,
+        hashes: vec![hash],
+        writer: writer.to_string(),
+        bytes: out,
+        spans: vec![span],
+    }
 }
 
 #[cfg(test)]
@@ -239,12 +263,14 @@ mod tests {
     fn an_object_of_several_events_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused() {
         let evs = events(3);
         let refs: Vec<&[u8]> = evs.iter().map(Vec::as_slice).collect();
-        let (bytes, last) = encode_range(10, 7, "w-1", &refs);
+        let made = encode_range(10, 7, "w-1", &refs);
+        let bytes = made.bytes().to_vec();
         let o = EventsObject::decode(bytes.clone()).expect("sound");
         assert_eq!(
-            (o.first, o.prev, o.last(), o.last_hash()),
-            (10, 7, 12, last)
+            (o.hashes.clone(), o.spans.clone()),
+            (made.hashes, made.spans)
         );
+        assert_eq!((o.first, o.prev, o.last()), (10, 7, 12));
         assert_eq!(o.writer, "w-1");
         assert_eq!((0..3).map(|i| o.event(i).to_vec()).collect::<Vec<_>>(), evs);
         assert_eq!(o.hash_before(1), o.hashes[0]);
@@ -258,13 +284,17 @@ mod tests {
     #[test]
     fn a_one_event_object_of_format_1_reads_as_a_range_of_one() {
         let e = &events(1)[0];
-        let (bytes, hash) = encode_one(3, 9, "w", e);
+        let made = encode_one(3, 9, "w", e);
+        let bytes = made.bytes().to_vec();
         let o = EventsObject::decode(bytes.clone()).expect("sound");
-        assert_eq!((o.first, o.prev, o.last(), o.last_hash()), (3, 9, 3, hash));
-        assert_eq!(o.event(0), e.as_slice());
+        assert_eq!(
+            (o.first, o.prev, o.last(), o.last_hash()),
+            (3, 9, 3, made.last_hash())
+        );
+        assert_eq!((o.event(0), made.event(0)), (e.as_slice(), e.as_slice()));
         // The same event in format 2 links identically.
-        let (_, hash2) = encode_range(3, 9, "w", &[e.as_slice()]);
-        assert_eq!(hash, hash2);
+        let two = encode_range(3, 9, "w", &[e.as_slice()]);
+        assert_eq!(made.last_hash(), two.last_hash());
         let mut bad = bytes;
         let n = bad.len();
         bad[n - 1] ^= 1;

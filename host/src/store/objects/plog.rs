@@ -27,19 +27,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use futures::executor::block_on;
+use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
-use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt};
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
 use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
-use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
-use crate::store::objects::shared::{Access, CreateError, ObjectStats, Part, Shared, lock, os_err};
+use crate::store::objects::object::{EventsObject, ObjectFormat, encode_one, encode_range};
+use crate::store::objects::shared::{
+    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
+};
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId, StorageError};
 
 /// Events per bundle unless the store was created with another count.
@@ -48,6 +49,39 @@ pub const DEFAULT_BUNDLE_EVENTS: u64 = 1024;
 /// The encoded events an event object holds at most, unless one event alone is larger (it is
 /// then an object of its own): a batch larger than that is cut into parts.
 pub const MAX_OBJECT_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long the merger waits after writing a bundle before it deletes the event objects it
+/// holds, when the PLog is shared by many hosts (S3): within half of it after seeing its tail,
+/// a writer's create cannot have re-created a deleted name, so an append skips its look for a
+/// bundle (a request per append). A local directory has one host (its view's lock) and deletes
+/// at once.
+pub const REMOTE_DELETE_DELAY: Duration = Duration::from_secs(30);
+
+/// How a handle on an object PLog works ([`ObjectPlog::open_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlogOptions {
+    /// Events per bundle (every handle of one PLog must use the same).
+    pub bundle_events: u64,
+    /// Whether it writes.
+    pub access: Access,
+    /// The format of the event objects its appends create.
+    pub format: ObjectFormat,
+    /// How long after writing a bundle its merger deletes the objects the bundle holds; every
+    /// handle of one PLog must use the same (see [`REMOTE_DELETE_DELAY`]).
+    pub delete_delay: Duration,
+}
+
+impl PlogOptions {
+    /// Bundles of `bundle_events`, `access`, the current format, deletes at once.
+    pub fn new(bundle_events: u64, access: Access) -> Self {
+        Self {
+            bundle_events,
+            access,
+            format: ObjectFormat::Ranges,
+            delete_delay: Duration::ZERO,
+        }
+    }
+}
 
 /// A PLog of many partitions on object storage. Clones share the handle and its merger
 /// thread, which stops when the last clone is dropped.
@@ -68,50 +102,42 @@ impl ObjectPlog {
         bundle_events: u64,
         access: Access,
     ) -> Result<Self, StorageError> {
-        Self::open_local_as(root, bundle_events, access, ObjectFormat::Ranges)
+        Self::open_local_with(root, PlogOptions::new(bundle_events, access))
     }
 
-    /// [`open_local`](Self::open_local), its appends writing event objects of `format` (see
-    /// [`open_as`](Self::open_as)).
-    pub fn open_local_as(
-        root: &Path,
-        bundle_events: u64,
-        access: Access,
-        format: ObjectFormat,
-    ) -> Result<Self, StorageError> {
+    /// [`open_local`](Self::open_local) with `options`.
+    pub fn open_local_with(root: &Path, options: PlogOptions) -> Result<Self, StorageError> {
         let fs = LocalFileSystem::new_with_prefix(root)
             .map_err(|e| os_err(format!("{}", root.display()), e))?;
-        Self::open_as(
-            Arc::new(fs),
-            Some(root.to_path_buf()),
-            bundle_events,
-            access,
-            format,
-        )
+        Self::open_with(Arc::new(fs), Some(root.to_path_buf()), options)
     }
 
     /// Opens the PLog on any object store (see [`open_local`](Self::open_local)); `local` is
     /// the root directory when the objects are local files, so that appends sync them.
-    /// Appends write the current format ([`ObjectFormat::Ranges`]).
+    /// Appends write the current format ([`ObjectFormat::Ranges`]), and merged objects are
+    /// deleted at once.
     pub fn open(
         objects: Arc<dyn ObjectStore>,
         local: Option<PathBuf>,
         bundle_events: u64,
         access: Access,
     ) -> Result<Self, StorageError> {
-        Self::open_as(objects, local, bundle_events, access, ObjectFormat::Ranges)
+        Self::open_with(objects, local, PlogOptions::new(bundle_events, access))
     }
 
-    /// [`open`](Self::open), its appends writing event objects of `format` (objects of either
-    /// format are read alike; [`ObjectFormat::OneEvent`] makes a store as releases before
-    /// issue 32 did).
-    pub fn open_as(
+    /// [`open`](Self::open) with `options`: the format its appends write, and the delay before
+    /// merged objects are deleted.
+    pub fn open_with(
         objects: Arc<dyn ObjectStore>,
         local: Option<PathBuf>,
-        bundle_events: u64,
-        access: Access,
-        format: ObjectFormat,
+        options: PlogOptions,
     ) -> Result<Self, StorageError> {
+        let PlogOptions {
+            bundle_events,
+            access,
+            format,
+            delete_delay,
+        } = options;
         let writer = format!(
             "{}-{}",
             std::process::id(),
@@ -125,6 +151,8 @@ impl ObjectPlog {
             bundle_events: bundle_events.max(2),
             writer,
             format,
+            delete_delay,
+            pending_deletes: Mutex::default(),
             access,
             parts: Mutex::new(HashMap::new()),
             stats: ObjectStats::default(),
@@ -194,8 +222,8 @@ impl ObjectPlog {
     /// so of two hosts recording at once one wins); returns what it holds then, the winner's
     /// bytes.
     pub fn record_shared(&self, name: &str, bytes: Vec<u8>) -> Result<Vec<u8>, StorageError> {
-        match self.shared.create(name, bytes.clone()) {
-            Ok(()) => Ok(bytes),
+        match self.shared.create(name, &bytes) {
+            Ok(_) => Ok(bytes),
             Err(CreateError::Taken) => self.shared.get(name)?.ok_or_else(|| {
                 StorageError(format!(
                     "object store: {name} was there when created, and gone when read"
@@ -262,46 +290,74 @@ impl ObjectPlog {
         sh.ensure_dirs(partition)?;
         let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
-        // The parts created: (first, last, the hash of the last).
-        let mut written: Vec<(PLogOffset, PLogOffset, u64)> = Vec::new();
+        // The objects created, in order.
+        let mut written: Vec<Arc<EventsObject>> = Vec::new();
         let mut failed: Option<(PLogOffset, CreateError)> = None;
+        // Whether each create was sent within half the delete delay of this handle seeing the
+        // tail it continues (then no merger can have deleted the name: see REMOTE_DELETE_DELAY).
+        let mut fresh = !sh.delete_delay.is_zero();
+        let mut seen = st.tail_seen;
         let limits = self.append_limits();
         for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
             let first = batch.first() + range.start as u64;
-            let last = batch.first() + range.end as u64 - 1;
-            let (bytes, hash) = match sh.format {
+            let obj = Arc::new(match sh.format {
                 ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
                 ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
-            };
-            match sh.create(&event_object(partition, first), bytes) {
-                Ok(()) => written.push((first, last, hash)),
+            });
+            let sent = Instant::now();
+            fresh &= seen.is_some_and(|t| sent.duration_since(t) <= sh.delete_delay / 2);
+            match sh.create(&event_object(partition, first), obj.bytes()) {
+                Ok(created) => {
+                    // A create found to be its own earlier attempt landed at an unknown time.
+                    seen = (created == Created::Now).then_some(sent);
+                    prev = obj.last_hash();
+                    written.push(obj);
+                }
                 Err(e) => {
                     failed = Some((first, e));
                     break;
                 }
             }
-            prev = hash;
         }
         // What was written is kept (a dense prefix) once synced: each object, then the
         // directory once.
-        let firsts: Vec<PLogOffset> = written.iter().map(|w| w.0).collect();
-        sh.sync_events(partition, &firsts)?;
-        for &(first, last, hash) in &written {
-            st.tail.insert(first, last);
-            st.next = last + 1;
-            st.last_hash = hash;
+        let firsts: Vec<PLogOffset> = written.iter().map(|o| o.first).collect();
+        if let Err(e) = sh.sync_events(partition, &firsts) {
+            st.in_doubt = true;
+            return Err(e.into());
         }
+        for obj in &written {
+            st.tail.insert(obj.first, obj.last());
+            st.next = obj.last() + 1;
+            st.last_hash = obj.last_hash();
+            st.cache(obj.clone());
+        }
+        st.tail_seen = seen;
         // A merger (of this or another host) writes a bundle before it deletes the events it
         // holds: an offset found in a bundle now was taken before this append created it.
-        if let (Some(&(first, _, _)), Some(&(_, last, _))) = (written.first(), written.last())
-            && let Some(taken) = sh.bundled_among(partition, first, last - first + 1)?
-        {
-            for &(f, _, _) in written.iter().filter(|w| w.1 >= taken) {
-                let _ = block_on(
-                    sh.objects
-                        .delete(&ObjPath::from(event_object(partition, f))),
-                );
+        // Unless every create was fresh, in which case no merger can have deleted the name.
+        let check = match (written.first(), written.last()) {
+            (Some(a), Some(b)) if !fresh => Some((a.first, b.last())),
+            _ => None,
+        };
+        let bundled = match check {
+            Some((first, last)) => sh.bundled_among(partition, first, last - first + 1),
+            None => Ok(None),
+        };
+        let bundled = match bundled {
+            Ok(b) => b,
+            Err(e) => {
+                st.in_doubt = true;
+                return Err(e.into());
             }
+        };
+        if let Some(taken) = bundled {
+            let mine: Vec<String> = written
+                .iter()
+                .filter(|o| o.last() >= taken)
+                .map(|o| event_object(partition, o.first))
+                .collect();
+            let _ = sh.delete_now(&mine);
             *st = Part {
                 merge_error: st.merge_error.clone(),
                 ..sh.scan(partition)?
@@ -330,9 +386,15 @@ impl ObjectPlog {
                     offered,
                 });
             }
-            Some((_, CreateError::Storage(e))) => return Err(AppendError::Storage(e)),
+            Some((_, CreateError::Storage(e))) => {
+                // The failed create may have landed: reads look past the end until settled.
+                st.in_doubt = true;
+                st.tail_seen = None;
+                return Err(AppendError::Storage(e));
+            }
             None => {}
         }
+        st.in_doubt = false;
         let crossed = (batch.next() - 1) / sh.bundle_events
             > (batch.first() - 1) / sh.bundle_events
             || (batch.next() - 1).is_multiple_of(sh.bundle_events);
@@ -418,8 +480,8 @@ impl ObjectPlog {
             .collect();
         let name = bundle_object(partition, first, last);
         sh.ensure_dirs(partition).map_err(PutBundleError::Io)?;
-        match sh.create(&name, Bundle::encode(first, prev, &hashed)) {
-            Ok(()) => {}
+        match sh.create(&name, &Bundle::encode(first, prev, &hashed)) {
+            Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(refused(format!(
                     "object store: partition {partition}: {name} exists and differs from the events {first}..={last} it should hold"

@@ -4,7 +4,7 @@
 use sequencer::PLogOffset;
 
 use crate::store::objects::names::{bundle_object, event_object};
-use crate::store::objects::shared::{Shared, lock};
+use crate::store::objects::shared::{Access, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Event objects a read asks for at once (from a few threads, see `Shared::get_objects`).
@@ -16,6 +16,8 @@ enum Source {
     Bundle,
     /// These event objects (the first may start before the offset read).
     Objects(Vec<PLogOffset>),
+    /// Nothing: the PLog ends before them.
+    End,
 }
 
 impl Shared {
@@ -51,19 +53,29 @@ impl Shared {
                 if o <= st.merged_to {
                     Source::Bundle
                 } else {
-                    // The objects this handle knows of, read ahead in parallel and used in
-                    // order up to the first one not found. Past the end it knows of, one object
-                    // at a time: another host may have appended (its next object is named by
-                    // this offset), but a store answers a missing object slowly (S3's 404),
-                    // and a read past the end should ask for one at most.
+                    // The objects this handle knows of (those it created from its cache, the
+                    // others read ahead in parallel), used in order up to the first one not
+                    // found. Past the end it knows of, one object at a time, and only where an
+                    // object may be that it does not know of: a create whose outcome is unknown,
+                    // or a reader (another host may have appended; a writer learns of that
+                    // from its fence). A store answers a missing object slowly (S3's 404).
                     let known = st.objects_from(o, (max - seen) as u64, READ_CHUNK);
-                    Source::Objects(if known.is_empty() { vec![o] } else { known })
+                    if !known.is_empty() {
+                        Source::Objects(known)
+                    } else if st.in_doubt || self.access == Access::ReadOnly || o < st.next {
+                        Source::Objects(vec![o])
+                    } else {
+                        Source::End
+                    }
                 }
             };
+            if let Source::End = source {
+                break;
+            }
             if let Source::Objects(firsts) = source {
                 let wanted = firsts.len();
                 let mut found = 0;
-                for obj in self.get_objects(p, &firsts)?.into_iter().map_while(|e| e) {
+                for obj in self.objects_for(p, &firsts)?.into_iter().map_while(|e| e) {
                     // An object after the first must start where the one before it ended.
                     if obj.first > o || obj.last() < o {
                         break;

@@ -34,6 +34,9 @@ use object_store::{
 use crate::store::retry::{RetryPolicy, WarnLimiter};
 use crate::store::storage::StorageError;
 
+/// Names a delete request takes at most (S3's DeleteObjects limit).
+const DELETE_CHUNK: usize = 1000;
+
 /// The URL scheme of an S3 location.
 pub const S3_SCHEME: &str = "s3://";
 
@@ -388,28 +391,50 @@ impl ObjectStore for OnRuntime {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
+        // In requests of many names (S3's DeleteObjects takes up to 1,000), each retried
+        // whole when a name failed on the transport (deleting a name again is harmless).
         let this = self.clone_handle();
         locations
-            .and_then(move |loc| {
+            .chunks(DELETE_CHUNK)
+            .then(move |chunk| {
                 let this = this.clone();
                 async move {
-                    this.call(format!("delete {loc}"), move |s| {
-                        let loc = loc.clone();
-                        async move {
-                            s.delete_stream(stream::once(async move { Ok(loc) }).boxed())
-                                .try_collect::<Vec<Path>>()
-                                .await
-                        }
-                    })
-                    .await
-                    .and_then(|mut done| {
-                        done.pop().ok_or_else(|| object_store::Error::Generic {
-                            store: "S3",
-                            source: "a delete answered nothing".into(),
+                    let (paths, errors): (Vec<_>, Vec<_>) =
+                        chunk.into_iter().partition(|r| r.is_ok());
+                    let paths: Vec<Path> = paths.into_iter().flatten().collect();
+                    let what = match (paths.first(), paths.len()) {
+                        (Some(p), 1) => format!("delete {p}"),
+                        (Some(p), n) => format!("delete {p} and {} more", n - 1),
+                        (None, _) => "delete nothing".into(),
+                    };
+                    let done = if paths.is_empty() {
+                        Vec::new()
+                    } else {
+                        this.call(what, move |s| {
+                            let paths = paths.clone();
+                            async move {
+                                let mut done: Vec<object_store::Result<Path>> = s
+                                    .delete_stream(stream::iter(paths.into_iter().map(Ok)).boxed())
+                                    .collect()
+                                    .await;
+                                match done.iter().position(|r| r.as_ref().is_err_and(may_clear)) {
+                                    Some(i) => Err(done.swap_remove(i).err().unwrap_or(
+                                        object_store::Error::Generic {
+                                            store: "S3",
+                                            source: "a delete failed".into(),
+                                        },
+                                    )),
+                                    None => Ok(done),
+                                }
+                            }
                         })
-                    })
+                        .await
+                        .unwrap_or_else(|e| vec![Err(e)])
+                    };
+                    stream::iter(errors.into_iter().chain(done))
                 }
             })
+            .flatten()
             .boxed()
     }
 

@@ -105,6 +105,9 @@ impl Shared {
 
     /// One pass of [`scan`](Self::scan).
     fn scan_once(&self, p: PartitionId) -> Result<Part, Scan> {
+        // No object that this listing misses starts at the PLog's end found below: one created
+        // later continues an object this scan sees (see `Part::tail_seen`).
+        let listed = std::time::Instant::now();
         // Events are listed before bundles: a merger writes a bundle before it deletes the
         // events it holds, so an event missing from this listing is in a bundle listed next.
         let mut events: BTreeSet<PLogOffset> = BTreeSet::new();
@@ -126,6 +129,7 @@ impl Shared {
         bundles.sort();
         let mut part = Part {
             next: 1,
+            tail_seen: Some(listed),
             ..Part::default()
         };
         let mut used = 0;
@@ -186,6 +190,18 @@ impl Shared {
         first: PLogOffset,
         name: &str,
     ) -> Result<(), Scan> {
+        if !self.delete_delay.is_zero() {
+            // A store shared by many hosts (S3) keeps merged objects for a while, so many are
+            // found here: they go after the delete delay, unread (whatever they hold, the
+            // bundle over them was written first and holds the PLog's events).
+            if self.access == Access::Write {
+                let added = self.delete_later(vec![event_object(p, first)])?;
+                self.stats
+                    .leftovers_removed
+                    .fetch_add(added, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
         let b = self
             .get_bundle(p, first)?
             .ok_or_else(|| StorageError(format!("object store: bundles/{p:05}/{name} vanished")))?;

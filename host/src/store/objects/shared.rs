@@ -2,14 +2,15 @@
 //! store, what it knows of each partition, its counters), and the object I/O on it: reading
 //! events and bundles, creating an object only if absent, and syncing local files.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
+use futures::stream::{self, StreamExt};
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::PLogOffset;
@@ -35,9 +36,48 @@ pub(super) struct Part {
     /// The event objects after `merged_to`, first offset to last: they hold
     /// `merged_to + 1..next`, each offset once.
     pub(super) tail: BTreeMap<PLogOffset, PLogOffset>,
+    /// Objects of the tail this handle created, as it created them (up to [`CACHE_BYTES`]):
+    /// reads and the merger take them from here instead of the store. Objects are immutable,
+    /// so a copy is never stale.
+    pub(super) cache: BTreeMap<PLogOffset, Arc<EventsObject>>,
+    /// Bytes held in `cache`.
+    pub(super) cache_bytes: usize,
+    /// A create whose outcome is unknown (it failed, and may have landed): reads look past
+    /// `next` for an object until an append or a scan settles it.
+    pub(super) in_doubt: bool,
+    /// When this handle last knew that no object starts at `next` (before the create of the
+    /// object ending at `next - 1` was sent, or before a scan listed the partition): within
+    /// the store's delete delay of it, a name this handle creates cannot be one a merger
+    /// deleted (see `Shared::delete_delay`).
+    pub(super) tail_seen: Option<Instant>,
 }
 
+/// The most bytes of event objects a partition's cache holds.
+pub(super) const CACHE_BYTES: usize = 8 << 20;
+
 impl Part {
+    /// Keeps `obj` (just created by this handle, or read) for later reads and the merger, if
+    /// there is room.
+    pub(super) fn cache(&mut self, obj: Arc<EventsObject>) {
+        let n = obj.bytes().len();
+        if self.cache_bytes + n <= CACHE_BYTES {
+            self.cache_bytes += n;
+            self.cache.insert(obj.first, obj);
+        }
+    }
+
+    /// Forgets the objects of the tail up to `last` (merged into bundles).
+    pub(super) fn merged(&mut self, last: PLogOffset, last_hash: u64) {
+        self.merged_to = last;
+        self.merged_hash = last_hash;
+        self.tail = self.tail.split_off(&(last + 1));
+        let kept = self.cache.split_off(&(last + 1));
+        for o in self.cache.values() {
+            self.cache_bytes -= o.bytes().len();
+        }
+        self.cache = kept;
+    }
+
     /// The first offsets of the objects that hold `from..` (the first may start before it), at
     /// most `max_objects` of them and no more than hold `max_events` events from `from` on;
     /// empty if no object of the tail holds `from`.
@@ -114,6 +154,13 @@ pub(super) struct Shared {
     pub(super) writer: String,
     /// The format of the event objects it creates.
     pub(super) format: ObjectFormat,
+    /// How long after writing a bundle the merger deletes the event objects it holds (0: at
+    /// once). Every handle of one PLog deletes no sooner, so an append whose partition's
+    /// tail this handle saw less than half of it ago cannot have re-created a deleted name,
+    /// and skips its look for a bundle (a request on S3).
+    pub(super) delete_delay: Duration,
+    /// Event objects to delete once their time comes (under bundles written before).
+    pub(super) pending_deletes: Mutex<PendingDeletes>,
     /// Whether the handle may change the store.
     pub(super) access: Access,
     /// What each partition's PLog holds, as this handle knows it.
@@ -147,6 +194,24 @@ const SYNC_THREADS: usize = 4;
 
 /// Threads reading event objects ahead.
 const READ_THREADS: usize = 4;
+
+/// Event objects waiting for their deletion (a merged range's, a leftover under a bundle).
+#[derive(Default)]
+pub(super) struct PendingDeletes {
+    /// When each batch of names may go, in the order they were added.
+    pub(super) due: std::collections::VecDeque<(Instant, Vec<String>)>,
+    /// Every name waiting, so that a rescan does not add one twice.
+    pub(super) names: BTreeSet<String>,
+}
+
+/// How a create wrote its object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Created {
+    /// Now.
+    Now,
+    /// In an earlier attempt whose answer was lost (found there with the same bytes).
+    Earlier,
+}
 
 /// Why a create did not write.
 pub(super) enum CreateError {
@@ -197,6 +262,97 @@ impl Shared {
             _ => Err(StorageError(format!(
                 "object store: {name} is corrupt: not a sound event object from offset {first} (partition {p})"
             ))),
+        }
+    }
+
+    /// The event objects named `firsts` of partition `p`, in order (`None` for one not found):
+    /// from the partition's cache when this handle created them, the others read from a few
+    /// threads at once.
+    pub(super) fn objects_for(
+        &self,
+        p: PartitionId,
+        firsts: &[PLogOffset],
+    ) -> Result<Vec<Option<Arc<EventsObject>>>, StorageError> {
+        let cached: Vec<Option<Arc<EventsObject>>> = {
+            let part = self.part(p);
+            let st = lock(&part);
+            firsts.iter().map(|f| st.cache.get(f).cloned()).collect()
+        };
+        let missing: Vec<PLogOffset> = firsts
+            .iter()
+            .zip(&cached)
+            .filter(|(_, c)| c.is_none())
+            .map(|(f, _)| *f)
+            .collect();
+        let mut read = self.get_objects(p, &missing)?.into_iter();
+        Ok(cached
+            .into_iter()
+            .map(|c| c.or_else(|| read.next().flatten().map(Arc::new)))
+            .collect())
+    }
+
+    /// Deletes the objects `names` (in requests of many names where the store takes them);
+    /// one already gone is fine. Returns how many it deleted or found gone.
+    pub(super) fn delete_now(&self, names: &[String]) -> Result<u64, StorageError> {
+        let paths: Vec<object_store::Result<ObjPath>> = names
+            .iter()
+            .map(|n| Ok(ObjPath::from(n.as_str())))
+            .collect();
+        let done = block_on(
+            self.objects
+                .delete_stream(stream::iter(paths).boxed())
+                .collect::<Vec<_>>(),
+        );
+        let mut n = 0;
+        for (d, name) in done.into_iter().zip(names) {
+            match d {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => n += 1,
+                Err(e) => return Err(os_err(format!("delete {name}"), e)),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Deletes `names` now if the store deletes at once, else once the delete delay has passed
+    /// (the merger thread does it). Returns how many it deleted, or queued that were not yet.
+    pub(super) fn delete_later(&self, names: Vec<String>) -> Result<u64, StorageError> {
+        if self.delete_delay.is_zero() {
+            return self.delete_now(&names);
+        }
+        let mut pending = lock(&self.pending_deletes);
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|n| pending.names.insert(n.clone()))
+            .collect();
+        let n = names.len() as u64;
+        if n > 0 {
+            pending
+                .due
+                .push_back((Instant::now() + self.delete_delay, names));
+        }
+        Ok(n)
+    }
+
+    /// Deletes the pending objects whose time has come; returns when the next ones are due.
+    pub(super) fn delete_due(&self) -> Option<Instant> {
+        loop {
+            let names = {
+                let mut pending = lock(&self.pending_deletes);
+                match pending.due.front() {
+                    Some((at, _)) if *at <= Instant::now() => {}
+                    Some((at, _)) => return Some(*at),
+                    None => return None,
+                }
+                let (_, names) = pending.due.pop_front()?;
+                for n in &names {
+                    pending.names.remove(n);
+                }
+                names
+            };
+            if let Err(e) = self.delete_now(&names) {
+                // Left where they are: the next writable open finds them under their bundle.
+                tracing::warn!("{e}; {} merged event objects left in place", names.len());
+            }
         }
     }
 
@@ -309,18 +465,18 @@ impl Shared {
 
     /// Creates `name` only if absent; an object found there with the same bytes is this
     /// writer's own earlier attempt (a create retried after a lost response).
-    pub(super) fn create(&self, name: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
+    pub(super) fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, CreateError> {
         let path = ObjPath::from(name);
         let opts = PutOptions::from(PutMode::Create);
         match block_on(
             self.objects
-                .put_opts(&path, PutPayload::from(bytes.clone()), opts),
+                .put_opts(&path, PutPayload::from(bytes.to_vec()), opts),
         ) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Created::Now),
             Err(object_store::Error::AlreadyExists { .. }) => match self.get(name) {
                 Ok(Some(found)) if found == bytes => {
                     self.stats.own_retries.fetch_add(1, Ordering::Relaxed);
-                    Ok(())
+                    Ok(Created::Earlier)
                 }
                 Ok(_) => Err(CreateError::Taken),
                 Err(e) => Err(CreateError::Storage(e)),

@@ -17,7 +17,9 @@ use crate::store::objects::marker::{
 };
 use crate::store::objects::object::ObjectFormat;
 use crate::store::objects::pages::{RawPage, ReadAheadPages, decode_all};
-use crate::store::objects::plog::{DEFAULT_BUNDLE_EVENTS, ObjectPlog};
+use crate::store::objects::plog::{
+    DEFAULT_BUNDLE_EVENTS, ObjectPlog, PlogOptions, REMOTE_DELETE_DELAY,
+};
 use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
 use crate::store::reader::StoreReader;
@@ -155,9 +157,22 @@ impl<V: LiveViewFile> Objects<V, Live> {
         // A store of format 1 is continued in the format asked for (2 unless a test asks for
         // 1): its records say so before the first object of format 2 is written.
         let format = plog_marker.format.max(wanted);
-        let open_plog = |access| match &remote {
-            Some(r) => ObjectPlog::open_as(r.objects.clone(), None, bundle, access, format),
-            None => ObjectPlog::open_local_as(root, bundle, access, format),
+        let open_plog = |access| {
+            let options = PlogOptions {
+                format,
+                ..PlogOptions::new(bundle, access)
+            };
+            match &remote {
+                Some(r) => ObjectPlog::open_with(
+                    r.objects.clone(),
+                    None,
+                    PlogOptions {
+                        delete_delay: REMOTE_DELETE_DELAY,
+                        ..options
+                    },
+                ),
+                None => ObjectPlog::open_local_with(root, options),
+            }
         };
         // The PLog is scanned read-only first: a hole or a broken link refuses the store
         // before anything is written. Then the view (whose lock keeps a second process off
