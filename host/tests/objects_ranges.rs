@@ -8,7 +8,7 @@
 #![cfg(feature = "objects")]
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ struct Faulty {
     fault: Mutex<Option<(String, Fault)>>,
     /// HEAD requests answered (an append's look for a bundle).
     heads: AtomicU64,
+    /// Every put takes 100 ms (its caller's thread waits, as for an answer over a network).
+    slow: AtomicBool,
 }
 
 impl Faulty {
@@ -90,6 +92,9 @@ impl ObjectStore for Faulty {
                 _ => None,
             }
         };
+        if self.slow.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         match fault {
             Some(Fault::Lost) => Err(failed("the put never reached the store")),
             Some(Fault::AnswerLost) => {
@@ -360,4 +365,30 @@ fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is
     assert!(!exists(&store, &event_object(0, 3)), "taken back");
     assert_eq!(store.heads.load(Ordering::SeqCst), 2);
     holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn partitions_append_in_parallel_without_waiting_for_each_others_requests() {
+    let store = Arc::new(Faulty::default());
+    let plog = open(&store, 1_000);
+    store.slow.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for p in 0..8 {
+            let plog = plog.clone();
+            s.spawn(move || {
+                let mut b = EventBatch::new(1);
+                for o in 1..=64 {
+                    b.push(&[SeqValue::new(1, 1, o)], &[p as u8; 16]);
+                }
+                plog.append(p, &b).expect("append");
+            });
+        }
+    });
+    // Eight appends of one object each, one put of 100 ms apiece: 0.8 s one after the other.
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    for p in 0..8 {
+        assert_eq!(plog.bounds(p).0, 65, "partition {p}");
+    }
 }
