@@ -7,7 +7,7 @@ use crate::cache::{CacheSlot, NumberCache};
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::params::Params;
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, Probe, RetryPolicy};
 use crate::timer::{Timer, TimerTable};
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
 use crate::unflushed::Unflushed;
@@ -15,6 +15,8 @@ use crate::work::{
     NotNowReason, PLOG_WORDS_PER_VALUE, PageValues, PlogPage, PlogWords, ReadNumbers,
     ReplayProgress, Start, Ticket, Work, WriteRequest, continue_from,
 };
+
+mod retries;
 
 /// What the sequencer is doing, as seen from outside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +137,8 @@ pub struct Sequencer {
     pending_load: Option<PendingLoad>,
     /// Consecutive failed writes; [`Timer::WriteRetry`] holds the next one back.
     write_retry: Backoff,
+    /// The probe of storage during a long retry wait ([`Timer::Probe`] says when).
+    probe: Probe,
     /// Every deadline the sequencer waits for.
     timers: TimerTable,
     next_ticket: u64,
@@ -169,6 +173,7 @@ impl Sequencer {
             slot_cursor: 0,
             pending_load: None,
             write_retry: Backoff::default(),
+            probe: Probe::default(),
             timers: TimerTable::default(),
             next_ticket: 0,
         })
@@ -315,6 +320,7 @@ impl Sequencer {
                 (seq, continue_from(stored, initial))
             }),
         );
+        self.storage_answered();
         Ok((load.kind, load.ws))
     }
 
@@ -407,8 +413,8 @@ impl Sequencer {
 
     /// Takes the stored last numbers of workspace `ws` read outside a `start` (one per sequence
     /// of [`kind_seqs`](Self::kind_seqs), 0 for a key never stored), so that its next `start`
-    /// needs no load. Numbers already in memory win: memory is never older than storage. Does
-    /// nothing unless the sequencer is ready.
+    /// needs no load. Numbers already in memory win: memory is never older than storage. Keeps
+    /// nothing unless the sequencer is ready; either way, storage answered (docs/DESIGN.md §4.4).
     pub fn preload(&mut self, kind: WsKind, ws: WsId, stored: &[Number]) -> Result<(), Error> {
         self.check_alive()?;
         let seqs = self
@@ -422,23 +428,24 @@ impl Sequencer {
                 got: stored.len(),
             });
         }
-        if !matches!(self.phase, Phase::Ready) {
-            return Ok(());
+        if matches!(self.phase, Phase::Ready) {
+            // The cache keeps the larger of what it holds and what it is given; an unwritten
+            // value is newer than storage, so it wins over the stored one.
+            let unflushed = &self.unflushed;
+            let orphan = self.cache.orphan(ws);
+            self.cache.raise(
+                ws,
+                seqs.iter().zip(stored).map(|(&(seq, initial), &stored)| {
+                    let stored = continue_from(stored, initial);
+                    (
+                        seq,
+                        unwritten(unflushed, orphan, ws, seq).map_or(stored, |u| u.max(stored)),
+                    )
+                }),
+            );
         }
-        // The cache keeps the larger of what it holds and what it is given; an unwritten value
-        // is newer than storage, so it wins over the stored one.
-        let unflushed = &self.unflushed;
-        let orphan = self.cache.orphan(ws);
-        self.cache.raise(
-            ws,
-            seqs.iter().zip(stored).map(|(&(seq, initial), &stored)| {
-                let stored = continue_from(stored, initial);
-                (
-                    seq,
-                    unwritten(unflushed, orphan, ws, seq).map_or(stored, |u| u.max(stored)),
-                )
-            }),
-        );
+        // The numbers were read from storage: it answers.
+        self.storage_answered();
         Ok(())
     }
 
@@ -550,10 +557,13 @@ impl Sequencer {
         self.pending_load = None;
         self.cache.clear();
         self.unflushed.clear_all();
+        self.probe = Probe::default();
         self.timers = TimerTable::default();
     }
 
-    /// The next storage operation to perform, if one is due at `now`.
+    /// The next storage operation to perform, if one is due at `now`. A
+    /// [`Work::ReadNextOffset`] may also be a probe of storage during a long retry wait
+    /// (docs/DESIGN.md §4.4): it is performed and reported like any other.
     ///
     /// Call until it returns `None`; call again after reporting any outcome, and at
     /// [`poll_timeout`](Self::poll_timeout).
@@ -569,6 +579,13 @@ impl Sequencer {
                 values,
                 next_plog_offset,
             }));
+        }
+        if let Some(probe) = self.poll_probe(now) {
+            return Some(probe);
+        }
+        if self.probe.in_flight.is_some() {
+            // One read at a time: the actualizer's next one waits for the probe's answer.
+            return None;
         }
         let unflushed = self.unflushed.count();
         let max_unflushed = self.max_unflushed;
@@ -620,36 +637,6 @@ impl Sequencer {
                 || self.unflushed.count() >= (self.max_unflushed / 2).max(1))
     }
 
-    /// The latest instant by which the driver must call [`poll_work`](Self::poll_work) again,
-    /// if no outcome is reported before then; `None` when only a report can make work due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.earliest(|timer| self.awaits(timer))
-    }
-
-    /// Whether the work `timer` holds back is wanted now. A retry delay stays armed until the
-    /// next success, through the attempt it let through, and a replay recheck until the next
-    /// read: while nothing waits for them their deadlines must wake no one.
-    fn awaits(&self, timer: Timer) -> bool {
-        let step = match &self.phase {
-            Phase::Actualizing(a) => Some(&a.step),
-            _ => None,
-        };
-        match timer {
-            Timer::WriteRetry => self.write_wanted(),
-            Timer::ActualizeRetry => matches!(
-                step,
-                Some(Step::ReadOffset { issued: None } | Step::Replay { issued: None, .. })
-            ),
-            Timer::ReplayRecheck => matches!(step, Some(Step::Replay { issued: None, .. })),
-        }
-    }
-
-    /// Actualization starts over or ends: its retry delay and replay recheck go with it.
-    fn stop_actualizer_timers(&mut self) {
-        self.timers.stop(Timer::ActualizeRetry);
-        self.timers.stop(Timer::ReplayRecheck);
-    }
-
     /// Reports that the [`Work::Write`] under `ticket` is durable in storage.
     pub fn complete_write(&mut self, ticket: Ticket) -> Result<(), Error> {
         self.check_alive()?;
@@ -659,19 +646,24 @@ impl Sequencer {
         if let Some(offset) = self.unflushed.write_done() {
             self.stored_offset = offset;
         }
-        self.write_retry.succeeded();
+        self.storage_answered();
         self.timers.stop(Timer::WriteRetry);
         self.after_write_settled();
         Ok(())
     }
 
-    /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`] (0 if none).
+    /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`] (0 if none). A
+    /// probe's offset is not used: that storage answered is all it says (docs/DESIGN.md §4.4).
     pub fn complete_next_offset(
         &mut self,
         ticket: Ticket,
         offset: PLogOffset,
     ) -> Result<(), Error> {
         self.check_alive()?;
+        if self.probe.in_flight == Some(ticket) {
+            self.complete_probe();
+            return Ok(());
+        }
         match &mut self.phase {
             Phase::Actualizing(a) if matches!(a.step, Step::ReadOffset { issued: Some(t) } if t == ticket) =>
             {
@@ -685,7 +677,7 @@ impl Sequencer {
                     from: offset.max(1),
                     issued: None,
                 };
-                a.retry.succeeded();
+                self.storage_answered();
                 self.stop_actualizer_timers();
                 self.stored_offset = offset;
                 Ok(())
@@ -766,6 +758,7 @@ impl Sequencer {
         end: bool,
         now: Instant,
     ) -> ReplayProgress {
+        self.storage_answered();
         let len = values.count();
         let mut i = 0;
         let mut cursor = from;
@@ -801,7 +794,6 @@ impl Sequencer {
             self.next_offset = cursor;
             self.stop_actualizer_timers();
         } else if let Phase::Actualizing(a) = &mut self.phase {
-            a.retry.succeeded();
             a.step = Step::Replay {
                 from: cursor,
                 issued: None,
@@ -818,53 +810,6 @@ impl Sequencer {
             consumed: i,
             finished,
         }
-    }
-
-    /// Reports that the work under `ticket` failed. A write or an actualization read is retried
-    /// after the retry delay (growing with consecutive failures); a numbers read is abandoned,
-    /// and the start that needed it may be tried again.
-    pub fn fail(&mut self, ticket: Ticket, now: Instant) -> Result<(), Error> {
-        self.check_alive()?;
-        if self.unflushed.in_flight() == Some(ticket) {
-            if matches!(
-                self.phase,
-                Phase::Actualizing(Actualization {
-                    step: Step::AwaitWrite,
-                    ..
-                })
-            ) {
-                // Its values are superseded by the replay about to happen; merging them back
-                // would also merge an offset the replay has not reached yet.
-                self.unflushed.write_done();
-            } else {
-                self.unflushed.write_failed();
-                let at = self.write_retry.failed(now, self.retry);
-                self.timers.set(Timer::WriteRetry, at);
-            }
-            self.after_write_settled();
-            return Ok(());
-        }
-        if self
-            .pending_load
-            .as_ref()
-            .is_some_and(|l| l.ticket == ticket)
-        {
-            self.pending_load = None;
-            return Ok(());
-        }
-        if let Phase::Actualizing(a) = &mut self.phase {
-            let issued = match &mut a.step {
-                Step::ReadOffset { issued } | Step::Replay { issued, .. } => issued,
-                Step::AwaitWrite => return Err(Error::UnknownTicket(ticket)),
-            };
-            if *issued == Some(ticket) {
-                *issued = None;
-                let at = a.retry.failed(now, self.retry);
-                self.timers.set(Timer::ActualizeRetry, at);
-                return Ok(());
-            }
-        }
-        Err(Error::UnknownTicket(ticket))
     }
 
     fn after_write_settled(&mut self) {
@@ -903,6 +848,9 @@ impl Sequencer {
     fn outstanding(&self, ticket: Ticket) -> Option<&'static str> {
         if self.unflushed.in_flight() == Some(ticket) {
             return Some("a write");
+        }
+        if self.probe.in_flight == Some(ticket) {
+            return Some("a next PLog offset read");
         }
         if self
             .pending_load

@@ -414,8 +414,7 @@ impl Shell {
 
     /// `cancel-event` (the facade's `CancelEvent`, docs/DESIGN.md §5.1):
     /// [`actualize`](Self::actualize) the event in progress; without one (ready, or recovering) it
-    /// is refused with
-    /// [`Error::NoTransaction`] and changes nothing.
+    /// is refused with [`Error::NoTransaction`] and changes nothing.
     pub fn cancel_event<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
         match self.core.status() {
             Status::InTransaction => self.actualize(host),
@@ -424,7 +423,7 @@ impl Shell {
         }
     }
 
-    /// the facade's `Status` (docs/DESIGN.md §5.3).
+    /// The facade's `Status` (docs/DESIGN.md §5.3).
     pub fn sequence_status(&self) -> SequenceStatus {
         self.core.status().into()
     }

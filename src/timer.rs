@@ -10,22 +10,28 @@ use crate::types::Instant;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Timer {
     /// The flusher may not begin a write before it: set when a write fails (the retry delay,
-    /// growing with consecutive failures), stopped when a write succeeds.
+    /// growing with consecutive failures), stopped when a write succeeds, brought forward to
+    /// one first delay after the failure when storage answers anything else.
     WriteRetry = 0,
     /// The actualizer may not issue its next read before it: set when an actualization read
-    /// fails, stopped when one succeeds or actualization starts over.
+    /// fails, stopped when one succeeds or actualization starts over, brought forward as
+    /// [`WriteRetry`](Self::WriteRetry) is when storage answers anything else.
     ActualizeRetry = 1,
     /// A replay held back by unflushed values looks again then (one batcher delay after it
     /// stopped); stopped when the next PLog read is issued or actualization ends.
     ReplayRecheck = 2,
+    /// Storage is probed then: set one (jittered) first delay after a failure whose retry
+    /// waits longer than that; stopped when storage answers or the probe is handed out.
+    Probe = 3,
 }
 
 impl Timer {
     /// Every timer, in table order.
-    pub(crate) const ALL: [Timer; 3] = [
+    pub(crate) const ALL: [Timer; 4] = [
         Timer::WriteRetry,
         Timer::ActualizeRetry,
         Timer::ReplayRecheck,
+        Timer::Probe,
     ];
 }
 
@@ -46,6 +52,15 @@ impl TimerTable {
     #[inline]
     pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
         self.at[timer as usize]
+    }
+
+    /// Brings an armed `timer` forward to `at` if it is due later; a stopped one stays
+    /// stopped.
+    #[inline]
+    pub(crate) fn pull_forward(&mut self, timer: Timer, at: Instant) {
+        if let Some(due) = &mut self.at[timer as usize] {
+            *due = (*due).min(at);
+        }
     }
 
     /// Disarms `timer`.
@@ -113,5 +128,21 @@ mod tests {
         assert_eq!(table.earliest(|t| t == Timer::ReplayRecheck), Some(at(40)));
         table.stop(Timer::ReplayRecheck);
         assert_eq!(table.earliest(|t| t == Timer::ReplayRecheck), None);
+    }
+
+    #[test]
+    fn pulling_forward_only_ever_moves_an_armed_deadline_earlier() {
+        let mut table = TimerTable::default();
+        table.pull_forward(Timer::WriteRetry, at(5));
+        assert_eq!(
+            table.get(Timer::WriteRetry),
+            None,
+            "a stopped timer stays stopped"
+        );
+        table.set(Timer::WriteRetry, at(30));
+        table.pull_forward(Timer::WriteRetry, at(10));
+        assert_eq!(table.get(Timer::WriteRetry), Some(at(10)));
+        table.pull_forward(Timer::WriteRetry, at(20));
+        assert_eq!(table.get(Timer::WriteRetry), Some(at(10)), "never later");
     }
 }

@@ -99,20 +99,28 @@ fn retry_delays_double_up_to_the_maximum() {
     assert_eq!(ms, vec![100, 200, 350, 350]);
 }
 
-/// The waits between the first `n` retries of a write that keeps failing.
+/// The waits between the first `n` retries of a write that keeps failing, while every read
+/// fails too (storage is down: no answer cuts the wait short, and the probes in between fail).
 fn write_retry_waits(p: Params, n: usize) -> Vec<Duration> {
     let mut d = ready(p);
     d.storage.faults.fail_writes = 1000;
+    d.storage.faults.fail_reads = u32::MAX;
     d.event(1, 1, &[1]).unwrap().unwrap();
     let mut waits = Vec::new();
     let mut last = d.now;
     d.run().unwrap();
-    for _ in 0..n {
-        let at = d.seq.poll_timeout().expect("a retry is scheduled");
-        waits.push(Duration::from_nanos(at.as_nanos() - last.as_nanos()));
+    while waits.len() < n {
+        let at = d
+            .seq
+            .poll_timeout()
+            .expect("a retry or a probe is scheduled");
         d.now = at;
-        last = at;
+        let writes_left = d.storage.faults.fail_writes;
         d.run().unwrap();
+        if d.storage.faults.fail_writes < writes_left {
+            waits.push(Duration::from_nanos(at.as_nanos() - last.as_nanos()));
+            last = at;
+        }
     }
     waits
 }

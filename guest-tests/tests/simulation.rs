@@ -25,7 +25,8 @@ fn report(name: &str, cfg: &SimConfig, batch: &Batch) {
         "{name}: {} seeds x {} steps ({:?} engine) in {:.1?}: {} steps, {} transactions, {} numbers, \
          {} crashes ({} torn), {} shutdowns, {} actualizations, {} failed appends ({} landed), \
          {} failed reads, {} failed writes ({} ambiguous), {} reordered deliveries, {} outages, \
-         {} clock jumps, {} probes, {} exhausted, max unflushed {}, peak guest memory {} bytes",
+         {} clock jumps, {} probes, {} storage probes, {} exhausted, max unflushed {}, \
+         peak guest memory {} bytes",
         s.seeds,
         cfg.steps,
         cfg.engine,
@@ -46,6 +47,7 @@ fn report(name: &str, cfg: &SimConfig, batch: &Batch) {
         s.outages,
         s.clock_jumps,
         s.probes,
+        s.storage_probes,
         s.exhausted,
         s.max_unflushed_seen,
         s.peak_guest_memory,

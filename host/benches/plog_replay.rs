@@ -55,7 +55,7 @@ fn fill_bundles(storage: &ObjectStorage, events: u64) {
     let mut o = 1;
     while o <= events {
         let bundle: Vec<Vec<u8>> = (o..o + per)
-            .map(|o| encode_event(&values(o), &[b'.'; 128]))
+            .map(|o| encode_event(o, &values(o), &[b'.'; 128]))
             .collect();
         storage.plog().put_bundle(0, &bundle).expect("bundle");
         o += per;

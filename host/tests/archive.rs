@@ -174,7 +174,8 @@ fn a_corrupt_or_missing_bundle_is_named_and_a_run_on_it_is_refused_writing_nothi
     let names = bundles(&adir);
     assert!(names.len() >= 3, "{names:?}");
 
-    // A flipped byte in an event of a bundle: found when check reads it.
+    // A flipped byte in an event of a bundle: that event fails its checksum when check reads
+    // it.
     let victim = &names[1];
     let good = std::fs::read(victim).expect("read bundle");
     let mut bad = good.clone();
@@ -183,6 +184,20 @@ fn a_corrupt_or_missing_bundle_is_named_and_a_run_on_it_is_refused_writing_nothi
     std::fs::write(victim, &bad).expect("corrupt");
     let err = check_fails(&data);
     let name = victim.file_name().and_then(|n| n.to_str()).expect("name");
+    let last: u64 = name
+        .rsplit('-')
+        .next()
+        .and_then(|l| l.parse().ok())
+        .expect("last");
+    assert!(
+        err.contains("fails its checksum") && err.contains(&format!("offset {last}")),
+        "{err}"
+    );
+    // In its hash table instead: the bundle is corrupt, named.
+    let mut bad = good.clone();
+    bad[24] ^= 0x40;
+    std::fs::write(victim, &bad).expect("corrupt");
+    let err = check_fails(&data);
     assert!(err.contains("is corrupt") && err.contains(name), "{err}");
     std::fs::write(victim, &good).expect("restore");
 

@@ -76,7 +76,8 @@ fn a_batch_is_cut_into_parts_by_events_and_bytes_in_order_and_an_oversized_event
         .flat_map(|p| p.iter().map(|(o, _)| o).collect::<Vec<_>>())
         .collect();
     assert_eq!(offsets, (10..17).collect::<Vec<_>>());
-    let (values, payload) = decode_event(one.iter().nth(2).expect("event").1).expect("decodes");
+    let (offset, bytes) = one.iter().nth(2).expect("event");
+    let (values, payload) = decode_event(offset, bytes).expect("decodes");
     assert_eq!((values[0].value, payload), (12, &b"e12"[..]));
     assert_eq!(EventBatch::new(5).parts(AppendLimits::UNLIMITED).count(), 0);
 }

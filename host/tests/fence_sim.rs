@@ -143,6 +143,7 @@ const BUNDLE: u64 = 8;
 /// The event a writer offers: its value names the offset, its payload the writer and attempt.
 fn event(offset: u64, writer: usize, attempt: u32) -> Vec<u8> {
     encode_event(
+        offset,
         &[SeqValue::new(1, 1, offset)],
         format!("w{writer}-a{attempt}").as_bytes(),
     )

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
-use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::codec::{EventError, decode_event, encode_event};
 use sequencer_host::store::objects::{
     Access, MERGE_PAUSE_ENV, ObjectPlog, WRITE_FORMAT_ENV, bundle_object, event_object,
 };
@@ -83,7 +83,10 @@ fn two_writers_racing_for_one_name_one_wins_and_the_plog_holds_its_objects_event
         let events = a.read(0, next, 3).expect("read back");
         assert_eq!(events.len(), 3);
         for (o, bytes) in events {
-            assert_eq!(bytes, encode_event(&[SeqValue::new(1, 1, o)], &[tag; 16]));
+            assert_eq!(
+                bytes,
+                encode_event(o, &[SeqValue::new(1, 1, o)], &[tag; 16])
+            );
         }
         next += 3;
     }
@@ -124,7 +127,7 @@ fn a_stale_writer_cannot_recreate_an_offset_the_merger_bundled_and_deleted() {
     assert_eq!(events.len(), 8);
     assert_eq!(
         events[2].1,
-        encode_event(&[SeqValue::new(1, 1, 3)], &[1; 16])
+        encode_event(3, &[SeqValue::new(1, 1, 3)], &[1; 16])
     );
 }
 
@@ -226,7 +229,7 @@ fn leftovers_of_an_interrupted_merge_and_of_a_stale_writer_are_removed_at_open()
     assert!(!file(root, &event_object(0, 2)).exists());
     assert_eq!(
         d.read(0, 2, 1).expect("read")[0].1,
-        encode_event(&[SeqValue::new(1, 1, 2)], &[5; 16]),
+        encode_event(2, &[SeqValue::new(1, 1, 2)], &[5; 16]),
         "the bundle's event"
     );
 }
@@ -262,16 +265,40 @@ fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
         .err()
         .expect("a broken link");
     assert!(e.0.contains("broken link at offset 3"), "{e}");
-    // A flipped byte.
-    let mut bad = saved;
-    let n = bad.len();
-    bad[n - 1] ^= 0x40;
+    // A flipped byte in the object's hash table (its first event's hash): corrupt.
+    let mut bad = saved.clone();
+    let table = 25 + usize::from(saved[24]);
+    bad[table] ^= 0x40;
     std::fs::write(&three, bad).expect("corrupt");
     let e = ObjectPlog::open_local(root, 100, Access::ReadOnly)
         .err()
         .expect("corrupt");
     assert!(
         e.0.contains(&event_object(0, 3)) && e.0.contains("corrupt"),
+        "{e}"
+    );
+    // In an event (the payload of the object's last one, offset 4): its links hold, the
+    // event fails its checksum. A reader goes on (for `check` to name every such event); a
+    // writer refuses before it appends anything.
+    let mut bad = saved;
+    let n = bad.len();
+    bad[n - 1] ^= 0x40;
+    std::fs::write(&three, bad).expect("corrupt");
+    let r = ObjectPlog::open_local(root, 100, Access::ReadOnly).expect("links hold");
+    let events = r.read(0, 1, 10).expect("read");
+    assert_eq!(events.len(), 6);
+    assert_eq!(
+        decode_event(4, &events[3].1).err(),
+        Some(EventError::Checksum(4))
+    );
+    assert!(decode_event(3, &events[2].1).is_ok());
+    drop(r);
+    let e = ObjectPlog::open_local(root, 100, Access::Write)
+        .err()
+        .expect("damaged");
+    assert!(
+        e.0.contains("partition 0: event at offset 4 fails its checksum")
+            && e.0.contains(&event_object(0, 3)),
         "{e}"
     );
 }
@@ -456,7 +483,9 @@ fn check_reports_a_missing_or_corrupted_object_by_name() {
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
-        stderr.contains(&event_object(2, gone)) && stderr.contains("corrupt"),
+        // The flipped byte is in the payload of the object's last event.
+        stderr.contains("fails its checksum")
+            && stderr.contains(&format!("partition 2 offset {}", after - 1)),
         "{stderr}"
     );
     // A run refuses the store too, writing nothing.
@@ -601,9 +630,9 @@ fn a_corrupted_bundle_is_reported_by_name_when_read() {
     assert_eq!(a.bounds(0), (9, 8));
     drop(a);
     let bundle = file(root, &bundle_object(0, 5, 8));
-    let mut bytes = std::fs::read(&bundle).expect("bundle");
-    let n = bytes.len();
-    bytes[n - 3] ^= 0x10; // inside the last event's payload
+    let good = std::fs::read(&bundle).expect("bundle");
+    let mut bytes = good.clone();
+    bytes[24 + 12] ^= 0x10; // the second event's hash
     std::fs::write(&bundle, bytes).expect("corrupt");
     // Opening reads only each bundle's link; reading its events finds the damage.
     let b = ObjectPlog::open_local(root, 4, Access::ReadOnly).expect("open");
@@ -613,6 +642,21 @@ fn a_corrupted_bundle_is_reported_by_name_when_read() {
         e.0.contains(&bundle_object(0, 5, 8)) && e.0.contains("corrupt"),
         "{e}"
     );
+    drop(b);
+    // Inside the last event's payload: the bundle's links hold, that event fails its
+    // checksum when it is decoded.
+    let mut bytes = good;
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x10;
+    std::fs::write(&bundle, bytes).expect("corrupt");
+    let b = ObjectPlog::open_local(root, 4, Access::ReadOnly).expect("open");
+    let events = b.read(0, 1, 100).expect("linked");
+    assert_eq!(events.len(), 8);
+    assert_eq!(
+        decode_event(8, &events[7].1).err(),
+        Some(EventError::Checksum(8))
+    );
+    assert!(decode_event(7, &events[6].1).is_ok());
 }
 
 #[cfg(not(feature = "s3"))]

@@ -34,7 +34,7 @@ fn batch(first: u64, n: u64, tag: u8) -> EventBatch {
 }
 
 fn event(offset: u64, tag: u8) -> Vec<u8> {
-    encode_event(&[SeqValue::new(1, 1, offset)], &[tag; 16])
+    encode_event(offset, &[SeqValue::new(1, 1, offset)], &[tag; 16])
 }
 
 /// What the store does to the put of one name.

@@ -71,15 +71,15 @@ fn events_encode_and_decode_losslessly_and_garbage_is_not_an_event() {
         SeqValue::new(u64::MAX, 7, 1),
         SeqValue::new(0, u16::MAX, u64::MAX),
     ];
-    let bytes = encode_event(&values, b"payload");
-    let (decoded, payload) = decode_event(&bytes).expect("decodes");
+    let bytes = encode_event(7, &values, b"payload");
+    let (decoded, payload) = decode_event(7, &bytes).expect("decodes");
     assert_eq!(
         (decoded.as_slice(), payload),
         (&values[..], &b"payload"[..])
     );
-    assert!(decode_event(&[]).is_none());
-    assert!(decode_event(&[9, 0, 0, 0, 0]).is_none());
-    assert!(decode_event(&[1, 2, 0, 0, 0, 1]).is_none());
+    assert!(decode_event(7, &[]).is_err());
+    assert!(decode_event(7, &[9, 0, 0, 0, 0]).is_err());
+    assert!(decode_event(7, &[1, 2, 0, 0, 0, 1]).is_err());
 }
 
 fn checker(stored_next: u64) -> PlogChecker<impl Fn(u16) -> Option<u64>> {

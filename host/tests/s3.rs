@@ -263,8 +263,10 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     let out = server.run_host(&["check", "--store", url, "--data", data_arg]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
+    // The flipped byte is in the payload of the object's last event.
     assert!(
-        stderr.contains(&victim) && stderr.contains("corrupt"),
+        stderr.contains("fails its checksum")
+            && stderr.contains(&format!("partition 2 offset {}", after - 1)),
         "{stderr}"
     );
     // A run refuses the store in one line, exit 1, and writes no object.
@@ -380,7 +382,7 @@ fn a_create_retried_after_a_lost_answer_is_recognized_as_its_own_and_another_wri
     assert_eq!(events.len(), 3);
     assert_eq!(
         events[0].1,
-        encode_event(&[SeqValue::new(1, 1, 1)], &[1; 16])
+        encode_event(1, &[SeqValue::new(1, 1, 1)], &[1; 16])
     );
     // The stale writer's create at 1 gets 412 too, but the stored object is not its own (its
     // writer id differs): a lost race, refused, with the PLog's real end.
@@ -453,7 +455,7 @@ fn two_hosts_taking_turns_on_one_s3_plog_each_win_distinct_offsets_and_lose_none
     for ((o, bytes), (_, tag)) in events.iter().zip(&owner) {
         assert_eq!(
             *bytes,
-            encode_event(&[SeqValue::new(1, 1, *o)], &[*tag; 16]),
+            encode_event(*o, &[SeqValue::new(1, 1, *o)], &[*tag; 16]),
             "offset {o}"
         );
     }

@@ -91,7 +91,9 @@ export interface SeqStorage {
   readNumbersMany?(ws: readonly number[], seqs: readonly number[]): MaybePromise<ArrayLike<number>>;
   /**
    * The stored next PLog offset (the WIT's `begin-read-next-offset`): what the last `write`
-   * stored as `nextOffset`; 0 if none is stored. Actualization replays the PLog from it.
+   * stored as `nextOffset`; 0 if none is stored. Actualization replays the PLog from it. Also
+   * called, at the retry delay's rate, to probe a storage that failed while a retry waits longer
+   * than that (its value then unused).
    */
   readNextOffset(): MaybePromise<number>;
   /**

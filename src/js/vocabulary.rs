@@ -21,13 +21,13 @@ pub fn error_wit_cases() -> Vec<String> {
         .collect()
 }
 
-/// The package's status names by [`CoreStatus`] value.
+/// The package's status names by [`CoreStatus`](super::CoreStatus) value.
 #[wasm_bindgen(js_name = statusNames)]
 pub fn status_names() -> Vec<String> {
     Status::ALL.iter().map(|s| s.js_name().to_owned()).collect()
 }
 
-/// The WIT's status names by [`CoreStatus`] value.
+/// The WIT's status names by [`CoreStatus`](super::CoreStatus) value.
 #[wasm_bindgen(js_name = witStatusNames)]
 pub fn wit_status_names() -> Vec<String> {
     Status::ALL

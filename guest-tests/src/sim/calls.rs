@@ -9,7 +9,7 @@ use sequencer_host::runtime::GuestError;
 use super::io::Io;
 
 /// True if the engines hand a PLog page of operation `op` over in the flat layout
-/// (`deliver-plog-words`, [`PlogWords`]) rather than as records (`deliver`): odd operations
+/// (`deliver-plog-words`, [`PlogWords`](sequencer::PlogWords)) rather than as records (`deliver`): odd operations
 /// do, even ones do not, so every simulation replays through both layouts and compares them.
 pub fn flat_layout(op: u64) -> bool {
     op % 2 == 1
@@ -74,7 +74,7 @@ pub struct BatchReply {
     pub numbers: Vec<u64>,
 }
 
-/// One call of the WIT `sequencer` resource (`create` is [`boot`]).
+/// One call of the WIT `sequencer` resource (`create` is [`boot`](super::engine::boot)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
     /// `start`.

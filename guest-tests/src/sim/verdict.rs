@@ -106,6 +106,9 @@ pub struct Stats {
     pub clock_jumps: u64,
     /// Misuse probes, each refused with its typed error and changing nothing.
     pub probes: u64,
+    /// Offset reads begun outside an actualization: the sequencer probing storage while a
+    /// write waits out a long retry delay (docs/DESIGN.md §4.4).
+    pub storage_probes: u64,
     /// `sequence-exhausted` refusals checked.
     pub exhausted: u64,
     /// Events staged (by `stage` or a batch call).
@@ -162,6 +165,7 @@ impl Stats {
             shutdowns,
             clock_jumps,
             probes,
+            storage_probes,
             exhausted,
             stages,
             batches,
@@ -202,6 +206,7 @@ impl Stats {
             ("shutdowns", self.shutdowns),
             ("clock_jumps", self.clock_jumps),
             ("probes", self.probes),
+            ("storage_probes", self.storage_probes),
             ("exhausted", self.exhausted),
             ("stages", self.stages),
             ("batches", self.batches),

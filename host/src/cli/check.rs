@@ -30,14 +30,38 @@ pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
         println!("no numbering layout recorded: checking against this build's workload sequences");
     }
     let checked = check_store(store.as_ref(), layout.as_ref(), initial, |p, report| {
+        if !report.damaged.is_empty() {
+            return println!("partition {p}: {}", damaged_offsets(&report.damaged));
+        }
         println!(
             "partition {p}: ok: {} events, {} numbers over {} keys, {} view rows",
             report.events, report.numbers, report.keys, report.view_rows
         );
     })?;
+    if let Some(verified) = &checked.integrity {
+        println!("{verified}");
+    }
+    println!(
+        "checksums: {} events verified, {} without a checksum (written before events carried one)",
+        checked.events - checked.unchecked,
+        checked.unchecked
+    );
     println!(
         "check passed: {} partitions, {} PLog events: offsets dense, no (workspace, sequence) number twice, view consistent with the PLog",
         checked.partitions, checked.events
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// "N events fail their checksum (damaged): offsets A, B, ...": every one.
+fn damaged_offsets(offsets: &[u64]) -> String {
+    let list = offsets
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match offsets.len() {
+        1 => format!("1 event fails its checksum (damaged, never replayed): offset {list}"),
+        n => format!("{n} events fail their checksum (damaged, never replayed): offsets {list}"),
+    }
 }

@@ -8,6 +8,7 @@ use clap::Args;
 use sequencer::SeqValue;
 
 use sequencer_host::Layout;
+use sequencer_host::store::codec::Checksum;
 use sequencer_host::store::open_reader;
 
 use super::common::{
@@ -121,6 +122,13 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         "offset", "workspace", "numbers"
     );
     for e in &events {
+        if e.checksum == Checksum::Mismatch {
+            println!(
+                "{:>8}  fails its checksum: damaged, never replayed",
+                e.offset
+            );
+            continue;
+        }
         let ws = e
             .values
             .first()
@@ -139,6 +147,7 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
             e.payload.len()
         );
     }
+    let damaged = events.iter().find(|e| e.checksum == Checksum::Mismatch);
 
     let view = store.view(p)?;
     let rows: Vec<_> = view
@@ -170,6 +179,13 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         return Err(CliError(format!(
             "partition {p}: no view rows for workspace {}",
             args.ws.unwrap_or_default()
+        )));
+    }
+    if let Some(e) = damaged {
+        return Err(CliError(format!(
+            "{}: partition {p}: event at offset {} fails its checksum (`check` lists every damaged event)",
+            store.describe(),
+            e.offset
         )));
     }
     Ok(ExitCode::SUCCESS)

@@ -94,11 +94,11 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) struct Shared {
     pub(crate) partition: PartitionId,
-    pub(super) runtime: Arc<RuntimeInner>,
+    runtime: Arc<RuntimeInner>,
     pub(super) storage: Arc<dyn Storage>,
     pub(super) clock: Arc<dyn Clock>,
-    pub(super) params: GuestParams,
-    pub(super) slot: Mutex<Slot>,
+    params: GuestParams,
+    slot: Mutex<Slot>,
     pub(super) events: UnboundedSender<DriverMsg>,
     /// Storage operations the driver is performing for this partition.
     pub(crate) in_flight: AtomicUsize,
@@ -108,7 +108,7 @@ pub(crate) struct Shared {
     /// any time.
     pub(super) status: AtomicU8,
     /// Callers waiting for the status to change.
-    pub(super) waiters: Mutex<Vec<oneshot::Sender<()>>>,
+    waiters: Mutex<Vec<oneshot::Sender<()>>>,
     /// What the task driver had for the instance while a caller held it: the driver never
     /// waits for the lock (nor does the caller pay to wake it when it lets go); whoever holds
     /// the instance next applies the mail, in the order it was posted.
@@ -119,7 +119,7 @@ pub(crate) struct Shared {
 
 pub(super) struct Slot {
     pub(super) instance: Option<Instance>,
-    pub(super) generation: u64,
+    generation: u64,
     pub(super) closed: bool,
     /// Guest calls made so far, by callers and by the task driver (see
     /// [`PartitionSequencer::guest_calls`]).
@@ -174,7 +174,7 @@ impl Shared {
     /// spinning, up to [`HOLD_SPIN`], costs less than a futex sleep and the wake-up after it;
     /// past that the caller sleeps as before.
     #[cold]
-    pub(super) fn lock_contended(&self) -> MutexGuard<'_, Slot> {
+    fn lock_contended(&self) -> MutexGuard<'_, Slot> {
         let spun = spin_for(HOLD_SPIN, || match self.slot.try_lock() {
             Ok(slot) => Some(slot),
             Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -209,7 +209,7 @@ impl Shared {
     }
 
     /// [`call`](Self::call) on the instance already held.
-    pub(super) fn call_locked<R>(
+    fn call_locked<R>(
         &self,
         slot: &mut Slot,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
@@ -243,7 +243,7 @@ impl Shared {
         }
     }
 
-    pub(super) fn refuel(&self, instance: &mut Instance) {
+    fn refuel(&self, instance: &mut Instance) {
         // A plain load first: the swap (a locked instruction) only when a test injected fuel.
         let injected = match self.next_call_fuel.load(Ordering::Relaxed) {
             0 => 0,
@@ -284,7 +284,7 @@ impl Shared {
 
     /// Takes in the status the guest reported, and hands the storage work and wake-up it asked
     /// for to the task driver.
-    pub(super) fn forward(&self, slot: &mut Slot) {
+    fn forward(&self, slot: &mut Slot) {
         let Some(instance) = slot.instance.as_mut() else {
             return;
         };
@@ -337,7 +337,7 @@ impl Shared {
 
     /// Applies the mail unless a caller holds the instance: that caller applies it before it
     /// lets go, or finds it here right after. True if it was left to a caller.
-    pub(super) fn apply_mail_if_free(&self) -> bool {
+    fn apply_mail_if_free(&self) -> bool {
         while self.has_mail.load(Ordering::SeqCst) {
             let mut slot = match self.slot.try_lock() {
                 Ok(slot) => slot,
@@ -355,7 +355,7 @@ impl Shared {
 
     /// Applies the mail posted so far to the instance held, in order; true if there was any.
     /// Mail for an older instance is dropped.
-    pub(super) fn apply_mail(&self, slot: &mut Slot) -> bool {
+    fn apply_mail(&self, slot: &mut Slot) -> bool {
         // A plain load first: the swap (a locked instruction) only when there is mail, which
         // is rare next to the calls that let go of the instance.
         if !self.has_mail.load(Ordering::SeqCst) || !self.has_mail.swap(false, Ordering::SeqCst) {

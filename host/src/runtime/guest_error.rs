@@ -144,11 +144,16 @@ mod tests {
     }
 
     #[test]
-    fn every_refusal_has_a_case_and_a_description() {
+    fn every_refusal_has_a_description_of_its_own_in_one_line() {
+        let mut seen = std::collections::HashSet::new();
         for e in every_core_error() {
             let guest = GuestError::from(e);
-            assert!(!guest.case().is_empty());
-            assert!(!guest.describe().is_empty(), "{guest:?}");
+            let line = guest.describe();
+            assert!(
+                !line.is_empty() && !line.contains('\n'),
+                "{guest:?}: {line:?}"
+            );
+            assert!(seen.insert(line.clone()), "{guest:?}: {line:?} told twice");
         }
     }
 }

@@ -9,14 +9,21 @@
 //! - the view is never ahead of the PLog (every row's last number is in the PLog) and never
 //!   behind the stored next offset (values are durable before the offset that covers them).
 //!
-//! [`check_store`] runs that over every partition of a [`StoreReader`], and checks across
-//! partitions that no workspace's numbers stand in two of them, nor in another partition than
-//! the recorded [`Layout`] puts it in (a workspace moved by another partition count).
+//! [`check_store`] first runs the backend's own check of its files
+//! ([`StoreReader::verify_integrity`]: redb's integrity check, as `run`'s open runs it), then
+//! that over every partition of a [`StoreReader`], and checks across partitions that no
+//! workspace's numbers stand in two of them, nor in another partition than the recorded
+//! [`Layout`] puts it in (a workspace moved by another partition count). It also verifies every
+//! event's checksum ([`crate::store::codec`]): it lists every event that fails it (a
+//! partition's numbering is checked up to its first such event, whose numbers cannot be
+//! trusted, and its view is not compared) and counts the events written before checksums.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::store::codec::Checksum;
 use crate::store::layout::Layout;
 use crate::store::reader::StoreReader;
 use crate::store::storage::{PartitionId, StorageError};
@@ -42,6 +49,10 @@ pub struct CheckReport {
     pub keys: u64,
     /// Rows of the sequences view.
     pub view_rows: u64,
+    /// Events written before events carried a checksum (nothing to verify).
+    pub unchecked: u64,
+    /// The offsets of the events that fail their checksum (damaged), in order.
+    pub damaged: Vec<PLogOffset>,
 }
 
 #[derive(Clone, Copy)]
@@ -187,6 +198,7 @@ impl<F: Fn(SeqId) -> Option<Number>> PlogChecker<F> {
             numbers: self.numbers,
             keys: self.keys.len() as u64,
             view_rows: view.len() as u64,
+            ..CheckReport::default()
         })
     }
 }
@@ -197,6 +209,9 @@ pub enum CheckError {
     /// The store could not be read.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The backend's own check of its files failed ([`StoreReader::verify_integrity`]).
+    #[error("{0}")]
+    Integrity(StorageError),
     /// A partition broke a promise ([`PlogChecker`]).
     #[error(transparent)]
     Partition(#[from] Violation),
@@ -212,6 +227,9 @@ pub enum CheckError {
         /// Where the layout puts it.
         expected: PartitionId,
     },
+    /// Events fail their checksum: their bytes changed after they were written.
+    #[error("{}", damaged_line(.0))]
+    Damaged(Vec<(PartitionId, PLogOffset)>),
     /// A (workspace, sequence) has numbers in two partitions: they were issued twice.
     #[error(
         "workspace {ws} sequence {seq} has numbers in partitions {first} and {second}: its numbers were issued twice"
@@ -228,6 +246,29 @@ pub enum CheckError {
     },
 }
 
+/// Most damaged events [`CheckError::Damaged`]'s message names (the per-partition
+/// reports name every one).
+const DAMAGED_NAMED: usize = 20;
+
+/// "N PLog events fail their checksum: partition P offset O, ...".
+fn damaged_line(events: &[(PartitionId, PLogOffset)]) -> String {
+    let mut line = format!(
+        "{} PLog event{} fail{} {} checksum (damaged: never replayed): ",
+        events.len(),
+        if events.len() == 1 { "" } else { "s" },
+        if events.len() == 1 { "s" } else { "" },
+        if events.len() == 1 { "its" } else { "their" },
+    );
+    for (i, (p, o)) in events.iter().take(DAMAGED_NAMED).enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let _ = write!(line, "{sep}partition {p} offset {o}");
+    }
+    if events.len() > DAMAGED_NAMED {
+        let _ = write!(line, ", and {} more", events.len() - DAMAGED_NAMED);
+    }
+    line
+}
+
 /// What a whole-store check proved.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreCheck {
@@ -235,23 +276,33 @@ pub struct StoreCheck {
     pub partitions: usize,
     /// PLog events checked, over all partitions.
     pub events: u64,
+    /// What the backend's own check of its files verified, if it has one.
+    pub integrity: Option<String>,
+    /// Events written before events carried a checksum, over all partitions.
+    pub unchecked: u64,
 }
 
 /// How many events one read takes while checking.
 const CHECK_PAGE: usize = 16_384;
 
-/// Checks every partition of `store` ([`PlogChecker`]) and across partitions: against
+/// Runs the backend's own check of its files ([`StoreReader::verify_integrity`]), then checks
+/// every partition of `store` ([`PlogChecker`]) and across partitions: against
 /// `layout` when the store records one; otherwise each sequence's first number is
 /// `fallback_initial`'s (`None`: not checked) and only the cross-partition rule applies.
-/// Calls `each` with every partition's report as it is checked.
+/// Calls `each` with every partition's report as it is checked. Every event's checksum is
+/// verified: events that fail it are listed in their partition's report (whose numbering is
+/// checked only up to the first of them) and, once every partition is read, are the error
+/// ([`CheckError::Damaged`]); a broken numbering rule is the error at once.
 pub fn check_store(
     store: &dyn StoreReader,
     layout: Option<&Layout>,
     fallback_initial: impl Fn(SeqId) -> Option<Number>,
     mut each: impl FnMut(PartitionId, &CheckReport),
 ) -> Result<StoreCheck, CheckError> {
+    let integrity = store.verify_integrity().map_err(CheckError::Integrity)?;
     let mut owners: HashMap<(WsId, SeqId), PartitionId> = HashMap::new();
-    let mut total = 0;
+    let (mut total, mut unchecked) = (0, 0);
+    let mut damaged_events = Vec::new();
     let partitions = store.partitions()?;
     for &p in &partitions {
         let initial = |seq| match layout {
@@ -260,16 +311,28 @@ pub fn check_store(
         };
         let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
         let mut from = 1;
+        let (mut read, mut old) = (0, 0);
+        let mut damaged: Vec<PLogOffset> = Vec::new();
         loop {
             let events = store.events(p, from, CHECK_PAGE)?;
             let Some(last) = events.last().map(|e| e.offset) else {
                 break;
             };
             for e in &events {
-                checker.event(e.offset, &e.values)?;
+                read += 1;
+                match e.checksum {
+                    Checksum::Mismatch => damaged.push(e.offset),
+                    Checksum::Absent => old += 1,
+                    Checksum::Verified => {}
+                }
+                // Past a damaged event, numbers cannot be trusted: only checksums are checked.
+                if damaged.is_empty() {
+                    checker.event(e.offset, &e.values)?;
+                }
             }
             from = last + 1;
         }
+        unchecked += old;
         for (ws, seq) in checker.keys() {
             if let Some(l) = layout
                 && l.partition_of(ws) != p
@@ -292,12 +355,31 @@ pub fn check_store(
                 _ => {}
             }
         }
-        let report = checker.finish(&store.view(p)?)?;
+        total += read;
+        if !damaged.is_empty() {
+            damaged_events.extend(damaged.iter().map(|&o| (p, o)));
+            let report = CheckReport {
+                events: read,
+                numbers: checker.numbers,
+                keys: checker.keys.len() as u64,
+                view_rows: 0,
+                unchecked: old,
+                damaged,
+            };
+            each(p, &report);
+            continue;
+        }
+        let mut report = checker.finish(&store.view(p)?)?;
+        report.unchecked = old;
         each(p, &report);
-        total += report.events;
+    }
+    if !damaged_events.is_empty() {
+        return Err(CheckError::Damaged(damaged_events));
     }
     Ok(StoreCheck {
         partitions: partitions.len(),
         events: total,
+        integrity,
+        unchecked,
     })
 }

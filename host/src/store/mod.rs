@@ -1,8 +1,8 @@
 //! Storage: the contract a backend keeps ([`Storage`], [`StoreReader`]), how events are stored
 //! ([`codec`]), the numbering [`layout`] a store records and its one rule, the checks
-//! ([`check_store`]), the retry policy, opening a store from its URL ([`open`]), the
-//! [`layers`] over any backend, and one folder per backend ([`memory`], `redb`, `etcd`,
-//! `objects`), none of which imports another.
+//! ([`check_store`]), the retry policy, opening a store from its URL ([`open`]), reading a
+//! store beside its live run ([`live`]), the [`layers`] over any backend, and one folder per
+//! backend ([`memory`], `redb`, `etcd`, `objects`), none of which imports another.
 
 pub(crate) mod check;
 pub mod codec;
@@ -11,6 +11,7 @@ pub(crate) mod composed;
 #[cfg(any(feature = "redb", feature = "objects"))]
 pub(crate) mod fs;
 pub mod layout;
+pub mod live;
 pub(crate) mod open;
 pub(crate) mod reader;
 pub(crate) mod retry;
@@ -44,5 +45,6 @@ pub use reader::StoreReader;
 pub use retry::{RetryPolicy, WarnLimiter};
 pub use stats::{Counter, StoreStats};
 pub use storage::{
-    AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, BatchPart, DamageLatch, DamagedEvent, EventBatch, PartitionId,
+    PlogPage, Storage, StorageError,
 };

@@ -52,6 +52,13 @@ pub trait StoreReader {
     fn statistics(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// Runs the backend's own check of its files, if it has one (redb: its integrity check,
+    /// every page's checksum, on a private copy), before anything is read for a check: what it
+    /// verified, `None` for a backend without one; an error is one line naming what failed.
+    fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
+        Ok(None)
+    }
 }
 
 /// A borrowed reader reads as the reader itself (so a `&dyn StoreReader` can be wrapped).
@@ -94,5 +101,9 @@ impl<T: StoreReader + ?Sized> StoreReader for &T {
 
     fn statistics(&self) -> Vec<(String, String)> {
         (**self).statistics()
+    }
+
+    fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
+        (**self).verify_integrity()
     }
 }

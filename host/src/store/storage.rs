@@ -7,7 +7,7 @@ use core::ops::Range;
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{decode_event, encode_event_into};
+use crate::store::codec::{Checksum, EventError, StoredEvent, decode_event, encode_event_into};
 
 /// Identifies a partition; each partition has its own PLog, view rows and sequencer.
 pub type PartitionId = u32;
@@ -92,6 +92,70 @@ impl PlogPage {
         page.end = events.next().is_none();
         page
     }
+
+    /// [`collect`](Self::collect) of events a backend read: refuses the first of the page
+    /// that fails its checksum (a damaged event is never replayed) with its offset.
+    pub fn of_stored(
+        from: PLogOffset,
+        max_events: usize,
+        events: Vec<StoredEvent>,
+    ) -> Result<Self, EventError> {
+        if let Some(bad) =
+            (events.iter().take(max_events)).find(|e| e.checksum == Checksum::Mismatch)
+        {
+            return Err(EventError::Checksum(bad.offset));
+        }
+        Ok(Self::collect(
+            from,
+            max_events,
+            events.into_iter().map(|e| (e.offset, e.values)),
+        ))
+    }
+}
+
+/// An event a store's read refused because it fails its checksum: damaged, never replayed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{store}: partition {partition}: event at offset {offset} fails its checksum")]
+pub struct DamagedEvent {
+    /// The store, as its errors name it.
+    pub store: String,
+    /// The partition.
+    pub partition: PartitionId,
+    /// The event's offset.
+    pub offset: PLogOffset,
+}
+
+/// Where a store keeps the first damaged event its reads met, for
+/// [`Storage::damaged`]: the first one is kept, later ones are refused the same way.
+#[derive(Debug, Default)]
+pub struct DamageLatch(std::sync::OnceLock<DamagedEvent>);
+
+impl DamageLatch {
+    /// Records that `store`'s read of `partition` met `error` (kept if it is the first
+    /// damaged event) and returns the error the read fails with: one line naming the store,
+    /// the partition and the offset.
+    pub fn refuse(&self, store: &str, partition: PartitionId, error: EventError) -> StorageError {
+        match error {
+            EventError::Checksum(offset) => {
+                let damaged = DamagedEvent {
+                    store: store.to_string(),
+                    partition,
+                    offset,
+                };
+                let line = damaged.to_string();
+                let _ = self.0.set(damaged);
+                StorageError(line)
+            }
+            EventError::Malformed(_) => {
+                StorageError(format!("{store}: partition {partition}: {error}"))
+            }
+        }
+    }
+
+    /// The first damaged event recorded, if any.
+    pub fn get(&self) -> Option<DamagedEvent> {
+        self.0.get().cloned()
+    }
 }
 
 /// Events for one partition's PLog at consecutive offsets from [`first`](Self::first), each
@@ -129,9 +193,10 @@ impl EventBatch {
         self.ends.clear();
     }
 
-    /// Adds an event at [`next`](Self::next).
+    /// Adds an event at [`next`](Self::next) (its checksum covers that offset).
     pub fn push(&mut self, values: &[SeqValue], payload: &[u8]) {
-        encode_event_into(&mut self.bytes, values, payload);
+        let offset = self.next();
+        encode_event_into(&mut self.bytes, offset, values, payload);
         self.ends.push(self.bytes.len());
     }
 
@@ -307,7 +372,9 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The stored PLog offset (for historical reasons "next offset"), as the last completed
     /// [`write`](Self::write) stored it, 0 if none: every event before it has its numbers in
-    /// the view. Actualization replays the PLog from it on, the event at it included.
+    /// the view. Actualization replays the PLog from it on, the event at it included. The
+    /// sequencer also reads it to probe a storage that failed, once per retry delay while a
+    /// retry waits longer than that (docs/DESIGN.md §4.4).
     fn read_next_offset(
         &self,
         partition: PartitionId,
@@ -373,9 +440,9 @@ pub trait Storage: Send + Sync + 'static {
         };
         batch.append_in_parts(one_each, |part| {
             for (offset, bytes) in part.iter() {
-                let (values, payload) = decode_event(bytes).ok_or_else(|| {
+                let (values, payload) = decode_event(offset, bytes).map_err(|e| {
                     AppendError::Storage(StorageError(format!(
-                        "PLog append at offset {offset}: the batch holds no valid event there"
+                        "PLog append at offset {offset}: the batch holds no valid event there ({e})"
                     )))
                 })?;
                 self.append_event(partition, offset, &values, payload)?;
@@ -394,6 +461,14 @@ pub trait Storage: Send + Sync + 'static {
     /// full disk takes no more writes until it is reopened), if any: a caller waiting for
     /// writes to succeed stops instead of waiting on.
     fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// The first PLog event a read of this store refused because it fails its checksum, if
+    /// any: actualization cannot go past it (a damaged event is never replayed), so a caller
+    /// waiting for a partition to become ready stops instead of waiting on. A layer over
+    /// another storage passes its answer on.
+    fn damaged(&self) -> Option<DamagedEvent> {
         None
     }
 }

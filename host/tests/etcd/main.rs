@@ -13,6 +13,7 @@
 //! | `members` | members killed and restarted, a majority lost and back |
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
+//! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
 //! holds what several tests do (start a run, wait for it, commit events through a driver,
@@ -26,6 +27,7 @@ mod common;
 mod support;
 
 mod appends;
+mod damage;
 mod members;
 mod runs;
 mod view;

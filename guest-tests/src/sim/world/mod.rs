@@ -337,6 +337,10 @@ impl<'c> World<'c> {
 
     /// Takes in what the guest asked for: storage operations to perform, the wake-up time.
     fn absorb(&mut self, effects: Vec<Effect>) -> Checked {
+        // An offset read begun while the sequencer is not actualizing (before or after this
+        // call) is a probe of storage during a long retry wait.
+        let probing = self.reported != Some(Status::Actualizing)
+            && !effects.contains(&Effect::Status(Status::Actualizing));
         for effect in effects {
             match effect {
                 Effect::ReadNumbers { .. } => self.stats.numbers_reads += 1,
@@ -345,6 +349,9 @@ impl<'c> World<'c> {
                 Effect::Status(status) => self.reported = Some(status),
                 Effect::Begin(begun) => {
                     let op = begun.ticket().0;
+                    if probing && matches!(begun, Work::ReadNextOffset { .. }) {
+                        self.stats.storage_probes += 1;
+                    }
                     if let Work::Write(WriteRequest {
                         values,
                         next_plog_offset: next_offset,

@@ -18,6 +18,7 @@ use indicatif::ProgressBar;
 use sequencer::Params;
 use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
 use sequencer_host::store::layers::{ReadAhead, Trim};
+use sequencer_host::store::live::LiveServer;
 use sequencer_host::store::{Counter, OpenError, Store, WarnLimiter, open};
 use sequencer_host::{
     Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Status, Storage,
@@ -46,6 +47,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
 /// A run's store and component, opened after every option and the recorded layout were
 /// validated (nothing is written before).
 struct Opened {
+    /// `check` and `inspect` served beside this run (dropped first: its socket goes away
+    /// before the store closes).
+    _readers: Option<LiveServer>,
     store: Store,
     runtime: Runtime,
     /// The storage as the driver and the command processors see it: the store behind the
@@ -71,9 +75,14 @@ fn open_store(args: &RunArgs) -> CliResult<Opened> {
         }
         other => explain_open(other),
     })?;
+    let readers = store.serve_readers().unwrap_or_else(|e| {
+        tracing::warn!("{e}: check and inspect beside this run will read a private copy");
+        None
+    });
     let read_ahead = Arc::new(ReadAhead::new(store.storage()));
     let storage: Arc<dyn Storage> = read_ahead.clone();
     Ok(Opened {
+        _readers: readers,
         store,
         runtime,
         read_ahead,
@@ -104,6 +113,7 @@ fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Re
         runtime,
         read_ahead,
         storage,
+        ..
     } = opened;
     // What a restart has to replay: from the stored next offset to the PLog's end.
     let mut to_replay = 0u64;

@@ -527,14 +527,18 @@ pub(super) const STOPPED: &str = "every event acknowledged before is durable: `s
 /// has met an error that cannot clear by itself (actualizing needs writes it will not take).
 const STUCK_ON_FAILURE: Duration = Duration::from_secs(3);
 
-/// Stops a wait that began (or last progressed) at `since` when it cannot end: the store met
-/// an error that cannot clear by itself and `STUCK_ON_FAILURE` passed, or `READY_WITHIN`
-/// passed. `who` names what is waited for.
+/// Stops a wait that began (or last progressed) at `since` when it cannot end: a replay met an
+/// event that fails its checksum (at once: it is never replayed, and reading again will not
+/// mend it), the store met an error that cannot clear by itself and `STUCK_ON_FAILURE`
+/// passed, or `READY_WITHIN` passed. `who` names what is waited for.
 pub(super) fn stop_if_stuck(
     storage: &dyn Storage,
     since: Instant,
     who: impl Fn() -> String,
 ) -> CliResult<()> {
+    if let Some(damaged) = storage.damaged() {
+        return Err(CliError(damaged.to_string()));
+    }
     let waited = since.elapsed();
     if waited > STUCK_ON_FAILURE
         && let Some(failure) = storage.failure()

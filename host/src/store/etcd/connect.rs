@@ -12,7 +12,7 @@ use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::request::one_line;
 use crate::store::etcd::stats::EtcdStats;
-use crate::store::storage::StorageError;
+use crate::store::storage::{DamageLatch, StorageError};
 
 impl EtcdStorage {
     /// Connects to the cluster (lazily: members may come up later; requests retry).
@@ -52,6 +52,7 @@ impl EtcdStorage {
                 stats: EtcdStats::default(),
                 pack_shape: PackShape::new(),
                 quorum,
+                damage: DamageLatch::default(),
             }),
         })
     }

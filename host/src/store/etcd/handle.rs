@@ -9,6 +9,7 @@ use crate::store::etcd::config::EtcdConfig;
 use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
+use crate::store::storage::DamageLatch;
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
 #[derive(Clone)]
@@ -27,6 +28,8 @@ pub(super) struct Inner {
     pub(super) stats: EtcdStats,
     pub(super) pack_shape: PackShape,
     pub(super) quorum: Quorum,
+    /// The first PLog event a replay refused for its checksum.
+    pub(super) damage: DamageLatch,
 }
 
 impl Drop for Inner {

@@ -8,7 +8,8 @@ use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::next_key;
 use crate::store::etcd::plog::PAGE_EVENTS;
 use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
+    StorageError,
 };
 
 impl Storage for EtcdStorage {
@@ -63,12 +64,9 @@ impl Storage for EtcdStorage {
         self.spawn(async move {
             // One event more than asked for tells whether the PLog ends with the page.
             let want = max_events.min(PAGE_EVENTS - 1);
-            let events = this.events_async(partition, from, want + 1).await?;
-            Ok(PlogPage::collect(
-                from,
-                want,
-                events.into_iter().map(|e| (e.offset, e.values)),
-            ))
+            let events = this.clone().events_async(partition, from, want + 1).await?;
+            PlogPage::of_stored(from, want, events)
+                .map_err(|e| this.inner.damage.refuse(&this.inner.label, partition, e))
         })
     }
 
@@ -88,6 +86,10 @@ impl Storage for EtcdStorage {
 
     fn failure(&self) -> Option<String> {
         self.inner.quorum.failure()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.inner.damage.get()
     }
 
     fn append_limits(&self) -> AppendLimits {

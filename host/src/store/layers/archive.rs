@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{StoredEvent, decode_event, encode_event};
+use std::sync::Arc;
+
+use crate::store::codec::{Checksum, StoredEvent, encode_event};
 use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
@@ -33,7 +35,8 @@ use crate::store::objects::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
+    Storage, StorageError,
 };
 
 /// The file in a data directory that records where its archive is.
@@ -100,6 +103,18 @@ pub enum ArchiveError {
         archive: PathBuf,
         /// What the object store said.
         error: StorageError,
+    },
+    /// An event to archive fails its checksum: it is damaged, and neither archived nor
+    /// trimmed (nor is anything after it in its partition; the pass archived and trimmed
+    /// what it could before it, and the other partitions).
+    #[error(
+        "partition {partition}: event at offset {offset} fails its checksum: not archived, and the store keeps it (`check` lists every damaged event)"
+    )]
+    Damaged {
+        /// The partition.
+        partition: PartitionId,
+        /// The event's offset.
+        offset: PLogOffset,
     },
     /// The hot store or the archive's object store failed.
     #[error("{0}")]
@@ -218,7 +233,8 @@ impl Archive {
     }
 
     /// Up to `max` archived events of a partition from `from` on, in order, every link
-    /// verified; a corrupt bundle is an error naming it.
+    /// verified; a corrupt bundle is an error naming it. An event that fails its checksum is
+    /// returned flagged ([`StoredEvent::read`]).
     pub fn events(
         &self,
         partition: PartitionId,
@@ -227,17 +243,12 @@ impl Archive {
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let mut out = Vec::new();
         self.plog.visit(partition, from, max, |offset, bytes| {
-            let (values, payload) = decode_event(bytes).ok_or_else(|| {
+            out.push(StoredEvent::read(offset, bytes).map_err(|e| {
                 StorageError(format!(
-                    "archive {}: event {offset} of partition {partition} is not a sound event",
+                    "archive {}: partition {partition}: {e}",
                     self.root.display()
                 ))
-            })?;
-            out.push(StoredEvent {
-                offset,
-                values,
-                payload: payload.to_vec(),
-            });
+            })?);
             Ok(())
         })?;
         Ok(out)
@@ -388,6 +399,9 @@ pub fn archive_pass(
         partitions: partitions.len(),
         ..ArchivePass::default()
     };
+    // The first damaged event met: its partition archives no further, the others go on, and
+    // the pass fails once everything it could do is done.
+    let mut damaged: Option<ArchiveError> = None;
     for (p, target) in plan {
         while archive.end(p) + n <= target {
             let from = archive.end(p) + 1;
@@ -412,9 +426,18 @@ pub fn archive_pass(
                     ),
                 });
             }
+            // A damaged event is not copied (its checksum would be made anew over what is
+            // left of it); an old one without a checksum gets one.
+            if let Some(e) = events.iter().find(|e| e.checksum == Checksum::Mismatch) {
+                damaged.get_or_insert(ArchiveError::Damaged {
+                    partition: p,
+                    offset: e.offset,
+                });
+                break;
+            }
             let encoded: Vec<Vec<u8>> = events
                 .iter()
-                .map(|e| encode_event(&e.values, &e.payload))
+                .map(|e| encode_event(e.offset, &e.values, &e.payload))
                 .collect();
             archive.put_bundle(p, &encoded)?;
             pass.bundles += 1;
@@ -438,7 +461,10 @@ pub fn archive_pass(
     if pass.trimmed > 0 {
         pass.after = hot.after_trim()?;
     }
-    Ok(pass)
+    match damaged {
+        Some(e) => Err(e),
+        None => Ok(pass),
+    }
 }
 
 /// Whether a partition's hot PLog (`first..=last`, or none) and its archive (`1..=end`)
@@ -490,7 +516,11 @@ pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveE
             // Both hold first..=end: a pass interrupted before its trim.
             let o = end.min(last);
             let (x, y) = (hot.events(p, o, 1)?, a.events(p, o, 1)?);
-            if x.first() != y.first() {
+            let same = match (x.first(), y.first()) {
+                (Some(x), Some(y)) => x.same_event(y),
+                (x, y) => x == y,
+            };
+            if !same {
                 return Err(ArchiveError::DoesNotLineUp {
                     archive: a.root.clone(),
                     partition: p,
@@ -512,6 +542,8 @@ pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveE
 pub struct WithArchive<S> {
     hot: S,
     archive: Option<Archive>,
+    /// The first archived event a replay refused for its checksum.
+    damage: Arc<DamageLatch>,
 }
 
 impl<S: StoreReader> WithArchive<S> {
@@ -523,7 +555,11 @@ impl<S: StoreReader> WithArchive<S> {
         if let Some(a) = &archive {
             check_lines_up(&hot, a)?;
         }
-        Ok(Self { hot, archive })
+        Ok(Self {
+            hot,
+            archive,
+            damage: Arc::default(),
+        })
     }
 
     /// The hot store.
@@ -597,7 +633,7 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
             let n = usize::try_from(last.offset - from + 1).unwrap_or(usize::MAX);
             for e in self.hot.events(partition, from, n)? {
                 let i = usize::try_from(e.offset - first.offset).unwrap_or(usize::MAX);
-                if old.get(i) != Some(&e) {
+                if !old.get(i).is_some_and(|o| o.same_event(&e)) {
                     return Err(StorageError(format!(
                         "partition {partition}: event {} differs between the store and its archive {}",
                         e.offset,
@@ -637,6 +673,11 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
             ));
         }
         v
+    }
+
+    /// The hot store's (the archive's bundles are verified, link by link, as they are read).
+    fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
+        self.hot.verify_integrity()
     }
 }
 
@@ -698,11 +739,10 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
                         .hot
                         .plog_bounds(partition)?
                         .is_some_and(|(_, last)| last > end);
-                    let mut page = PlogPage::collect(
-                        from,
-                        max_events,
-                        events.into_iter().map(|e| (e.offset, e.values)),
-                    );
+                    let mut page = PlogPage::of_stored(from, max_events, events).map_err(|e| {
+                        let label = this.describe();
+                        this.damage.refuse(&label, partition, e)
+                    })?;
                     page.end = page.end && !more;
                     Ok(page)
                 })();
@@ -736,6 +776,10 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
 
     fn failure(&self) -> Option<String> {
         self.hot.failure()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.damage.get().or_else(|| self.hot.damaged())
     }
 }
 

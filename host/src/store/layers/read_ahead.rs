@@ -390,4 +390,8 @@ impl Storage for ReadAhead {
     fn failure(&self) -> Option<String> {
         self.inner.failure()
     }
+
+    fn damaged(&self) -> Option<crate::store::storage::DamagedEvent> {
+        self.inner.damaged()
+    }
 }

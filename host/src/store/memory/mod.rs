@@ -12,7 +12,7 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::codec::{Checksum, StoredEvent, decode_event};
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -228,6 +228,8 @@ impl crate::store::reader::StoreReader for MemoryStorage {
                 offset,
                 values: values.clone(),
                 payload: p.payloads.get(&offset).cloned().unwrap_or_default(),
+                // Verified when it was appended (memory keeps events decoded).
+                checksum: Checksum::Verified,
             })
             .collect())
     }
@@ -384,10 +386,8 @@ impl Inner {
         }
         let mut events = Vec::with_capacity(part.len());
         for (offset, bytes) in part.iter() {
-            let (values, payload) = decode_event(bytes).ok_or_else(|| {
-                AppendError::Storage(StorageError(format!(
-                    "PLog append at offset {offset}: not an encoded event"
-                )))
+            let (values, payload) = decode_event(offset, bytes).map_err(|e| {
+                AppendError::Storage(StorageError(format!("PLog append refused: {e}")))
             })?;
             events.push((offset, values, payload));
         }

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use sequencer::PLogOffset;
 
-use crate::store::objects::chain::{event_hash, u32_at, u64_at};
+use crate::store::objects::chain::{linked_or_damaged, u32_at, u64_at};
 
 const BUNDLE_MAGIC: &[u8; 4] = b"SQB1";
 
@@ -68,7 +68,9 @@ impl Bundle {
         out
     }
 
-    /// Decodes a bundle and verifies every link inside it; `None` if it is not a sound one.
+    /// Decodes a bundle and verifies every link inside it; `None` if it is not a sound one. An
+    /// event damaged inside while its links hold ([`linked_or_damaged`]) is kept as it is: the
+    /// read that decodes it finds it fails its checksum.
     pub(super) fn decode(b: Vec<u8>) -> Option<Self> {
         if b.get(..4)? != BUNDLE_MAGIC {
             return None;
@@ -83,9 +85,7 @@ impl Bundle {
             let h = u64_at(&b, 24 + 12 * i)?;
             let len = u32_at(&b, 32 + 12 * i)? as usize;
             let end = at.checked_add(len)?;
-            if event_hash(first + i as u64, link, b.get(at..end)?) != h {
-                return None;
-            }
+            linked_or_damaged(first + i as u64, link, h, b.get(at..end)?)?;
             link = h;
             hashes.push(h);
             spans.push((at, end));
@@ -124,12 +124,13 @@ impl Bundle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec::encode_event;
+    use crate::store::codec::{EventError, decode_event, encode_event};
+    use crate::store::objects::chain::event_hash;
 
     #[test]
-    fn a_bundle_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused() {
+    fn a_bundle_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused_or_damaged() {
         let events: Vec<Vec<u8>> = (0..3)
-            .map(|i| encode_event(&[sequencer::SeqValue::new(1, 1, i)], b"x"))
+            .map(|i| encode_event(10 + i, &[sequencer::SeqValue::new(1, 1, i)], b"x"))
             .collect();
         let mut hashes = Vec::new();
         let mut prev = 7;
@@ -145,9 +146,20 @@ mod tests {
             events
         );
         assert_eq!(back.last(), 12);
-        let mut bad = bytes;
+        // Inside the last event's payload: the bundle's links hold, the event fails its
+        // checksum when it is decoded.
+        let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
+        let damaged = Bundle::decode(bad).expect("linked");
+        assert_eq!(
+            decode_event(12, damaged.event(2)),
+            Err(EventError::Checksum(12))
+        );
+        assert!(decode_event(11, damaged.event(1)).is_ok());
+        // In the hash table: corrupt.
+        let mut bad = bytes;
+        bad[24] ^= 1;
         assert!(Bundle::decode(bad).is_none());
     }
 
@@ -157,7 +169,7 @@ mod tests {
             .map(|i| {
                 (
                     100 + i,
-                    encode_event(&[sequencer::SeqValue::new(1, 1, i)], b"y"),
+                    encode_event(5 + i, &[sequencer::SeqValue::new(1, 1, i)], b"y"),
                 )
             })
             .collect();

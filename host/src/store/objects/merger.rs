@@ -13,6 +13,7 @@ use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -149,6 +150,9 @@ impl Shared {
                     event_object(p, o)
                 )));
             };
+            if let Some(bad) = e.damaged {
+                return Err(damaged(p, bad, o));
+            }
             if e.prev != link || e.last() > last {
                 return Err(StorageError(format!(
                     "object store: partition {p}: {} at offset {o} while merging {first}..={last}: {} (writer {}, offsets {o}..={}) {}",

@@ -7,16 +7,20 @@
 //! - **Format 1** (stores written before it): one event, `["SQE1", offset u64, the previous
 //!   event's hash u64, hash u64, writer-id length u8, writer id, the event]`.
 //!
+//! In both, each event is stored as every backend encodes it ([`crate::store::codec`]: version
+//! 3, with its CRC-32C), so it carries its own checksum beside its link hash.
+//!
 //! Both are read as one [`EventsObject`] (a format 1 object is a range of one event), so a
 //! store of either format, or of both, reads, scans and merges alike. Every event carries its
-//! link hash ([`event_hash`]); decoding verifies each one, so a flipped byte is found where it
-//! is. The writer id is in the bytes, so a writer that finds its name taken tells its own
+//! link hash ([`event_hash`]); decoding verifies each one ([`linked_or_damaged`]), so a flipped
+//! byte is found where it is: in an event whose checksum fails too, the event is damaged (kept,
+//! flagged, for `check` to name and a replay to refuse); anywhere else, the object is corrupt.
+//! The writer id is in the bytes, so a writer that finds its name taken tells its own
 //! earlier attempt (the same bytes) from another writer's object.
 
 use sequencer::PLogOffset;
 
-use crate::store::codec::decode_event;
-use crate::store::objects::chain::{event_hash, u32_at, u64_at};
+use crate::store::objects::chain::{event_hash, linked_or_damaged, u32_at, u64_at};
 
 const ONE_EVENT_MAGIC: &[u8; 4] = b"SQE1";
 const RANGE_MAGIC: &[u8; 4] = b"SQE2";
@@ -72,6 +76,9 @@ pub(super) struct EventsObject {
     pub(super) hashes: Vec<u64>,
     /// The id of the writer that created it.
     pub(super) writer: String,
+    /// The first of its events that fails its checksum while its links hold (damaged inside):
+    /// never merged, and a writer refuses the store.
+    pub(super) damaged: Option<PLogOffset>,
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
 }
@@ -113,7 +120,8 @@ impl EventsObject {
     }
 
     /// Decodes an event object of either format and verifies every hash and event in it;
-    /// `None` if it is not a sound one.
+    /// `None` if it is not a sound one. An event damaged inside while its links hold is kept,
+    /// its offset in [`damaged`](Self::damaged).
     pub(super) fn decode(b: Vec<u8>) -> Option<Self> {
         match b.get(..4)? {
             m if m == RANGE_MAGIC => Self::decode_range(b),
@@ -132,14 +140,14 @@ impl EventsObject {
         let mut at = table.checked_add(n.checked_mul(12)?)?;
         let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut link = prev;
+        let mut damaged = None;
         for i in 0..n {
             let h = u64_at(&b, table + 12 * i)?;
             let len = u32_at(&b, table + 12 * i + 8)? as usize;
             let end = at.checked_add(len)?;
-            let event = b.get(at..end)?;
-            decode_event(event)?;
-            if event_hash(first + i as u64, link, event) != h {
-                return None;
+            let o = first.checked_add(i as u64)?;
+            if linked_or_damaged(o, link, h, b.get(at..end)?)? {
+                damaged = damaged.or(Some(o));
             }
             link = h;
             hashes.push(h);
@@ -151,6 +159,7 @@ impl EventsObject {
             prev,
             hashes,
             writer,
+            damaged,
             bytes: b,
             spans,
         })
@@ -160,14 +169,14 @@ impl EventsObject {
         let (offset, prev, hash) = (u64_at(&b, 4)?, u64_at(&b, 12)?, u64_at(&b, 20)?);
         let wlen = usize::from(*b.get(28)?);
         let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
-        let event = b.get(29 + wlen..)?;
-        decode_event(event)?;
+        let damaged = linked_or_damaged(offset, prev, hash, b.get(29 + wlen..)?)?;
         let span = (29 + wlen, b.len());
-        (event_hash(offset, prev, event) == hash && offset > 0).then_some(Self {
+        (offset > 0).then_some(Self {
             first: offset,
             prev,
             hashes: vec![hash],
             writer,
+            damaged: damaged.then_some(offset),
             bytes: b,
             spans: vec![span],
         })
@@ -214,6 +223,7 @@ pub(super) fn encode_range(
         prev,
         hashes,
         writer: writer.to_string(),
+        damaged: None,
         bytes: out,
         spans,
     }
@@ -243,6 +253,7 @@ pub(super) fn encode_one(
         prev,
         hashes: vec![hash],
         writer: writer.to_string(),
+        damaged: None,
         bytes: out,
         spans: vec![span],
     }
@@ -251,17 +262,19 @@ pub(super) fn encode_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec::encode_event;
+    use crate::store::codec::{EventError, decode_event, encode_event};
 
-    fn events(n: u64) -> Vec<Vec<u8>> {
+    /// `n` events encoded for offsets `first..`.
+    fn events(first: PLogOffset, n: u64) -> Vec<Vec<u8>> {
         (0..n)
-            .map(|i| encode_event(&[sequencer::SeqValue::new(1, 1, i)], b"p"))
+            .map(|i| encode_event(first + i, &[sequencer::SeqValue::new(1, 1, i)], b"p"))
             .collect()
     }
 
     #[test]
-    fn an_object_of_several_events_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused() {
-        let evs = events(3);
+    fn an_object_of_several_events_decodes_to_what_was_encoded_and_a_flipped_byte_is_refused_or_damaged()
+     {
+        let evs = events(10, 3);
         let refs: Vec<&[u8]> = evs.iter().map(Vec::as_slice).collect();
         let made = encode_range(10, 7, "w-1", &refs);
         let bytes = made.bytes().to_vec();
@@ -270,34 +283,54 @@ mod tests {
             (o.hashes.clone(), o.spans.clone()),
             (made.hashes, made.spans)
         );
-        assert_eq!((o.first, o.prev, o.last()), (10, 7, 12));
+        assert_eq!((o.first, o.prev, o.last(), o.damaged), (10, 7, 12, None));
         assert_eq!(o.writer, "w-1");
         assert_eq!((0..3).map(|i| o.event(i).to_vec()).collect::<Vec<_>>(), evs);
         assert_eq!(o.hash_before(1), o.hashes[0]);
-        for at in [5, 30, bytes.len() - 1] {
+        // In the count, the hash before it or the hash table: corrupt.
+        for at in [13, 17, 30] {
             let mut bad = bytes.clone();
             bad[at] ^= 1;
             assert!(EventsObject::decode(bad).is_none(), "byte {at}");
         }
+        // In its first offset: it no longer holds the offsets its name says, which the read
+        // of a name refuses (`Shared::get_object`).
+        let mut bad = bytes.clone();
+        bad[5] ^= 1;
+        assert!(EventsObject::decode(bad).is_none_or(|o| o.first != 10));
+        // Inside the last event's payload: the links hold, that event fails its checksum.
+        let mut bad = bytes;
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        let o = EventsObject::decode(bad).expect("linked");
+        assert_eq!(o.damaged, Some(12));
+        assert_eq!(decode_event(12, o.event(2)), Err(EventError::Checksum(12)));
+        assert!(decode_event(11, o.event(1)).is_ok());
     }
 
     #[test]
     fn a_one_event_object_of_format_1_reads_as_a_range_of_one() {
-        let e = &events(1)[0];
+        let e = &events(3, 1)[0];
         let made = encode_one(3, 9, "w", e);
         let bytes = made.bytes().to_vec();
         let o = EventsObject::decode(bytes.clone()).expect("sound");
         assert_eq!(
-            (o.first, o.prev, o.last(), o.last_hash()),
-            (3, 9, 3, made.last_hash())
+            (o.first, o.prev, o.last(), o.last_hash(), o.damaged),
+            (3, 9, 3, made.last_hash(), None)
         );
         assert_eq!((o.event(0), made.event(0)), (e.as_slice(), e.as_slice()));
         // The same event in format 2 links identically.
         let two = encode_range(3, 9, "w", &[e.as_slice()]);
         assert_eq!(made.last_hash(), two.last_hash());
-        let mut bad = bytes;
+        // In the event's payload: damaged, its links kept.
+        let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
+        let o = EventsObject::decode(bad).expect("linked");
+        assert_eq!((o.damaged, o.last_hash()), (Some(3), made.last_hash()));
+        // In the header (the previous hash): corrupt.
+        let mut bad = bytes;
+        bad[12] ^= 1;
         assert!(EventsObject::decode(bad).is_none());
     }
 }

@@ -6,10 +6,24 @@ use std::sync::{Arc, Mutex};
 
 use sequencer::{PLogOffset, SeqValue};
 
-use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::codec::{EventError, StoredEvent, decode_event};
 use crate::store::objects::plog::ObjectPlog;
 use crate::store::objects::shared::lock;
 use crate::store::storage::{PartitionId, PlogPage, StorageError};
+
+/// Why a page was not read.
+pub(super) enum PageError {
+    /// The objects could not be read (or are not sound).
+    Storage(StorageError),
+    /// An event of the page is not one, or fails its checksum: never replayed.
+    Event(EventError),
+}
+
+impl From<StorageError> for PageError {
+    fn from(e: StorageError) -> Self {
+        Self::Storage(e)
+    }
+}
 
 /// Events read for a PLog page, their values decoded.
 pub(super) struct RawPage {
@@ -28,20 +42,29 @@ impl RawPage {
         p: PartitionId,
         from: PLogOffset,
         want: usize,
-    ) -> Result<Self, StorageError> {
+    ) -> Result<Self, PageError> {
         let mut page = Self {
             values: Vec::new(),
             events: 0,
             last: 0,
         };
-        plog.visit(p, from, want, |o, bytes| {
-            page.values
-                .extend(decode_values(p, o, bytes)?.into_iter().map(|v| (o, v)));
+        let mut bad = None;
+        let read = plog.visit(p, from, want, |o, bytes| {
+            // A damaged event ends the page here; the read refuses it below.
+            let (values, _) = decode_event(o, bytes).map_err(|e| {
+                bad = Some(e);
+                StorageError(e.to_string())
+            })?;
+            page.values.extend(values.into_iter().map(|v| (o, v)));
             page.events += 1;
             page.last = o;
             Ok(())
-        })?;
-        Ok(page)
+        });
+        match (bad, read) {
+            (Some(e), _) => Err(PageError::Event(e)),
+            (None, Err(e)) => Err(e.into()),
+            (None, Ok(())) => Ok(page),
+        }
     }
 
     /// The page of `want - 1` events from `from` (one more was read to tell whether the PLog
@@ -109,22 +132,8 @@ impl ReadAheadPages {
     }
 }
 
-/// The values of the event at `offset` of partition `p`, refused if it is not a sound event.
-fn decode_values(
-    p: PartitionId,
-    offset: PLogOffset,
-    bytes: &[u8],
-) -> Result<Vec<SeqValue>, StorageError> {
-    decode_event(bytes)
-        .map(|(values, _)| values)
-        .ok_or_else(|| {
-            StorageError(format!(
-                "object store: event {offset} of partition {p} is not a sound event"
-            ))
-        })
-}
-
-/// `events` of partition `p` decoded into their values and payloads.
+/// `events` of partition `p` decoded into their values and payloads (one that fails its
+/// checksum flagged, for `check` to list), refused if one is not a sound event.
 pub(super) fn decode_all(
     p: PartitionId,
     events: Vec<(PLogOffset, Vec<u8>)>,
@@ -132,13 +141,8 @@ pub(super) fn decode_all(
     events
         .into_iter()
         .map(|(offset, bytes)| {
-            let values = decode_values(p, offset, &bytes)?;
-            let payload = decode_event(&bytes).map_or_else(Vec::new, |(_, p)| p.to_vec());
-            Ok(StoredEvent {
-                offset,
-                values,
-                payload,
-            })
+            StoredEvent::read(offset, &bytes)
+                .map_err(|e| StorageError(format!("object store: partition {p}: {e}")))
         })
         .collect()
 }

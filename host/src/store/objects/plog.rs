@@ -38,6 +38,7 @@ use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
 use crate::store::objects::object::{EventsObject, ObjectFormat, encode_one, encode_range};
+use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{
     Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
 };
@@ -169,6 +170,18 @@ impl ObjectPlog {
             _merger: Arc::new(MergerThread::start(&shared, access == Access::Write)),
             shared,
         })
+    }
+
+    /// The first event of an event object that fails its checksum that the scan at open met
+    /// (a handle opened for writing refuses such a store), as the error a writer meets.
+    pub fn damaged(&self) -> Option<StorageError> {
+        let parts = lock(&self.shared.parts);
+        let mut found: Vec<(PartitionId, (PLogOffset, PLogOffset))> = parts
+            .iter()
+            .filter_map(|(&p, part)| lock(part).damaged.map(|d| (p, d)))
+            .collect();
+        found.sort_unstable();
+        found.first().map(|&(p, (o, first))| damaged(p, o, first))
     }
 
     /// What this handle has done.

@@ -1,10 +1,10 @@
 //! The scan of a partition's objects: what a handle opens on and rescans when another writer
 //! may have appended. It lists the partition, follows bundles from offset 1 until a hole, then
 //! event objects (each named by the offset after the previous one's last), verifying every
-//! link, and reports a hole with objects after it, a broken link or two different objects for
-//! one offset with offsets and object names. With write
-//! access it removes the leftovers of an interrupted merge (and a stale writer's objects under
-//! a bundle).
+//! link and every event's checksum, and reports a hole with objects after it, a broken link, a
+//! damaged event (to a writer) or two different objects for one offset with offsets and object
+//! names. With write access it removes the leftovers of an interrupted merge (and a stale
+//! writer's objects under a bundle).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -33,6 +33,14 @@ impl From<StorageError> for Scan {
     fn from(e: StorageError) -> Self {
         Self::Failed(e)
     }
+}
+
+/// The event at `o`, held by the event object named `first`, is damaged: it fails its checksum.
+pub(super) fn damaged(p: PartitionId, o: PLogOffset, first: PLogOffset) -> StorageError {
+    StorageError(format!(
+        "object store: partition {p}: event at offset {o} fails its checksum ({} is damaged)",
+        event_object(p, first)
+    ))
 }
 
 /// Scans of a partition tried when objects vanish under them.
@@ -278,6 +286,14 @@ impl Shared {
                         event_object(p, first)
                     )))
                 })?;
+                if let Some(o) = e.damaged {
+                    // A writer refuses it before it appends anything; a reader goes on, so
+                    // that `check` names every damaged event.
+                    if self.access == Access::Write {
+                        return Err(Scan::Failed(damaged(p, o, first)));
+                    }
+                    part.damaged = part.damaged.or(Some((o, first)));
+                }
                 if e.prev != part.last_hash {
                     return Err(Scan::Failed(StorageError(format!(
                         "object store: partition {p}: broken link at offset {first}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",

@@ -50,6 +50,9 @@ pub(super) struct Part {
     /// the store's delete delay of it, a name this handle creates cannot be one a merger
     /// deleted (see `Shared::delete_delay`).
     pub(super) tail_seen: Option<Instant>,
+    /// The first event the scan found damaged in an event object of the tail (it fails its
+    /// checksum while its links hold), and the first offset of the object holding it.
+    pub(super) damaged: Option<(PLogOffset, PLogOffset)>,
 }
 
 /// The most bytes of event objects a partition's cache holds.

@@ -5,6 +5,7 @@
 use std::fs;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
@@ -16,7 +17,7 @@ use crate::store::objects::marker::{
     Marker, OBJECTS_FORMAT_FILE, VIEW_DB_FILE, err, read_marker, same_plog, write_marker,
 };
 use crate::store::objects::object::ObjectFormat;
-use crate::store::objects::pages::{RawPage, ReadAheadPages, decode_all};
+use crate::store::objects::pages::{PageError, RawPage, ReadAheadPages, decode_all};
 use crate::store::objects::plog::{
     DEFAULT_BUNDLE_EVENTS, ObjectPlog, PlogOptions, REMOTE_DELETE_DELAY,
 };
@@ -24,7 +25,8 @@ use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
 use crate::store::reader::StoreReader;
 use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
+    Storage, StorageError,
 };
 use crate::store::view_file::{Live, LiveViewFile, ReadOnly, ViewFile};
 
@@ -42,6 +44,8 @@ pub struct Objects<V: ViewFile, A = <V as ViewFile>::Access> {
     view: V,
     created: bool,
     ahead: ReadAheadPages,
+    /// The first PLog event a replay refused for its checksum.
+    damage: Arc<DamageLatch>,
     access: PhantomData<A>,
 }
 
@@ -60,6 +64,14 @@ impl<V: ViewFile, A> Objects<V, A> {
     /// then other hosts, each with a view of its own, may append to it too.
     pub fn remote(&self) -> Option<&str> {
         self.remote.as_deref()
+    }
+
+    /// "object store DIR" (or its PLog's URL): names the store in messages.
+    fn label(&self) -> String {
+        match &self.remote {
+            Some(url) => format!("object store {url}"),
+            None => format!("object store {}", self.root.display()),
+        }
     }
 
     /// The numbering layout recorded in the root, `None` if none.
@@ -174,11 +186,15 @@ impl<V: LiveViewFile> Objects<V, Live> {
                 None => ObjectPlog::open_local_with(root, options),
             }
         };
-        // The PLog is scanned read-only first: a hole or a broken link refuses the store
-        // before anything is written. Then the view (whose lock keeps a second process off
-        // the store), then the records of an upgraded format, then the PLog for writing
-        // (which repairs an interrupted merge).
-        drop(open_plog(Access::ReadOnly)?);
+        // The PLog is scanned read-only first: a hole, a broken link or a damaged event
+        // refuses the store before anything is written. Then the view (whose lock keeps a
+        // second process off the store), then the records of an upgraded format, then the
+        // PLog for writing (which repairs an interrupted merge).
+        let scanned = open_plog(Access::ReadOnly)?;
+        if let Some(e) = scanned.damaged() {
+            return Err(e);
+        }
+        drop(scanned);
         let view = V::open_view(&root.join(VIEW_DB_FILE), None)?;
         if let Some(r) = &remote
             && plog_marker.format < format
@@ -206,6 +222,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
             view,
             created,
             ahead: ReadAheadPages::default(),
+            damage: Arc::default(),
             access: PhantomData,
         })
     }
@@ -290,6 +307,7 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let plog = self.plog.clone();
         let ahead = self.ahead.clone();
+        let (damage, label) = (self.damage.clone(), self.label());
         let (tx, rx) = futures::channel::oneshot::channel();
         // The read runs on its own thread, so the driver's loop never waits on the objects;
         // after answering, the thread reads the next page ahead while the guest replays this one.
@@ -305,7 +323,11 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
                     _ => None,
                 };
                 let answer = move || {
-                    let _ = tx.send(read.map(|raw| raw.into_page(from, want)));
+                    let _ = tx.send(match read {
+                        Ok(raw) => Ok(raw.into_page(from, want)),
+                        Err(PageError::Storage(e)) => Err(e),
+                        Err(PageError::Event(e)) => Err(damage.refuse(&label, partition, e)),
+                    });
                 };
                 match next {
                     Some(next) => ahead.read_after(answer, &plog, partition, next, want),
@@ -346,6 +368,10 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         self.view
             .failure()
             .or_else(|| self.remote_failure.as_ref().and_then(|f| f()))
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.damage.get()
     }
 }
 
@@ -396,6 +422,7 @@ impl<V: ViewFile<Access = ReadOnly>> Objects<V, ReadOnly> {
             view,
             created: false,
             ahead: ReadAheadPages::default(),
+            damage: Arc::default(),
             access: PhantomData,
         })
     }

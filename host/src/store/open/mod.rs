@@ -19,6 +19,8 @@ mod archive;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "redb")]
+mod live;
 mod memory;
 #[cfg(feature = "objects")]
 mod objects;
@@ -55,8 +57,9 @@ pub fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Store, OpenError> {
 }
 
 /// Opens the store at `url` for reading only, with its recorded archive: what `check` and
-/// `inspect` read. Its bytes stay unchanged (a redb store held by a live run, or in need of
-/// recovery, is read from a private copy).
+/// `inspect` read. Its bytes stay unchanged: a redb store held by a live run is read from the
+/// snapshots that run serves on its data directory's socket ([`store::live`](crate::store::live);
+/// a private copy when no run answers there), one in need of recovery from a private copy.
 pub fn open_reader(
     url: &StoreUrl,
     options: &OpenOptions,

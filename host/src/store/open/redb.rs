@@ -1,8 +1,10 @@
 //! `redb`, `redb:DIR`: the embedded store in a data directory, its layout in the `LAYOUT` file
 //! and its archive record in the `ARCHIVE` file beside the database.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::store::live::LiveSource;
 use crate::store::reader::StoreReader;
 use crate::store::redb::data_dir::{DataDir, DirState, OpenMode};
 use crate::store::stats::{Counter, StoreStats};
@@ -10,6 +12,7 @@ use crate::store::storage::Storage;
 
 use super::archive;
 use super::error::OpenError;
+use super::live::{DirReader, RedbLive, open_dir};
 use super::options::OpenOptions;
 use super::settle;
 use super::store::{Backend, Opened};
@@ -39,6 +42,13 @@ impl Backend for DataDir {
     #[cfg(feature = "objects")]
     fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         Some(self.store())
+    }
+
+    fn live(&self) -> Option<(PathBuf, Arc<dyn LiveSource>)> {
+        let source = RedbLive {
+            store: self.store().clone(),
+        };
+        Some((self.path().to_path_buf(), Arc::new(source)))
     }
 }
 
@@ -133,14 +143,28 @@ pub(super) fn open_reader(
     let dir = url
         .local_dir(&options.data)
         .unwrap_or_else(|| options.data.clone());
-    DataDir::validate(&dir, OpenMode::Existing)?;
-    let reader = DataDir::open_read_only(&dir)?;
+    // `open_dir` validates the directory first.
+    match open_dir(&dir)? {
+        DirReader::File(reader) => with_archive(&dir, reader),
+        #[cfg(unix)]
+        DirReader::Live(reader) => with_archive(&dir, reader),
+    }
+}
+
+/// `reader` with the archive recorded in the data directory `dir`, if any.
+fn with_archive<S: StoreReader + Send + Sync + 'static>(
+    dir: &std::path::Path,
+    reader: S,
+) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     #[cfg(feature = "objects")]
     {
         use crate::store::layers::archive::{ArchiveRecord, WithArchive};
-        let archive = archive::open_recorded(ArchiveRecord::read(&dir)?)?;
+        let archive = archive::open_recorded(ArchiveRecord::read(dir)?)?;
         Ok(Box::new(WithArchive::new(reader, archive)?))
     }
     #[cfg(not(feature = "objects"))]
-    Ok(Box::new(reader))
+    {
+        let _ = dir;
+        Ok(Box::new(reader))
+    }
 }

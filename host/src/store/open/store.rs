@@ -7,9 +7,10 @@ use sequencer::{Number, SeqId};
 
 use crate::store::check::{CheckError, CheckReport, StoreCheck, check_store};
 use crate::store::layout::Layout;
+use crate::store::live::{LiveServer, LiveSource};
 use crate::store::reader::StoreReader;
 use crate::store::stats::StoreStats;
-use crate::store::storage::{PartitionId, Storage};
+use crate::store::storage::{PartitionId, Storage, StorageError};
 
 use super::archive;
 use super::error::OpenError;
@@ -31,6 +32,10 @@ pub(super) trait Backend: Send + Sync {
     /// The object store's PLog, whose merger a run drains before it checks.
     #[cfg(feature = "objects")]
     fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
+        None
+    }
+    /// The directory and the source a run serves readers from (`store::live`), if any.
+    fn live(&self) -> Option<(std::path::PathBuf, Arc<dyn LiveSource>)> {
         None
     }
 }
@@ -86,6 +91,19 @@ impl Store {
     /// The store's counters now.
     pub fn stats(&self) -> StoreStats {
         self.backend.stats()
+    }
+
+    /// Serves `check` and `inspect` beside this run until the returned server is dropped:
+    /// read-only requests on a local socket in the data directory, each session from one
+    /// snapshot of the store ([`store::live`](crate::store::live)). `Ok(None)` for a store
+    /// that serves none (memory, objects, etcd: readers read those directly) or a platform
+    /// without Unix sockets; an error leaves the store as it was (readers then fall back to a
+    /// private copy).
+    pub fn serve_readers(&self) -> Result<Option<LiveServer>, StorageError> {
+        match self.backend.live() {
+            Some((dir, source)) => crate::store::live::serve(&dir, source),
+            None => Ok(None),
+        }
     }
 
     /// Proves the whole store, its archive included (opened again: another process may have

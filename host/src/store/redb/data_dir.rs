@@ -94,6 +94,15 @@ pub enum DataDirError {
         .0.display()
     )]
     InUse(PathBuf),
+    /// A live run holds the directory and it could not be read consistently beside it (its
+    /// run did not answer on its socket in time, or, serving none, tore every copy).
+    #[error("data directory {} is in use by a live run: {detail}", path.display())]
+    LiveRun {
+        /// The directory.
+        path: PathBuf,
+        /// Why it could not be read, and what to do.
+        detail: String,
+    },
     /// Another process created the directory while this one was creating it.
     #[error(
         "data directory {} was created by another process at the same moment: start one run per data directory",
@@ -225,11 +234,28 @@ impl DataDir {
     }
 
     /// Opens the directory at `path` for reading only: nothing in it is written, so it may be
-    /// on a read-only file system or in use by a live run (see [`RedbReader`] for how).
+    /// on a read-only file system or in use by a live run (see [`RedbReader`] for how; a live
+    /// run's own snapshots are read with `store::open_reader`).
     pub fn open_read_only(path: &Path) -> Result<RedbReader, DataDirError> {
+        match Self::open_read_only_unless_live(path)? {
+            Some(reader) => Ok(reader),
+            None => Self::open_copy_of_live(path),
+        }
+    }
+
+    /// [`Self::open_read_only`], but `None` when a live process holds the database.
+    pub fn open_read_only_unless_live(path: &Path) -> Result<Option<RedbReader>, DataDirError> {
         Self::validate(path, OpenMode::Existing)?;
         let layout = Self::read_layout(path)?;
-        RedbReader::open(&path.join(DB_FILE), layout)
+        RedbReader::open_unless_live(&path.join(DB_FILE), layout)
+            .map_err(|e| refusal(path.to_path_buf(), e.failure, e.error.0))
+    }
+
+    /// Reads the directory a live process holds through a private copy of its database
+    /// ([`RedbReader::open_copy_of_live`]).
+    pub fn open_copy_of_live(path: &Path) -> Result<RedbReader, DataDirError> {
+        let layout = Self::read_layout(path)?;
+        RedbReader::open_copy_of_live(&path.join(DB_FILE), layout)
             .map_err(|e| refusal(path.to_path_buf(), e.failure, e.error.0))
     }
 
@@ -374,6 +400,7 @@ fn open_error(path: &Path) -> impl FnOnce(OpenError) -> DataDirError {
 fn refusal(path: PathBuf, failure: OpenFailure, detail: String) -> DataDirError {
     match failure {
         OpenFailure::InUse => DataDirError::InUse(path),
+        OpenFailure::LiveRun => DataDirError::LiveRun { path, detail },
         OpenFailure::ReadOnly => DataDirError::ReadOnly(path),
         OpenFailure::PermissionDenied => DataDirError::PermissionDenied(path),
         OpenFailure::Io | OpenFailure::Corrupt => DataDirError::Corrupt { path, detail },

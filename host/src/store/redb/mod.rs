@@ -1,10 +1,14 @@
 //! The embedded, durable store on redb: the store itself ([`RedbStorage`]: group commit,
-//! fenced appends), its read-only reader ([`RedbReader`]), the data directory that holds it
+//! fenced appends), one consistent state of it read while it runs ([`RedbSnapshot`]), its
+//! read-only reader ([`RedbReader`]), the data directory that holds it
 //! ([`DataDir`]), and the two as the view file of an object store's root. Open it with
 //! [`store::open`](crate::store::open) (`redb:DIR`) to have its layout and archive record kept.
 
 pub(crate) mod data_dir;
+pub(crate) mod integrity;
 pub(crate) mod reader;
+pub(crate) mod snapshot;
+pub(crate) mod source;
 pub(crate) mod storage;
 #[cfg(feature = "objects")]
 pub(crate) mod view_file;
@@ -14,6 +18,7 @@ pub use data_dir::{
     DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
 };
 pub use reader::{ReadMode, RedbReader};
+pub use snapshot::RedbSnapshot;
 pub use storage::{
     DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
 };

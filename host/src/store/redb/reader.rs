@@ -1,12 +1,14 @@
 //! A redb store opened for reading only: what `check` and `inspect` use, so they leave the
-//! store's bytes unchanged and work on a read-only copy or beside a live run.
+//! store's bytes unchanged and work on a read-only copy.
 //!
 //! redb opens a database read-only in place only when it was closed cleanly and no process has
-//! it open for writing. Otherwise (a run is live and holds the file's lock, or the last one was
-//! killed and the file needs crash recovery, which is a write) the reader copies the file into a
-//! private temporary folder and opens the copy, which redb repairs and checks there; the original
-//! is never written. A copy of a file a live run is committing to can be torn: the copy is then
-//! refused by redb's integrity check (every page's checksum) and taken again, a few times.
+//! it open for writing. When the last run was killed and the file needs crash recovery (a
+//! write), the reader copies the file into a private temporary folder and opens the copy, which
+//! redb repairs and checks there; the original is never written. A file a live process holds is
+//! read from that run's snapshots when it serves them (`store::live`, chosen by
+//! `store::open_reader`); otherwise ([`RedbReader::open_copy_of_live`]) from a private copy,
+//! which a commit under way may tear: redb's integrity check (every page's checksum) then
+//! refuses it and it is taken again, a few times.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +19,7 @@ use sequencer::{Number, PLogOffset, SeqId, WsId};
 use crate::store::codec::StoredEvent;
 use crate::store::layout::Layout;
 use crate::store::reader::StoreReader;
+use crate::store::redb::integrity::{PrivateFolder, catch_quietly, copy_file, verify_copy};
 use crate::store::redb::storage::{
     OpenError, OpenFailure, RedbStorage, check_format, err, read_events, read_next,
     read_partitions, read_plog_bounds, read_view,
@@ -56,8 +59,21 @@ enum Opened {
 
 impl RedbReader {
     /// Opens the database file at `path` for reading only; `layout` is the numbering layout
-    /// recorded beside it, if any. The file's bytes are never changed.
+    /// recorded beside it, if any. The file's bytes are never changed. A file a live process
+    /// holds is read through a private copy ([`Self::open_copy_of_live`]).
     pub fn open(path: &Path, layout: Option<Layout>) -> Result<Self, OpenError> {
+        match Self::open_unless_live(path, layout.clone())? {
+            Some(reader) => Ok(reader),
+            None => Self::open_copy_of_live(path, layout),
+        }
+    }
+
+    /// Opens the database file at `path` for reading only, in place or (when it needs crash
+    /// recovery) through a private copy; `None` when a live process holds it open for writing.
+    pub fn open_unless_live(
+        path: &Path,
+        layout: Option<Layout>,
+    ) -> Result<Option<Self>, OpenError> {
         let fail = |failure, error| OpenError { failure, error };
         if !path.is_file() {
             return Err(fail(
@@ -65,15 +81,19 @@ impl RedbReader {
                 StorageError(format!("{}: the database file is missing", path.display())),
             ));
         }
-        let opened = std::panic::catch_unwind(|| Builder::new().open_read_only(path));
+        // redb may panic on a file altered outside it (its read-only open runs no integrity
+        // check): caught, and said in one line instead of a panic's message.
+        let opened = catch_quietly(|| {
+            Builder::new()
+                .open_read_only(path)
+                .map(|db| (check_format(&db, path), db))
+        });
         let (db, mode) = match opened {
-            Ok(Ok(db)) => {
-                check_format(&db, path).map_err(|e| fail(OpenFailure::Corrupt, e))?;
+            Ok(Ok((format, db))) => {
+                format.map_err(|e| fail(OpenFailure::Corrupt, e))?;
                 (Opened::InPlace(db), ReadMode::InPlace)
             }
-            Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => {
-                (Self::copy(path, true)?, ReadMode::CopyOfLive)
-            }
+            Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => return Ok(None),
             Ok(Err(DatabaseError::RepairAborted)) => {
                 (Self::copy(path, false)?, ReadMode::CopyForRecovery)
             }
@@ -103,11 +123,23 @@ impl RedbReader {
                 ));
             }
         };
-        Ok(Self {
+        Ok(Some(Self {
             path: path.to_path_buf(),
             mode,
             layout,
             db,
+        }))
+    }
+
+    /// Opens a copy of the database file at `path`, which a live process holds open for
+    /// writing, taken again (up to 5 times) while its commits tear it. Refused as
+    /// [`OpenFailure::LiveRun`] when no copy was whole.
+    pub fn open_copy_of_live(path: &Path, layout: Option<Layout>) -> Result<Self, OpenError> {
+        Ok(Self {
+            path: path.to_path_buf(),
+            mode: ReadMode::CopyOfLive,
+            layout,
+            db: Self::copy(path, true)?,
         })
     }
 
@@ -141,18 +173,22 @@ impl RedbReader {
             }
         }
         let detail = last.map_or_else(String::new, |e| e.error.0);
-        let what = if live {
-            format!(
-                "{}: in use by a live run, and {tries} copies of it were not consistent (the last: {detail}); try again, or stop the run first",
-                path.display()
-            )
-        } else {
-            format!(
+        if live {
+            return Err(fail(
+                OpenFailure::LiveRun,
+                StorageError(format!(
+                    "its commits tore {tries} private copies of {} in a row (the last: {detail}); try again, or stop the run first",
+                    path.display()
+                )),
+            ));
+        }
+        Err(fail(
+            OpenFailure::Corrupt,
+            StorageError(format!(
                 "{}: needs crash recovery, and a private copy of it could not be recovered: {detail}",
                 path.display()
-            )
-        };
-        Err(fail(OpenFailure::Corrupt, StorageError(what)))
+            )),
+        ))
     }
 
     /// How the store is read.
@@ -226,40 +262,30 @@ impl StoreReader for RedbReader {
     }
 
     fn statistics(&self) -> Vec<(String, String)> {
-        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
-        vec![(
-            "file size".into(),
-            format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
-        )]
+        vec![file_size(&self.path)]
     }
-}
 
-/// A folder of this process's own in the system's temporary folder, removed with its
-/// contents when dropped.
-struct PrivateFolder {
-    path: PathBuf,
-}
-
-impl PrivateFolder {
-    fn new() -> std::io::Result<Self> {
-        let base = std::env::temp_dir();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        for n in 0..100u32 {
-            let path = base.join(format!("sequencer-read-{}-{nanos}-{n}", std::process::id()));
-            match std::fs::create_dir(&path) {
-                Ok(()) => return Ok(Self { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
+    /// In place, on a private copy (nobody writes the file: this reader's lock keeps writers
+    /// out); a copy was checked when it was opened.
+    fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
+        match self.mode {
+            ReadMode::InPlace => verify_copy(&self.path, "of the closed file", |dest| {
+                copy_file(&self.path, dest)
+            })
+            .map(Some),
+            ReadMode::CopyOfLive | ReadMode::CopyForRecovery => Ok(Some(
+                "redb's integrity check passed (every page's checksum, on the private copy read)"
+                    .into(),
+            )),
         }
-        Err(std::io::Error::other("no free name for a temporary folder"))
     }
 }
 
-impl Drop for PrivateFolder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// The database file's size, as `inspect` shows it (0 when it cannot be read).
+pub(crate) fn file_size(path: &Path) -> (String, String) {
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    (
+        "file size".into(),
+        format!("{:.1} MiB", size as f64 / (1024.0 * 1024.0)),
+    )
 }

@@ -38,10 +38,11 @@ use redb::{
 };
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::codec::{StoredEvent, decode_event};
+use crate::store::codec::StoredEvent;
 use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::storage::{
-    AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
+    AppendError, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
+    StorageError,
 };
 
 /// The format version of the database this build reads and writes.
@@ -147,6 +148,9 @@ struct Inner {
     reads: Mutex<Option<mpsc::Sender<ReadJob>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     stats: Arc<StoreStats>,
+    /// Held by the writer around each transaction, and by [`RedbStorage::hold_commits`].
+    commits: Arc<Mutex<()>>,
+    damage: Arc<DamageLatch>,
 }
 
 impl Drop for Inner {
@@ -169,6 +173,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub enum OpenFailure {
     /// Another process has it open (redb holds a lock on the file while it is open).
     InUse,
+    /// A live process holds it and no consistent read of it could be had (a reader's
+    /// refusal: it says why, never "corrupt").
+    LiveRun,
     /// It is on a read-only file system (redb opens its file for writing).
     ReadOnly,
     /// This user may not open it for reading and writing.
@@ -291,10 +298,12 @@ impl RedbStorage {
         let (wtx, wrx) = mpsc::channel::<Request>();
         let (rtx, rrx) = mpsc::channel::<ReadJob>();
         let mut threads = Vec::new();
+        let commits = Arc::new(Mutex::new(()));
         let (wdb, wstats, wpath) = (db.clone(), stats.clone(), path.to_path_buf());
+        let gate = commits.clone();
         if let Ok(t) = std::thread::Builder::new()
             .name("redb-writer".into())
-            .spawn(move || writer_loop(&wdb, &wpath, &wrx, &wstats))
+            .spawn(move || writer_loop(&wdb, &wpath, &wrx, &wstats, &gate))
         {
             threads.push(t);
         }
@@ -317,6 +326,8 @@ impl RedbStorage {
                 reads: Mutex::new(Some(rtx)),
                 threads: Mutex::new(threads),
                 stats,
+                commits,
+                damage: Arc::default(),
             }),
         }
     }
@@ -329,6 +340,18 @@ impl RedbStorage {
     /// What the store has done so far.
     pub fn counts(&self) -> StoreCounts {
         self.inner.stats.snapshot()
+    }
+
+    /// Waits for the commit under way, if any, then holds every later one until the guard is
+    /// dropped: the file is then still, so a byte copy of it is the last committed state
+    /// (what `check` verifies beside a live run). Writes queue meanwhile; nothing fails.
+    pub fn hold_commits(&self) -> std::sync::MutexGuard<'_, ()> {
+        lock(&self.inner.commits)
+    }
+
+    /// The database, for reads in one transaction (`RedbSnapshot`).
+    pub(crate) fn database(&self) -> &Database {
+        &self.inner.db
     }
 
     fn send(&self, req: Request) -> Result<(), Request> {
@@ -398,7 +421,7 @@ pub(crate) fn check_format(db: &impl ReadableDatabase, path: &Path) -> Result<()
 
 /// Partitions that have a PLog or a stored next offset in `db`, ascending.
 pub(crate) fn read_partitions(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
 ) -> Result<Vec<PartitionId>, StorageError> {
     (|| -> Result<Vec<PartitionId>, redb::Error> {
@@ -428,7 +451,7 @@ pub(crate) fn read_partitions(
 
 /// The first and last offsets of a partition's PLog in `db`, `None` if it is empty.
 pub(crate) fn read_plog_bounds(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
@@ -451,7 +474,7 @@ pub(crate) fn read_plog_bounds(
 
 /// The sequences view of a partition in `db`: (workspace, sequence, last), in key order.
 pub(crate) fn read_view(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
@@ -470,7 +493,7 @@ pub(crate) fn read_view(
 }
 
 pub(crate) fn read_next(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
 ) -> Result<u64, StorageError> {
@@ -483,7 +506,7 @@ pub(crate) fn read_next(
 }
 
 pub(crate) fn read_events(
-    db: &impl ReadableDatabase,
+    db: &impl super::source::ReadSource,
     path: &Path,
     partition: PartitionId,
     from: PLogOffset,
@@ -503,18 +526,15 @@ pub(crate) fn read_events(
         Ok(out)
     })()
     .map_err(|e| err(path, "cannot read the PLog", e))?;
+    // An event that fails its checksum comes back flagged: `read_plog` refuses it, `check`
+    // lists it.
     rows.into_iter()
         .map(|(offset, bytes)| {
-            let (values, payload) = decode_event(&bytes).ok_or_else(|| {
+            StoredEvent::read(offset, &bytes).map_err(|e| {
                 StorageError(format!(
-                    "{}: PLog event {offset} of partition {partition} is corrupt",
+                    "{}: PLog event {offset} of partition {partition} is corrupt ({e})",
                     path.display()
                 ))
-            })?;
-            Ok(StoredEvent {
-                offset,
-                values,
-                payload: payload.to_vec(),
             })
         })
         .collect()
@@ -607,7 +627,13 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
     }
 }
 
-fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, stats: &StoreStats) {
+fn writer_loop(
+    db: &Database,
+    path: &Path,
+    requests: &mpsc::Receiver<Request>,
+    stats: &StoreStats,
+    commits: &Mutex<()>,
+) {
     // After an I/O error redb refuses every later write with "previous I/O error": the first
     // error is the cause an operator needs (a full disk, say), so it is kept and named.
     let mut cause: Option<String> = None;
@@ -620,6 +646,8 @@ fn writer_loop(db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, s
             }
         }
         let outcome = (|| -> Result<Vec<Applied>, redb::Error> {
+            // No commit while a reader copies the file (`hold_commits`).
+            let _gate = lock(commits);
             // redb's default durability, `Durability::Immediate`: the commit returns once durable.
             let tx = db.begin_write()?;
             let mut applied = Vec::with_capacity(group.len());
@@ -773,14 +801,12 @@ impl Storage for RedbStorage {
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let path = self.inner.path.clone();
+        let damage = self.inner.damage.clone();
         self.read(move |db| {
             // One event more than asked for tells whether the PLog ends with the page.
             let events = read_events(db, &path, partition, from, max_events.saturating_add(1))?;
-            Ok(PlogPage::collect(
-                from,
-                max_events,
-                events.into_iter().map(|e| (e.offset, e.values)),
-            ))
+            PlogPage::of_stored(from, max_events, events)
+                .map_err(|e| damage.refuse(&path.display().to_string(), partition, e))
         })
     }
 
@@ -800,6 +826,10 @@ impl Storage for RedbStorage {
 
     fn failure(&self) -> Option<String> {
         lock(&self.inner.stats.failure).clone()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.inner.damage.get()
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::store::layout::Layout;
 use crate::store::redb::reader::RedbReader;
-use crate::store::redb::storage::RedbStorage;
+use crate::store::redb::storage::{OpenFailure, RedbStorage};
 use crate::store::storage::StorageError;
 use crate::store::view_file::{Live, LiveViewFile, ReadOnly, ViewFile};
 
@@ -30,6 +30,14 @@ impl ViewFile for RedbReader {
     type Access = ReadOnly;
 
     fn open_view(path: &Path, layout: Option<Layout>) -> Result<Self, StorageError> {
-        Self::open(path, layout).map_err(|e| e.error)
+        Self::open(path, layout).map_err(|e| match e.failure {
+            // Its message says why, not what: the file is in use.
+            OpenFailure::LiveRun => StorageError(format!(
+                "{}: in use by a live run: {}",
+                path.display(),
+                e.error.0
+            )),
+            _ => e.error,
+        })
     }
 }

@@ -2,7 +2,7 @@
 
 use sequencer::{PLogOffset, SeqValue};
 
-use crate::store::codec::StoredEvent;
+use crate::store::codec::{Checksum, StoredEvent};
 use crate::store::reader::StoreReader;
 use crate::store::storage::{AppendError, EventBatch, PartitionId, PlogPage, Storage};
 use crate::store::testing::expect::{
@@ -383,6 +383,7 @@ fn a_batch_larger_than_one_write_is_appended_whole_in_order<M: StoreMaker>(
                 offset,
                 values: values(0, offset),
                 payload,
+                checksum: Checksum::Verified,
             });
         }
         s.append_events(0, &b).doing(format_args!(
@@ -563,6 +564,7 @@ fn payloads_survive_as_appended<M: StoreMaker>(maker: &mut M, s: M::Store) -> Re
             offset,
             values: values(0, offset),
             payload: p.clone(),
+            checksum: Checksum::Verified,
         })
         .collect();
     let reader = open_reader(maker, &s)?.ok_or_else(|| Seen(NO_READER.into()))?;

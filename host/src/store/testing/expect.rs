@@ -8,7 +8,7 @@ use futures::executor::block_on;
 use futures::future::BoxFuture;
 use sequencer::{PLogOffset, SeqValue};
 
-use crate::store::codec::StoredEvent;
+use crate::store::codec::{Checksum, StoredEvent};
 use crate::store::reader::StoreReader;
 use crate::store::storage::{EventBatch, PartitionId, Storage, StorageError};
 
@@ -243,6 +243,7 @@ pub(super) fn stored(
             offset,
             values: values(partition, offset),
             payload: payload(partition, offset),
+            checksum: Checksum::Verified,
         })
         .collect()
 }

@@ -1,0 +1,265 @@
+//! The reader's side: a session on a live run's socket, read as a [`StoreReader`]. Every read
+//! comes from the snapshot the session's `Hello` took, so a whole `check` sees one committed
+//! state of the store while the run goes on appending.
+
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use sequencer::{Number, PLogOffset, SeqId, WsId};
+
+use crate::store::codec::StoredEvent;
+use crate::store::layout::Layout;
+use crate::store::reader::StoreReader;
+use crate::store::storage::{PartitionId, StorageError};
+
+use super::protocol::{
+    FrameError, MAX_REPLY, MAX_VIEW_ROWS, Reply, Request, VERSION, read_frame, write_frame,
+};
+use super::source::{ANSWER_DEADLINE, REPLY_DEADLINE, at_socket, socket_path};
+
+/// A session on a live run's socket; see the module's documentation.
+pub struct LiveClient {
+    /// `None` once a request failed half-way: the stream may be out of step.
+    stream: Mutex<Option<UnixStream>>,
+    socket: PathBuf,
+    pid: u32,
+    describe: String,
+    statistics: Vec<(String, String)>,
+    layout: Option<Layout>,
+}
+
+/// What [`connect`] found at a data directory's socket.
+pub enum Connect {
+    /// A live run answered: its snapshot is read through the client.
+    Served(LiveClient),
+    /// Nobody serves the directory (no socket, or a stale one a killed run left): why.
+    NotServed(String),
+    /// Something listens but did not answer as a run does within [`ANSWER_DEADLINE`] (a
+    /// stopped or overloaded run, or another protocol version): what happened.
+    NoAnswer(String),
+}
+
+/// Opens a session on the socket of the data directory `dir`.
+pub fn connect(dir: &Path) -> Connect {
+    let socket = socket_path(dir);
+    let stream = match at_socket(dir, |p| UnixStream::connect(p)) {
+        Ok(s) => s,
+        Err(e) => {
+            return Connect::NotServed(format!("{}: no run answers there: {e}", socket.display()));
+        }
+    };
+    let said = (|| {
+        stream.set_read_timeout(Some(ANSWER_DEADLINE))?;
+        stream.set_write_timeout(Some(ANSWER_DEADLINE))?;
+        exchange(&stream, &Request::Hello { version: VERSION })
+    })();
+    let no_answer = |what: String| Connect::NoAnswer(format!("{}: {what}", socket.display()));
+    match said {
+        Ok(Reply::Hello {
+            version: VERSION,
+            pid,
+            describe,
+            statistics,
+        }) => {
+            let _ = stream.set_read_timeout(Some(REPLY_DEADLINE));
+            let _ = stream.set_write_timeout(Some(REPLY_DEADLINE));
+            Connect::Served(LiveClient {
+                stream: Mutex::new(Some(stream)),
+                socket,
+                pid,
+                describe,
+                statistics,
+                layout: None,
+            })
+        }
+        Ok(Reply::Hello { version, .. }) => no_answer(format!(
+            "the run speaks protocol version {version}, this program {VERSION}"
+        )),
+        Ok(Reply::Error(e)) => no_answer(format!("the run refused to serve: {e}")),
+        Ok(other) => no_answer(format!("an unexpected answer to Hello: {other:?}")),
+        Err(e) if timed_out(&e) => no_answer(format!(
+            "no answer within {} s (the run may be stopped or overloaded)",
+            ANSWER_DEADLINE.as_secs()
+        )),
+        Err(e) => no_answer(e.to_string()),
+    }
+}
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// Sends `request` and reads its reply.
+fn exchange(mut stream: &UnixStream, request: &Request) -> std::io::Result<Reply> {
+    write_frame(&mut stream, &request.encode())?;
+    let body = read_frame(&mut stream, MAX_REPLY).map_err(|e| match e {
+        FrameError::Closed => std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the run closed the session",
+        ),
+        FrameError::TooLarge(n) => std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a reply of {n} bytes, over the limit of {MAX_REPLY}"),
+        ),
+        FrameError::Io(e) => e,
+    })?;
+    Reply::decode(&body).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.0))
+}
+
+impl LiveClient {
+    /// The client, reporting `layout` as the store's recorded layout (read beside the store).
+    pub fn with_layout(mut self, layout: Option<Layout>) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The run's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn fail(&self, what: impl std::fmt::Display) -> StorageError {
+        StorageError(format!(
+            "{}: the live run (pid {}) {what}",
+            self.socket.display(),
+            self.pid
+        ))
+    }
+
+    /// One request and its reply; a reply of the wrong kind or an error is an error.
+    fn ask(&self, request: &Request) -> Result<Reply, StorageError> {
+        let mut guard = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(stream) = guard.as_ref() else {
+            return Err(self.fail("session ended after an earlier failure"));
+        };
+        match exchange(stream, request) {
+            Ok(Reply::Error(e)) => Err(self.fail(format_args!("refused: {e}"))),
+            Ok(reply) => Ok(reply),
+            Err(e) => {
+                *guard = None;
+                if timed_out(&e) {
+                    return Err(self.fail(format_args!(
+                        "did not answer within {} s",
+                        REPLY_DEADLINE.as_secs()
+                    )));
+                }
+                Err(self.fail(format_args!("failed: {e}")))
+            }
+        }
+    }
+
+    fn unexpected(&self, reply: &Reply) -> StorageError {
+        self.fail(format_args!("answered out of turn: {reply:?}"))
+    }
+
+    /// Runs `f` while the run holds its commits, so that the store's files are still; fails
+    /// if the hold ended before `f` did (the run ends a hold after `MAX_HOLD`).
+    pub fn while_held<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        match self.ask(&Request::Hold)? {
+            Reply::Held => {}
+            other => return Err(self.unexpected(&other)),
+        }
+        let started = Instant::now();
+        let out = f();
+        match self.ask(&Request::Release) {
+            Ok(Reply::Released) => out,
+            Ok(other) => Err(self.unexpected(&other)),
+            Err(e) => Err(StorageError(format!(
+                "{} (after holding its commits for {:.1} s)",
+                e.0,
+                started.elapsed().as_secs_f64()
+            ))),
+        }
+    }
+}
+
+impl StoreReader for LiveClient {
+    fn describe(&self) -> String {
+        format!(
+            "{} (a run has it open, pid {}: one snapshot it serves over {})",
+            self.describe,
+            self.pid,
+            self.socket.display()
+        )
+    }
+
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        match self.ask(&Request::Partitions)? {
+            Reply::Partitions(p) => Ok(p),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    fn plog_bounds(
+        &self,
+        partition: PartitionId,
+    ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
+        match self.ask(&Request::Bounds { partition })? {
+            Reply::Bounds(b) => Ok(b),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    fn events(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max: usize,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let max = u32::try_from(max).unwrap_or(u32::MAX);
+        match self.ask(&Request::Events {
+            partition,
+            from,
+            max,
+        })? {
+            Reply::Events(e) => Ok(e),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        match self.ask(&Request::StoredNext { partition })? {
+            Reply::Offset(o) => Ok(o),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
+        let mut rows: Vec<(WsId, SeqId, Number)> = Vec::new();
+        loop {
+            let after = rows.last().map(|&(ws, seq, _)| (ws, seq));
+            let page = match self.ask(&Request::View {
+                partition,
+                after,
+                max: MAX_VIEW_ROWS,
+            })? {
+                Reply::View(page) => page,
+                other => return Err(self.unexpected(&other)),
+            };
+            let more = page.len() == MAX_VIEW_ROWS as usize;
+            rows.extend(page);
+            if !more {
+                return Ok(rows);
+            }
+        }
+    }
+
+    fn layout(&self) -> Result<Option<Layout>, StorageError> {
+        Ok(self.layout.clone())
+    }
+
+    fn statistics(&self) -> Vec<(String, String)> {
+        self.statistics.clone()
+    }
+}

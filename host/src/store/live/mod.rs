@@ -1,0 +1,52 @@
+//! Reading a store beside the live run that holds it: the run serves read-only requests on a
+//! local Unix socket in its data directory (`live.sock`), each session from one snapshot of
+//! the store, and `check` and `inspect` read through a [`LiveClient`], a
+//! [`StoreReader`](crate::store::StoreReader) like any other.
+//!
+//! - The run's side ([`serve`], on a [`LiveSource`]; `Store::serve_readers` for a store that
+//!   has one) answers until its [`LiveServer`] is dropped, which removes the socket file; a
+//!   file a killed run left is replaced by the next run.
+//! - The reader's side ([`connect`]) says whether a run answered ([`Connect::Served`]), nobody
+//!   serves the directory ([`Connect::NotServed`]: no socket, or a stale one), or something
+//!   listens but does not answer within [`ANSWER_DEADLINE`] ([`Connect::NoAnswer`]: a
+//!   stopped run).
+//! - Consistency: a session's `Hello` takes a snapshot (a redb read transaction) and every
+//!   read of the session comes from it, so a check compares the PLog and the view of one
+//!   committed state, whatever the run appends meanwhile. A `Hold` holds the run's commits
+//!   (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity check.
+//! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
+//!
+//! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
+//! back to a private copy of the store.
+
+pub mod protocol;
+mod source;
+
+#[cfg(unix)]
+mod client;
+#[cfg(unix)]
+mod server;
+
+#[cfg(unix)]
+pub use client::{Connect, LiveClient, connect};
+#[cfg(unix)]
+pub use server::{LiveServer, serve};
+pub use source::{
+    ANSWER_DEADLINE, Held, IDLE_DEADLINE, LiveSource, MAX_HOLD, MAX_SESSIONS, REPLY_DEADLINE,
+    SOCKET_FILE, socket_path,
+};
+
+/// Where Unix sockets are missing: nothing is served.
+#[cfg(not(unix))]
+pub struct LiveServer {
+    _none: (),
+}
+
+/// Where Unix sockets are missing: nothing is served (`Ok(None)`).
+#[cfg(not(unix))]
+pub fn serve(
+    _dir: &std::path::Path,
+    _source: std::sync::Arc<dyn LiveSource>,
+) -> Result<Option<LiveServer>, crate::store::StorageError> {
+    Ok(None)
+}
