@@ -2,7 +2,9 @@
 //! named by its first offset and created only if absent. The fence with such objects (a stale
 //! writer whose tail is old), a crash between two parts of one batch (a dense prefix remains),
 //! a lost answer retried (its own object recognised), a store of one-event objects (format 1)
-//! read and continued, and the merger over objects of both kinds. The race of two writers on
+//! read and continued, the merger over objects of both kinds, and the delete delay on a shared
+//! store (an append skips its look for a bundle only when no merger can have deleted its name,
+//! however late its create lands). The race of two writers on
 //! one name and the kill tests are in `objects.rs` and `s3.rs`.
 
 #![cfg(feature = "objects")]
@@ -44,6 +46,9 @@ enum Fault {
     Lost,
     /// It lands, and its answer is lost.
     AnswerLost,
+    /// It is on its way until the name is free (a request slower than the delete delay: a
+    /// slow network, or a retry after a timeout), then lands.
+    LandsOnceFree,
 }
 
 /// An in-memory object store (create-if-absent atomic, as on S3 or a local directory) with a
@@ -100,6 +105,14 @@ impl ObjectStore for Faulty {
             Some(Fault::AnswerLost) => {
                 let _ = self.inner.put_opts(location, payload, opts).await;
                 Err(failed("the connection closed before the answer"))
+            }
+            Some(Fault::LandsOnceFree) => {
+                let waited = std::time::Instant::now();
+                while self.inner.head(location).await.is_ok() {
+                    assert!(waited.elapsed() < Duration::from_secs(20), "never freed");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                self.inner.put_opts(location, payload, opts).await
             }
             None => self.inner.put_opts(location, payload, opts).await,
         }
@@ -364,6 +377,45 @@ fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is
     );
     assert!(!exists(&store, &event_object(0, 3)), "taken back");
     assert_eq!(store.heads.load(Ordering::SeqCst), 2);
+    holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_bundle() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let options = PlogOptions {
+        delete_delay: delay,
+        ..PlogOptions::new(4, Access::Write)
+    };
+    let open = || ObjectPlog::open_with(store.clone(), None, options).expect("open");
+    let a = open();
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // A writer that saw the tail 1..=2 and will be stale.
+    let seen = std::time::Instant::now();
+    let stale = open();
+    for first in (3..=19).step_by(2) {
+        a.append(0, &batch(first, 2, 1)).expect("append");
+    }
+    a.merge_now().expect("merge");
+    assert_eq!(a.bounds(0), (21, 20));
+    // The stale writer's create of 3 is sent well within half the delay of its look at the
+    // tail, and lands only after the merger deleted the name (the delay after its bundle):
+    // sent fresh, it is not fresh when it lands, so the append must still look for the bundle.
+    store.on_put(event_object(0, 3), Fault::LandsOnceFree);
+    assert!(seen.elapsed() < delay / 4, "sent within the delay");
+    let refused = stale.append(0, &batch(3, 2, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 21,
+                offered: 3
+            })
+        ),
+        "an append the PLog does not hold was acknowledged: {refused:?}"
+    );
+    assert!(!exists(&store, &event_object(0, 3)), "taken back");
     holds(&reader(&store, 4), 1, &[1; 20]);
 }
 

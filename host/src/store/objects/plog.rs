@@ -52,10 +52,10 @@ pub const DEFAULT_BUNDLE_EVENTS: u64 = 1024;
 pub const MAX_OBJECT_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long the merger waits after writing a bundle before it deletes the event objects it
-/// holds, when the PLog is shared by many hosts (S3): within half of it after seeing its tail,
-/// a writer's create cannot have re-created a deleted name, so an append skips its look for a
-/// bundle (a request per append). A local directory has one host (its view's lock) and deletes
-/// at once.
+/// holds, when the PLog is shared by many hosts (S3): a writer's create *answered* within half
+/// of it after the writer saw its tail cannot have re-created a deleted name, so an append
+/// skips its look for a bundle (a request per append). A local directory has one host (its
+/// view's lock) and deletes at once.
 pub const REMOTE_DELETE_DELAY: Duration = Duration::from_secs(30);
 
 /// How a handle on an object PLog works ([`ObjectPlog::open_with`]).
@@ -306,8 +306,9 @@ impl ObjectPlog {
         // The objects created, in order.
         let mut written: Vec<Arc<EventsObject>> = Vec::new();
         let mut failed: Option<(PLogOffset, CreateError)> = None;
-        // Whether each create was sent within half the delete delay of this handle seeing the
-        // tail it continues (then no merger can have deleted the name: see REMOTE_DELETE_DELAY).
+        // Whether each create was answered within half the delete delay of this handle seeing
+        // the tail it continues (then no merger can have deleted the name: see
+        // REMOTE_DELETE_DELAY).
         let mut fresh = !sh.delete_delay.is_zero();
         let mut seen = st.tail_seen;
         let limits = self.append_limits();
@@ -318,8 +319,12 @@ impl ObjectPlog {
                 ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
             });
             let sent = Instant::now();
-            fresh &= seen.is_some_and(|t| sent.duration_since(t) <= sh.delete_delay / 2);
-            match sh.create(&event_object(partition, first), obj.bytes()) {
+            let created = sh.create(&event_object(partition, first), obj.bytes());
+            // The object landed before its answer came, however long the request took (a slow
+            // network, retries after timeouts): timed from when it was sent, a create that
+            // landed after a merger deleted the name would pass for fresh.
+            fresh &= seen.is_some_and(|t| t.elapsed() <= sh.delete_delay / 2);
+            match created {
                 Ok(created) => {
                     // A create found to be its own earlier attempt landed at an unknown time.
                     seen = (created == Created::Now).then_some(sent);

@@ -158,9 +158,9 @@ pub(super) struct Shared {
     /// The format of the event objects it creates.
     pub(super) format: ObjectFormat,
     /// How long after writing a bundle the merger deletes the event objects it holds (0: at
-    /// once). Every handle of one PLog deletes no sooner, so an append whose partition's
-    /// tail this handle saw less than half of it ago cannot have re-created a deleted name,
-    /// and skips its look for a bundle (a request on S3).
+    /// once). Every handle of one PLog deletes no sooner, so an append whose creates were
+    /// answered less than half of it after this handle saw the partition's tail cannot have
+    /// re-created a deleted name, and skips its look for a bundle (a request on S3).
     pub(super) delete_delay: Duration,
     /// Event objects to delete once their time comes (under bundles written before).
     pub(super) pending_deletes: Mutex<PendingDeletes>,
