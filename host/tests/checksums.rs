@@ -243,6 +243,28 @@ fn event_start(bytes: &[u8], i: usize) -> usize {
     table + 12 * u32_at(12) + (0..i).map(lengths).sum::<usize>()
 }
 
+/// `run` on the object store in `root` is refused at the damaged event (partition, offset)
+/// `at`, naming the event object that holds it (named by `first`), and writes nothing.
+fn refused_writing_nothing(
+    root: &Path,
+    at: (u32, u64),
+    first: u64,
+    run: impl FnOnce() -> std::process::Output,
+) {
+    let before = common::snapshot(root);
+    let out = run();
+    refused(&out, "object store", at.0, at.1);
+    assert!(
+        text(&out).1.contains(&event_object(at.0, first)),
+        "{:?}",
+        text(&out)
+    );
+    assert!(
+        common::snapshot(root) == before,
+        "a refused run wrote nothing"
+    );
+}
+
 #[test]
 fn a_flipped_bit_in_an_object_of_several_events_is_listed_by_check_and_refused_by_a_run_writing_nothing()
  {
@@ -268,18 +290,7 @@ fn a_flipped_bit_in_an_object_of_several_events_is_listed_by_check_and_refused_b
     let store = format!("objects:{}", root.display());
     check_lists(&["--store", &store], &[(1, a), (1, b)]);
 
-    let before = common::snapshot(&root);
-    let out = objects_run(&root, 10, 10_000);
-    refused(&out, "object store", 1, a);
-    assert!(
-        text(&out).1.contains(&event_object(1, firsts[i])),
-        "{:?}",
-        text(&out)
-    );
-    assert!(
-        common::snapshot(&root) == before,
-        "a refused run wrote nothing"
-    );
+    refused_writing_nothing(&root, (1, a), firsts[i], || objects_run(&root, 10, 10_000));
 }
 
 #[test]
@@ -295,18 +306,9 @@ fn a_flipped_bit_in_a_one_event_object_of_the_old_format_is_listed_by_check_and_
     let store = format!("objects:{}", root.display());
     check_lists(&["--store", &store], &[(1, 30), (1, 31)]);
 
-    let before = common::snapshot(&root);
-    let out = objects_run_with(&root, 10, 10_000, &[], &old);
-    refused(&out, "object store", 1, 30);
-    assert!(
-        text(&out).1.contains(&event_object(1, 30)),
-        "{:?}",
-        text(&out)
-    );
-    assert!(
-        common::snapshot(&root) == before,
-        "a refused run wrote nothing"
-    );
+    refused_writing_nothing(&root, (1, 30), 30, || {
+        objects_run_with(&root, 10, 10_000, &[], &old)
+    });
 }
 
 #[test]

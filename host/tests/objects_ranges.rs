@@ -321,89 +321,27 @@ fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_bot
     holds(&fresh, 10, &[2, 2, 2]);
 }
 
-#[test]
-fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is_refused() {
-    let store = Arc::new(Faulty::default());
-    let delay = Duration::from_secs(1);
+/// A writer of PLogs on `store` in bundles of 4 whose merger deletes merged objects `delay`
+/// after their bundle, as on S3.
+fn open_delayed(store: &Arc<Faulty>, delay: Duration) -> ObjectPlog {
     let options = PlogOptions {
         delete_delay: delay,
         ..PlogOptions::new(4, Access::Write)
     };
-    let open = || ObjectPlog::open_with(store.clone(), None, options).expect("open");
-    let a = open();
-    // A new partition's tail was never seen: the first append looks for a bundle.
-    a.append(0, &batch(1, 2, 1)).expect("1..=2");
-    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
-    // Two writers that saw the tail 1..=2 and will be stale.
-    let (early, late) = (open(), open());
-    // Appends right after the one before: no look for a bundle (no merger deletes a name
-    // within the delay of its bundle, and the tail was seen well within it).
-    for first in (3..=19).step_by(2) {
-        a.append(0, &batch(first, 2, 1)).expect("append");
-    }
-    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
-    a.merge_now().expect("merge");
-    assert_eq!(a.bounds(0), (21, 20));
-    // Merged objects stay for the delay: a stale writer within it collides with them.
-    assert!(exists(&store, &event_object(0, 3)));
-    let refused = early.append(0, &batch(3, 2, 2));
-    assert!(
-        matches!(
-            refused,
-            Err(AppendError::WrongOffset {
-                expected: 21,
-                offered: 3
-            })
-        ),
-        "{refused:?}"
-    );
-    // Past the delay they are gone; a writer whose view of the tail is older than half of it
-    // re-creates the name, looks for a bundle, finds it, takes its object back and is refused.
-    std::thread::sleep(delay * 5 / 2);
-    assert!(
-        !exists(&store, &event_object(0, 3)),
-        "deleted after the delay"
-    );
-    let refused = late.append(0, &batch(3, 2, 2));
-    assert!(
-        matches!(
-            refused,
-            Err(AppendError::WrongOffset {
-                expected: 21,
-                offered: 3
-            })
-        ),
-        "{refused:?}"
-    );
-    assert!(!exists(&store, &event_object(0, 3)), "taken back");
-    assert_eq!(store.heads.load(Ordering::SeqCst), 2);
-    holds(&reader(&store, 4), 1, &[1; 20]);
+    ObjectPlog::open_with(store.clone(), None, options).expect("open")
 }
 
-#[test]
-fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_bundle() {
-    let store = Arc::new(Faulty::default());
-    let delay = Duration::from_secs(1);
-    let options = PlogOptions {
-        delete_delay: delay,
-        ..PlogOptions::new(4, Access::Write)
-    };
-    let open = || ObjectPlog::open_with(store.clone(), None, options).expect("open");
-    let a = open();
-    a.append(0, &batch(1, 2, 1)).expect("1..=2");
-    // A writer that saw the tail 1..=2 and will be stale.
-    let seen = std::time::Instant::now();
-    let stale = open();
+/// `a`, whose PLog ends at 2, appends 3..=20 in batches of 2 and merges them (bundles 1..=20).
+fn append_to_20_and_merge(a: &ObjectPlog) {
     for first in (3..=19).step_by(2) {
         a.append(0, &batch(first, 2, 1)).expect("append");
     }
     a.merge_now().expect("merge");
     assert_eq!(a.bounds(0), (21, 20));
-    // The stale writer's create of 3 is sent well within half the delay of its look at the
-    // tail, and lands only after the merger deleted the name (the delay after its bundle):
-    // sent fresh, it is not fresh when it lands, so the append must still look for the bundle.
-    store.on_put(event_object(0, 3), Fault::LandsOnceFree);
-    assert!(seen.elapsed() < delay / 4, "sent within the delay");
+}
+
+/// A stale writer's append of 3..=4 to the PLog of 20 events is refused.
+fn stale_refused_at_3(stale: &ObjectPlog, why: &str) {
     let refused = stale.append(0, &batch(3, 2, 2));
     assert!(
         matches!(
@@ -413,8 +351,56 @@ fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_b
                 offered: 3
             })
         ),
-        "an append the PLog does not hold was acknowledged: {refused:?}"
+        "{why}: {refused:?}"
     );
+}
+
+#[test]
+fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is_refused() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let a = open_delayed(&store, delay);
+    // A new partition's tail was never seen: the first append looks for a bundle.
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    // Two writers that saw the tail 1..=2 and will be stale.
+    let (early, late) = (open_delayed(&store, delay), open_delayed(&store, delay));
+    // Appends right after the one before: no look for a bundle (no merger deletes a name
+    // within the delay of its bundle, and the tail was seen well within it).
+    append_to_20_and_merge(&a);
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    // Merged objects stay for the delay: a stale writer within it collides with them.
+    assert!(exists(&store, &event_object(0, 3)));
+    stale_refused_at_3(&early, "within the delay");
+    // Past the delay they are gone; a writer whose view of the tail is older than half of it
+    // re-creates the name, looks for a bundle, finds it, takes its object back and is refused.
+    std::thread::sleep(delay * 5 / 2);
+    assert!(
+        !exists(&store, &event_object(0, 3)),
+        "deleted after the delay"
+    );
+    stale_refused_at_3(&late, "past the delay");
+    assert!(!exists(&store, &event_object(0, 3)), "taken back");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 2);
+    holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_bundle() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let a = open_delayed(&store, delay);
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // A writer that saw the tail 1..=2 and will be stale.
+    let seen = std::time::Instant::now();
+    let stale = open_delayed(&store, delay);
+    append_to_20_and_merge(&a);
+    // The stale writer's create of 3 is sent well within half the delay of its look at the
+    // tail, and lands only after the merger deleted the name (the delay after its bundle):
+    // sent fresh, it is not fresh when it lands, so the append must still look for the bundle.
+    store.on_put(event_object(0, 3), Fault::LandsOnceFree);
+    assert!(seen.elapsed() < delay / 4, "sent within the delay");
+    stale_refused_at_3(&stale, "an append the PLog does not hold was acknowledged");
     assert!(!exists(&store, &event_object(0, 3)), "taken back");
     holds(&reader(&store, 4), 1, &[1; 20]);
 }
