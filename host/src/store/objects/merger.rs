@@ -134,21 +134,27 @@ impl Shared {
             let st = lock(&part);
             st.tail.range(first..=last).map(|(f, _)| *f).collect()
         };
+        // A hole in the range as this handle knows it: another host's merger may have bundled
+        // the range first, its objects then deleted, or this handle's tail moved past the range
+        // meanwhile (an append's rescan found that bundle between the merger reading where to
+        // start and reading the tail here).
+        let hole = |o: PLogOffset| -> Result<u64, StorageError> {
+            if let Some(b) = self.get_bundle(p, first)?
+                && b.prev == prev
+            {
+                return Ok(b.last_hash());
+            }
+            Err(StorageError(format!(
+                "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
+                event_object(p, o)
+            )))
+        };
         let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
         let mut o = first;
         for (&f, obj) in firsts.iter().zip(self.objects_for(p, &firsts)?) {
             let Some(e) = obj.filter(|_| f == o) else {
-                // Another host's merger may have bundled the range first.
-                if let Some(b) = self.get_bundle(p, first)?
-                    && b.prev == prev
-                {
-                    return Ok(b.last_hash());
-                }
-                return Err(StorageError(format!(
-                    "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
-                    event_object(p, o)
-                )));
+                return hole(o);
             };
             if let Some(bad) = e.damaged {
                 return Err(damaged(p, bad, o));
@@ -176,10 +182,7 @@ impl Shared {
             events.extend((0..e.len()).map(|i| (e.hashes[i], e.event(i).to_vec())));
         }
         if o != last + 1 {
-            return Err(StorageError(format!(
-                "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
-                event_object(p, o)
-            )));
+            return hole(o);
         }
         let name = bundle_object(p, first, last);
         match self.create(&name, &Bundle::encode(first, prev, &events)) {

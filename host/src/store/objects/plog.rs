@@ -577,6 +577,43 @@ fn object_parts(
 mod tests {
     use super::*;
 
+    /// `n` events from `first`.
+    fn batch(first: PLogOffset, n: u64) -> EventBatch {
+        let mut b = EventBatch::new(first);
+        for o in first..first + n {
+            b.push(&[sequencer::SeqValue::new(1, 1, o)], b"e");
+        }
+        b
+    }
+
+    #[test]
+    fn a_merger_whose_range_a_rescan_found_bundled_meanwhile_takes_the_bundle_not_a_hole() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let open = || ObjectPlog::open(store.clone(), None, 4, Access::Write).expect("open");
+        let (a, b) = (open(), open());
+        a.append(0, &batch(1, 8)).expect("1..=8");
+        a.merge_now().expect("merge");
+        assert_eq!(a.bounds(0), (9, 8));
+        // b, stale, is refused and rescans: its tail starts after a's bundles.
+        let refused = b.append(0, &batch(1, 2));
+        assert!(
+            matches!(refused, Err(AppendError::WrongOffset { expected: 9, .. })),
+            "{refused:?}"
+        );
+        assert_eq!(b.bounds(0), (9, 8));
+        // b's merger read where to start (1, after no bundle) just before that rescan, and
+        // reads the tail after it: the range is in no object b knows of, and a's bundle holds
+        // it. (The two reads are apart in time, not in one lock: this is what the merger sees.)
+        {
+            let part = b.shared.part(0);
+            let mut st = lock(&part);
+            (st.merged_to, st.merged_hash) = (0, 0);
+        }
+        assert_eq!(b.merge_now().expect("a's bundles taken"), 2);
+        assert_eq!(b.bounds(0), (9, 8));
+        assert!(b.merge_error().is_none());
+    }
+
     #[test]
     fn a_batch_is_cut_at_bundle_boundaries_and_at_the_object_limits() {
         let small = [1u8; 10];

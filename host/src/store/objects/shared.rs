@@ -69,8 +69,12 @@ impl Part {
         }
     }
 
-    /// Forgets the objects of the tail up to `last` (merged into bundles).
+    /// Forgets the objects of the tail up to `last` (merged into bundles). Never moves back: a
+    /// rescan may have found later bundles while the merger merged an earlier range.
     pub(super) fn merged(&mut self, last: PLogOffset, last_hash: u64) {
+        if last <= self.merged_to {
+            return;
+        }
         self.merged_to = last;
         self.merged_hash = last_hash;
         self.tail = self.tail.split_off(&(last + 1));
@@ -558,5 +562,31 @@ impl Shared {
     ) -> Result<(), StorageError> {
         let names: Vec<String> = firsts.iter().map(|&o| event_object(p, o)).collect();
         self.sync_objects(&partition_dir(EVENTS, p), &names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_of_a_range_a_rescan_already_found_bundled_leaves_the_tail_as_it_is() {
+        let mut part = Part {
+            next: 13,
+            merged_to: 8,
+            merged_hash: 88,
+            tail: BTreeMap::from([(9, 12)]),
+            ..Part::default()
+        };
+        part.merged(4, 44);
+        assert_eq!(
+            (part.merged_to, part.merged_hash, part.tail.len()),
+            (8, 88, 1)
+        );
+        part.merged(12, 1212);
+        assert_eq!(
+            (part.merged_to, part.merged_hash, part.tail.len()),
+            (12, 1212, 0)
+        );
     }
 }
