@@ -4,8 +4,9 @@
 //! a lost answer retried (its own object recognised), a store of one-event objects (format 1)
 //! read and continued, the merger over objects of both kinds, and the delete delay on a shared
 //! store (an append skips its look for a bundle only when no merger can have deleted its name,
-//! however late its create lands). The race of two writers on
-//! one name and the kill tests are in `objects.rs` and `s3.rs`.
+//! however late its create lands), and a retried append whose lost objects another host merged
+//! and continued from (the PLog's, never taken back). The race of two writers on one name and
+//! the kill tests are in `objects.rs` and `s3.rs`.
 
 #![cfg(feature = "objects")]
 
@@ -61,11 +62,27 @@ struct Faulty {
     heads: AtomicU64,
     /// Every put takes 100 ms (its caller's thread waits, as for an answer over a network).
     slow: AtomicBool,
+    /// Runs before the next HEAD request is answered (what other hosts do meanwhile).
+    before_head: Mutex<Meanwhile>,
+}
+
+/// What other hosts do while a request is on its way.
+#[derive(Default)]
+struct Meanwhile(Option<Box<dyn FnOnce() + Send>>);
+
+impl fmt::Debug for Meanwhile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "set" } else { "none" })
+    }
 }
 
 impl Faulty {
     fn on_put(&self, name: String, fault: Fault) {
         *self.fault.lock().expect("lock") = Some((name, fault));
+    }
+
+    fn on_head(&self, meanwhile: impl FnOnce() + Send + 'static) {
+        *self.before_head.lock().expect("lock") = Meanwhile(Some(Box::new(meanwhile)));
     }
 }
 
@@ -133,6 +150,13 @@ impl ObjectStore for Faulty {
     ) -> object_store::Result<GetResult> {
         if options.head {
             self.heads.fetch_add(1, Ordering::SeqCst);
+            let meanwhile = self.before_head.lock().expect("lock").0.take();
+            if let Some(f) = meanwhile {
+                // On a thread of its own: the other host's requests block on their own.
+                std::thread::spawn(f)
+                    .join()
+                    .expect("what the other host did");
+            }
         }
         self.inner.get_opts(location, options).await
     }
@@ -403,6 +427,73 @@ fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_b
     stale_refused_at_3(&stale, "an append the PLog does not hold was acknowledged");
     assert!(!exists(&store, &event_object(0, 3)), "taken back");
     holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn a_fresh_writer_collides_with_a_retried_append_that_another_host_merged() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(2);
+    let y = open_delayed(&store, delay);
+    y.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // W saw the tail 1..=2 and will append there well within half the delay.
+    let w = open_delayed(&store, delay);
+    // Y's object 3..=4 lands and its answer is lost: Y does not know it appended.
+    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    let lost = y.append(0, &batch(3, 2, 2));
+    assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
+    // Another writer continues after it, and merges 1..=20: Y's events are in bundle 1..=4.
+    let x = open_delayed(&store, delay);
+    assert_eq!(x.bounds(0).0, 5);
+    for first in (5..=19).step_by(2) {
+        x.append(0, &batch(first, 2, 1)).expect("append");
+    }
+    x.merge_now().expect("merge");
+    // Y retries: its create finds its own bytes and its look the bundle over them, which
+    // holds its very events: the append is the PLog's, and its object stays.
+    y.append(0, &batch(3, 2, 2))
+        .expect("the retried append, in the PLog");
+    // W's create, sent fresh, collides with it: taking it back would have freed the name
+    // within the delay, and W's append would have landed there unseen, skipping its look.
+    stale_refused_at_3(&w, "W's append over bundled offsets was acknowledged");
+    holds(
+        &reader(&store, 4),
+        1,
+        &[1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+    );
+}
+
+#[test]
+fn a_retried_append_that_another_host_merged_and_continued_from_is_the_plogs_not_taken_back() {
+    let store = Arc::new(Faulty::default());
+    let y = open(&store, 4);
+    y.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // Y's object 3..=4 lands; its answer is lost.
+    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    let lost = y.append(0, &batch(3, 2, 2));
+    assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
+    // Another host reads the PLog to 4 and merges 1..=4 (deleting its objects).
+    let x = open(&store, 4);
+    x.merge_now().expect("merge");
+    assert_eq!(x.bounds(0), (5, 4));
+    // Y retries with 3..=6: it re-creates 3..=4 (the bytes the bundle holds) and creates
+    // 5..=6. While it looks for a bundle, the other host continues after 5..=6.
+    let other = x.clone();
+    store.on_head(move || {
+        let refused = other.append(0, &batch(5, 2, 3));
+        assert!(
+            matches!(refused, Err(AppendError::WrongOffset { expected: 7, .. })),
+            "{refused:?}"
+        );
+        other
+            .append(0, &batch(7, 2, 3))
+            .expect("7..=8, after Y's 5..=6");
+    });
+    // The bundle over 3..=4 holds Y's very events: the append is the PLog's. Taking 5..=6 back
+    // would leave a hole under the other host's acknowledged 7..=8.
+    y.append(0, &batch(3, 4, 2))
+        .expect("the retried append, in the PLog");
+    assert_eq!(y.bounds(0).0, 7);
+    holds(&reader(&store, 4), 1, &[1, 1, 2, 2, 2, 2, 3, 3]);
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //!   response), anything else is a lost race (`WrongOffset`). After its creates, an append
 //!   checks that no bundle holds its offsets (the merger writes a bundle before it deletes
 //!   the events it holds, so a writer that re-created a merged offset sees the bundle then),
-//!   and takes its objects back if one does. The parts of a batch are created in order, each
+//!   and takes its objects back if one does, unless the bundle holds its very events (its own
+//!   earlier attempt, merged by another host). The parts of a batch are created in order, each
 //!   after the one before it answered, so a failure leaves a dense prefix.
 //! - **Links.** Each event's hash covers its offset, the previous event's hash and its bytes
 //!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A
@@ -369,13 +370,28 @@ impl ObjectPlog {
                 return Err(e.into());
             }
         };
-        if let Some(taken) = bundled {
-            let mine: Vec<String> = written
+        // Unless the bundles hold this append's very events: its own earlier attempt landed
+        // (its answer lost), and another host continued from it and merged it. Then the
+        // append is the PLog's, and its objects past the bundles may already have others'
+        // after them: taking them back would leave a hole.
+        let taken = bundled.map(|taken| {
+            let mine: Vec<&Arc<EventsObject>> =
+                written.iter().filter(|o| o.last() >= taken).collect();
+            bundles_hold(sh, partition, &mine).map(|held| (!held).then_some((taken, mine)))
+        });
+        let taken = match taken.transpose() {
+            Ok(t) => t.flatten(),
+            Err(e) => {
+                st.in_doubt = true;
+                return Err(e.into());
+            }
+        };
+        if let Some((taken, mine)) = taken {
+            let names: Vec<String> = mine
                 .iter()
-                .filter(|o| o.last() >= taken)
                 .map(|o| event_object(partition, o.first))
                 .collect();
-            let _ = sh.delete_now(&mine);
+            let _ = sh.delete_now(&names);
             *st = Part {
                 merge_error: st.merge_error.clone(),
                 ..sh.scan(partition)?
@@ -571,6 +587,26 @@ fn object_parts(
         parts.push(start..events.len());
     }
     parts
+}
+
+/// Whether the bundles over `objects` (an append's, from the first offset a bundle holds on)
+/// hold their very events, compared by the hash of each one's last event (the chain covers
+/// every event before it); objects past the last bundle are the PLog's continuation then.
+fn bundles_hold(
+    sh: &Shared,
+    p: PartitionId,
+    objects: &[&Arc<EventsObject>],
+) -> Result<bool, StorageError> {
+    for o in objects {
+        // Bundles are written in order from offset 1: past the first missing one, none.
+        let Some(b) = sh.get_bundle(p, o.first)? else {
+            break;
+        };
+        if b.hashes.get((o.last() - b.first) as usize) != Some(&o.last_hash()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
