@@ -13,8 +13,9 @@
 //!   response), anything else is a lost race (`WrongOffset`). After its creates, an append
 //!   checks that no bundle holds its offsets (the merger writes a bundle before it deletes
 //!   the events it holds, so a writer that re-created a merged offset sees the bundle then),
-//!   and takes its objects back if one does, unless the bundle holds its very events (its own
-//!   earlier attempt, merged by another host). The parts of a batch are created in order, each
+//!   and takes its objects back if one does (when the bundle holds its very events, its own
+//!   earlier attempt merged by another host, it keeps those past the bundles, which others
+//!   may have continued from). The parts of a batch are created in order, each
 //!   after the one before it answered, so a failure leaves a dense prefix.
 //! - **Links.** Each event's hash covers its offset, the previous event's hash and its bytes
 //!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A
@@ -274,7 +275,9 @@ impl ObjectPlog {
     /// created only if absent, then synced: returns once every event is durable. Refused with
     /// `WrongOffset` when the batch does not start at the PLog's next offset or another writer
     /// holds a part's first offset; the parts before that one are then durable (a dense
-    /// prefix), none after it are written.
+    /// prefix), none after it are written. Refused too when a bundle turns out to hold offsets
+    /// it wrote: its objects are taken back, unless the bundle holds these very events (an
+    /// earlier attempt of it that landed), whose continuation past the bundles stays durable.
     pub fn append(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
@@ -370,28 +373,39 @@ impl ObjectPlog {
                 return Err(e.into());
             }
         };
-        // Unless the bundles hold this append's very events: its own earlier attempt landed
-        // (its answer lost), and another host continued from it and merged it. Then the
-        // append is the PLog's, and its objects past the bundles may already have others'
-        // after them: taking them back would leave a hole.
-        let taken = bundled.map(|taken| {
+        if let Some(taken) = bundled {
             let mine: Vec<&Arc<EventsObject>> =
                 written.iter().filter(|o| o.last() >= taken).collect();
-            bundles_hold(sh, partition, &mine).map(|held| (!held).then_some((taken, mine)))
-        });
-        let taken = match taken.transpose() {
-            Ok(t) => t.flatten(),
-            Err(e) => {
-                st.in_doubt = true;
-                return Err(e.into());
+            let under = match bundles_hold(sh, partition, &mine) {
+                Ok(under) => under,
+                Err(e) => {
+                    st.in_doubt = true;
+                    return Err(e.into());
+                }
+            };
+            let names = |objects: &[&Arc<EventsObject>]| -> Vec<String> {
+                objects
+                    .iter()
+                    .map(|o| event_object(partition, o.first))
+                    .collect()
+            };
+            match under {
+                // Other events than the bundles': a stale writer's, linked to nothing the PLog
+                // holds (no one can have continued from them): all taken back.
+                None => {
+                    let _ = sh.delete_now(&names(&mine));
+                }
+                // The bundles hold these very events: this writer's earlier attempt landed
+                // (its answer lost), another host continued from it and merged it (or wrote
+                // the same events). Those past the bundles continue the PLog, and others may
+                // have appended after them: they stay (the append is refused all the same,
+                // and the replay that follows finds them). Those under the bundles are
+                // leftovers, deleted as a merge's are: not before the delete delay, which
+                // the appends that skip their look rest on.
+                Some(n) => {
+                    let _ = sh.delete_later(names(&mine[..n]));
+                }
             }
-        };
-        if let Some((taken, mine)) = taken {
-            let names: Vec<String> = mine
-                .iter()
-                .map(|o| event_object(partition, o.first))
-                .collect();
-            let _ = sh.delete_now(&names);
             *st = Part {
                 merge_error: st.merge_error.clone(),
                 ..sh.scan(partition)?
@@ -591,22 +605,25 @@ fn object_parts(
 
 /// Whether the bundles over `objects` (an append's, from the first offset a bundle holds on)
 /// hold their very events, compared by the hash of each one's last event (the chain covers
-/// every event before it); objects past the last bundle are the PLog's continuation then.
+/// every event before it): how many of them bundles hold if so (the objects after those are
+/// the PLog's continuation), `None` if a bundle holds other events.
 fn bundles_hold(
     sh: &Shared,
     p: PartitionId,
     objects: &[&Arc<EventsObject>],
-) -> Result<bool, StorageError> {
+) -> Result<Option<usize>, StorageError> {
+    let mut under = 0;
     for o in objects {
         // Bundles are written in order from offset 1: past the first missing one, none.
         let Some(b) = sh.get_bundle(p, o.first)? else {
             break;
         };
         if b.hashes.get((o.last() - b.first) as usize) != Some(&o.last_hash()) {
-            return Ok(false);
+            return Ok(None);
         }
+        under += 1;
     }
-    Ok(true)
+    Ok(Some(under))
 }
 
 #[cfg(test)]
