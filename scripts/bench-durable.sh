@@ -6,7 +6,8 @@
 # the machine does meanwhile falls on both alike. Each run starts from an empty store: a fresh
 # data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
 # store and mode: durable events/s, acknowledgement latency (numbering to durable ack) p50/p99,
-# and events per fsync (redb commit) or per etcd append transaction, as medians over the runs.
+# and events per fsync (redb commit), per etcd append transaction or per event object, as medians
+# over the runs.
 #
 #   bash scripts/bench-durable.sh                   # 3 rounds
 #   BENCH_RUNS=1 BENCH_SCALE=0.2 bash scripts/bench-durable.sh   # a quick smoke run
@@ -14,9 +15,11 @@
 #
 # Knobs: BENCH_RUNS (rounds, 3), BENCH_SCALE (events factor, 1), BENCH_STORES ("redb etcd";
 # also "objects" and "s3"),
-# BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default).
+# BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default), BENCH_HOST (a
+# sequencer-host binary to measure instead of building one: to compare two builds, run the
+# script once with each, alternated).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
-# one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 5,000; s3 100 and 1,000.
+# one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 25,000; s3 100 and 5,000.
 # Builds the component and the host (release, with the features the stores need: etcd brings
 # protoc and etcd into the project's tool cache, s3 brings moto).
 # Results: docs/BENCHMARKS.md.
@@ -40,8 +43,12 @@ if [[ " $stores " == *" etcd "* ]]; then
 fi
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
-cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
-host="$TARGET_DIR/release/sequencer-host"
+if [[ -n "${BENCH_HOST:-}" ]]; then
+  host="$(realpath "$BENCH_HOST")"
+else
+  cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
+  host="$TARGET_DIR/release/sequencer-host"
+fi
 [[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
 [[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null
 
@@ -77,11 +84,11 @@ run() {
       target=(--store "etcd://$(sed 's#http://##g' "$cluster/endpoints")")
       ;;
     objects)
-      [[ "$mode" == one ]] && n="$(events 500)" || n="$(events 5000)"
+      [[ "$mode" == one ]] && n="$(events 500)" || n="$(events 25000)"
       target=(--store objects --data "$work/data-$store-$mode-$round")
       ;;
     s3)
-      [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 1000)"
+      [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 5000)"
       s3dir="$work/moto-$mode-$round"
       endpoint="$(bash scripts/s3-server.sh start "$s3dir")"
       target=(--store objects:s3://sequencer/bench --data "$work/data-$store-$mode-$round")
@@ -135,7 +142,7 @@ for store in $stores; do
       /^ack latency/ { p50[n] = $4; p99[n] = $7 + 0 }
       /^commits \(1 fsync each\)/ { sub(/.*\(/, ""); w[n] = $1; unit = "per fsync" }
       /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append txn" }
-      /^event objects/ { w[n] = 1; unit = "(one object each)" }
+      /^event objects/ { w[n] = 1; if (/events per object/) { sub(/.*\(/, ""); w[n] = $1 }; unit = "per object" }
       /^load / { l[++nl] = $2 }
       END {
         for (i = 1; i <= n; i++) { rr[i] = r[i]; a[i] = p50[i]; b[i] = p99[i]; c[i] = w[i] }

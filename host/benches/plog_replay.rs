@@ -1,13 +1,13 @@
 //! Replay speed of the PLog: paging through every event with `Storage::read_plog` as the
 //! driver's actualization does (pages of 4,096 events, values decoded), from redb, from
-//! object-store bundles and from one-event objects; and the durable append rate of each
-//! (one partition, batches of 256 events of 128-byte payloads, every append synced).
+//! object-store bundles and from event objects (one per append); and the durable append rate
+//! of each (one partition, batches of 256 events of 128-byte payloads, every append synced).
 //!
 //! `cargo bench -p plog-sequencer-host --bench plog_replay`. Appends are timed on
 //! `PLOG_REPLAY_EVENTS` events (default 20,000); replay from redb and from bundles on
 //! `PLOG_REPLAY_LONG` events (default 1,048,576; the bundles written as `archive` writes them,
-//! since appending a million one-event objects would take minutes), replay from one-event
-//! objects on the appended ones.
+//! which is quicker than appending a million events), replay from event objects (not merged)
+//! on the appended ones.
 //!
 //! With the `s3` feature and an S3 server named by `AWS_ENDPOINT_URL` (and keys), also the PLog
 //! on S3 (bundles of 1,024; `PLOG_REPLAY_S3_EVENTS`, default 5,120: five bundles):
@@ -120,11 +120,7 @@ fn main() {
             bundled_append,
             bundled_replay,
         ),
-        (
-            "objects, one-event objects".into(),
-            loose_append,
-            loose_replay,
-        ),
+        ("objects, event objects".into(), loose_append, loose_replay),
     ];
     #[cfg(feature = "s3")]
     if std::env::var_os("AWS_ENDPOINT_URL").is_some() {
@@ -148,7 +144,7 @@ fn main() {
 
     println!(
         "appends: {events} events in appends of {BATCH} (durable); replay: pages of {PAGE}, \
-         {long} events from redb and bundles, {events} from one-event objects"
+         {long} events from redb and bundles, {events} from event objects"
     );
     println!(
         "{:<34} {:>14} {:>14}",

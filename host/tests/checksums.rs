@@ -1,6 +1,7 @@
 //! The checksum every PLog event carries (CRC-32C over its offset, numbers and payload),
-//! through the real binary: a bit flipped in a payload or in a number (redb), in a one-event
-//! object and in a bundle (the object store on the local file system) is listed by `check`
+//! through the real binary: a bit flipped in a payload or in a number (redb), in an append
+//! part's object of several events, in a one-event object of a store of the old format and in a
+//! bundle (the object store on the local file system) is listed by `check`
 //! (partition and offset, exit non-zero) and refused by a replay (`run` exits 1 with one line
 //! naming the store, the partition and the offset). A store written before events carried
 //! checksums (version-1 events) is read, continued, and `check` counts its events without one.
@@ -12,9 +13,9 @@ use std::path::Path;
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use sequencer_host::store::codec::{decode_event, encode_event_v1};
-use sequencer_host::store::objects::{bundle_object, event_object};
+use sequencer_host::store::objects::{WRITE_FORMAT_ENV, bundle_object, event_object};
 
-use common::{checked_events, component_path, run_host, run_on, text};
+use common::{checked_events, component_path, host, run_host, run_on, text};
 
 /// The redb store's PLog table (`store/redb/storage.rs`).
 const PLOG: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("plog");
@@ -181,25 +182,33 @@ fn a_flipped_bit_in_a_number_is_listed_by_check_with_every_other_and_refused_by_
 }
 
 /// The object store in `root` after a completed run: `events` per partition over 2
-/// partitions, bundles of `bundle` events.
-fn objects_run(root: &Path, events: u64, bundle: u64) -> std::process::Output {
-    let store = format!("objects:{}", root.display());
+/// partitions, bundles of `bundle` events, with `args` and `env` added.
+fn objects_run_with(
+    root: &Path,
+    events: u64,
+    bundle: u64,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let component = component_path();
-    run_host(&[
-        "run",
-        "--store",
-        &store,
-        "--component",
-        s(&component),
-        "--bundle-events",
-        &bundle.to_string(),
-        "--partitions",
-        "2",
-        "--workspaces",
-        "40",
-        "--events",
-        &events.to_string(),
-    ])
+    let mut cmd = host();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.args(["run", "--store", &format!("objects:{}", root.display())])
+        .arg("--component")
+        .arg(&component)
+        .args(["--bundle-events", &bundle.to_string()])
+        .args(["--partitions", "2", "--workspaces", "40"])
+        .args(["--events", &events.to_string()])
+        .args(args)
+        .output()
+        .expect("start sequencer-host")
+}
+
+/// [`objects_run_with`] with nothing added.
+fn objects_run(root: &Path, events: u64, bundle: u64) -> std::process::Output {
+    objects_run_with(root, events, bundle, &[], &[])
 }
 
 /// Flips bit 4 of byte `at(len)` of the file `path`.
@@ -210,30 +219,96 @@ fn flip_file(path: &Path, at: impl Fn(usize) -> usize) {
     std::fs::write(path, bytes).expect("write");
 }
 
+/// The first offsets of partition `p`'s event objects, ascending.
+fn object_firsts(root: &Path, p: u32) -> Vec<u64> {
+    let dir = root.join(event_object(p, 1));
+    let dir = dir.parent().expect("the partition's folder");
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Where event `i` starts in the event object `bytes` of several events (format 2:
+/// `["SQE2", first, count u32, prev, writer-id length u8, writer id, count × (hash u64,
+/// length u32), the events]`).
+fn event_start(bytes: &[u8], i: usize) -> usize {
+    assert_eq!(&bytes[..4], b"SQE2", "an object of format 2");
+    let u32_at =
+        |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+    let table = 25 + usize::from(bytes[24]);
+    let lengths = |k: usize| u32_at(table + 12 * k + 8);
+    table + 12 * u32_at(12) + (0..i).map(lengths).sum::<usize>()
+}
+
+/// `run` on the object store in `root` is refused at the damaged event (partition, offset)
+/// `at`, naming the event object that holds it (named by `first`), and writes nothing.
+fn refused_writing_nothing(
+    root: &Path,
+    at: (u32, u64),
+    first: u64,
+    run: impl FnOnce() -> std::process::Output,
+) {
+    let before = common::snapshot(root);
+    let out = run();
+    refused(&out, "object store", at.0, at.1);
+    assert!(
+        text(&out).1.contains(&event_object(at.0, first)),
+        "{:?}",
+        text(&out)
+    );
+    assert!(
+        common::snapshot(root) == before,
+        "a refused run wrote nothing"
+    );
+}
+
 #[test]
-fn a_flipped_bit_in_an_object_is_listed_by_check_and_refused_by_a_run_writing_nothing() {
+fn a_flipped_bit_in_an_object_of_several_events_is_listed_by_check_and_refused_by_a_run_writing_nothing()
+ {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("objects");
-    // Bundles larger than the run: every event stays a one-event object.
-    let out = objects_run(&root, 120, 10_000);
+    // Bundles larger than the run, batches of 8 at most: every event stays in an append
+    // part's object of a few events.
+    let out = objects_run_with(&root, 120, 10_000, &["--batch-size", "8"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let firsts = object_firsts(&root, 1);
+    // An object of at least 3 events, and one after it (both followed by another).
+    let i = firsts
+        .windows(2)
+        .position(|w| w[1] - w[0] >= 3)
+        .expect("an object of 3 events or more");
+    assert!(firsts.len() > i + 3, "{firsts:?}");
+    // A number of the first object's second event, the payload of the second's last event.
+    let (a, b) = (firsts[i] + 1, firsts[i + 3] - 1);
+    let first = root.join(event_object(1, firsts[i]));
+    let at = event_start(&std::fs::read(&first).expect("read"), 1) + FIRST_NUMBER;
+    flip_file(&first, |_| at);
+    flip_file(&root.join(event_object(1, firsts[i + 2])), |len| len - 1);
+    let store = format!("objects:{}", root.display());
+    check_lists(&["--store", &store], &[(1, a), (1, b)]);
+
+    refused_writing_nothing(&root, (1, a), firsts[i], || objects_run(&root, 10, 10_000));
+}
+
+#[test]
+fn a_flipped_bit_in_a_one_event_object_of_the_old_format_is_listed_by_check_and_refused_by_a_run() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("objects");
+    // A store of format 1, bundles larger than the run: every event stays a one-event object.
+    let old = [(WRITE_FORMAT_ENV, "1")];
+    let out = objects_run_with(&root, 120, 10_000, &[], &old);
     assert!(out.status.success(), "{:?}", text(&out));
     flip_file(&root.join(event_object(1, 30)), |len| len - 1);
     flip_file(&root.join(event_object(1, 31)), |len| len - 40);
     let store = format!("objects:{}", root.display());
     check_lists(&["--store", &store], &[(1, 30), (1, 31)]);
 
-    let before = common::snapshot(&root);
-    let out = objects_run(&root, 10, 10_000);
-    refused(&out, "object store", 1, 30);
-    assert!(
-        text(&out).1.contains(&event_object(1, 30)),
-        "{:?}",
-        text(&out)
-    );
-    assert!(
-        common::snapshot(&root) == before,
-        "a refused run wrote nothing"
-    );
+    refused_writing_nothing(&root, (1, 30), 30, || {
+        objects_run_with(&root, 10, 10_000, &[], &old)
+    });
 }
 
 #[test]

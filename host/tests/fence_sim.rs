@@ -37,7 +37,7 @@ use sequencer_host::store::codec::encode_event;
 use sequencer_host::store::objects::{Access, ObjectPlog};
 use sequencer_host::{AppendError, EventBatch};
 
-/// What the store does to the next put of a one-event object.
+/// What the store does to the next put of an event object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
     None,
@@ -47,7 +47,7 @@ enum Fault {
     AnswerLost,
 }
 
-/// The in-memory store with faults on the puts of one-event objects, drawn by the simulation.
+/// The in-memory store with faults on the puts of event objects, drawn by the simulation.
 #[derive(Debug)]
 struct FaultyStore {
     inner: InMemory,

@@ -16,7 +16,7 @@ use sequencer::SeqValue;
 use sequencer::testkit::Rng;
 use sequencer_host::store::codec::{EventError, decode_event, encode_event};
 use sequencer_host::store::objects::{
-    Access, MERGE_PAUSE_ENV, ObjectPlog, bundle_object, event_object,
+    Access, MERGE_PAUSE_ENV, ObjectPlog, WRITE_FORMAT_ENV, bundle_object, event_object,
 };
 use sequencer_host::{AppendError, EventBatch};
 
@@ -39,7 +39,7 @@ fn file(root: &Path, name: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn two_writers_racing_for_one_offset_one_wins_and_the_plog_holds_its_event() {
+fn two_writers_racing_for_one_name_one_wins_and_the_plog_holds_its_objects_events() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path();
     let a = open(root, 1_000);
@@ -63,8 +63,17 @@ fn two_writers_racing_for_one_offset_one_wins_and_the_plog_holds_its_event() {
             hs.into_iter().map(|h| h.join().expect("writer")).collect()
         });
         let won: Vec<usize> = (0..2).filter(|&i| results[i].is_ok()).collect();
-        // Each writer creates its three objects in order; the first create decides.
+        // Each writer creates one object of three events, named by their first offset: of
+        // two creates of one name exactly one succeeds.
         assert_eq!(won.len(), 1, "round {round}: {results:?}");
+        assert!(
+            file(root, &event_object(0, next)).is_file(),
+            "round {round}"
+        );
+        assert!(
+            !file(root, &event_object(0, next + 1)).exists(),
+            "round {round}"
+        );
         let loser = &results[1 - won[0]];
         assert!(
             matches!(loser, Err(AppendError::WrongOffset { offered, .. }) if *offered == next),
@@ -123,7 +132,7 @@ fn a_stale_writer_cannot_recreate_an_offset_the_merger_bundled_and_deleted() {
 }
 
 #[test]
-fn reads_go_through_bundles_and_one_event_objects_in_order() {
+fn reads_go_through_bundles_and_event_objects_in_order() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path();
     let a = open(root, 4);
@@ -146,7 +155,7 @@ fn reads_go_through_bundles_and_one_event_objects_in_order() {
         some.iter().map(|e| e.0).collect::<Vec<_>>(),
         vec![3, 4, 5, 6]
     );
-    // Reopened: bundles until the first missing one, then the one-event objects.
+    // Reopened: bundles until the first missing one, then the event objects.
     let b = open(root, 4);
     assert_eq!(b.bounds(0), (11, 8));
     b.append(0, &batch(11, 2, 3))
@@ -162,10 +171,12 @@ fn reads_go_through_bundles_and_one_event_objects_in_order() {
 fn leftovers_of_an_interrupted_merge_and_of_a_stale_writer_are_removed_at_open() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path();
-    // Written with bundles too large to merge, so that object 2 can be kept aside, then
-    // merged into bundles of 4.
+    // Written with bundles too large to merge (objects 1, 2, 3..=4, 5..=6: none crosses a
+    // multiple of 4), so that object 2 can be kept aside, then merged into bundles of 4.
     let a = open(root, 1_000);
-    a.append(0, &batch(1, 6, 5)).expect("append");
+    for (first, n) in [(1, 1), (2, 1), (3, 2), (5, 2)] {
+        a.append(0, &batch(first, n, 5)).expect("append");
+    }
     let two = std::fs::read(file(root, &event_object(0, 2))).expect("object 2");
     drop(a);
     let a = open(root, 4);
@@ -197,7 +208,8 @@ fn leftovers_of_an_interrupted_merge_and_of_a_stale_writer_are_removed_at_open()
     // the bundle's event.
     let c = tempfile::tempdir().expect("temp dir");
     let w = open(c.path(), 4);
-    w.append(0, &batch(1, 2, 6)).expect("append");
+    w.append(0, &batch(1, 1, 6)).expect("append");
+    w.append(0, &batch(2, 1, 6)).expect("append");
     let foreign = std::fs::read(file(c.path(), &event_object(0, 2))).expect("object");
     drop(w);
     std::fs::write(file(root, &event_object(0, 2)), foreign).expect("plant");
@@ -226,8 +238,11 @@ fn leftovers_of_an_interrupted_merge_and_of_a_stale_writer_are_removed_at_open()
 fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path();
+    // Objects 1..=2, 3..=4, 5..=6.
     let a = open(root, 100);
-    a.append(0, &batch(1, 6, 7)).expect("append");
+    for first in [1, 3, 5] {
+        a.append(0, &batch(first, 2, 7)).expect("append");
+    }
     drop(a);
     let three = file(root, &event_object(0, 3));
     let saved = std::fs::read(&three).expect("object 3");
@@ -236,22 +251,24 @@ fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
         .err()
         .expect("a hole");
     assert!(
-        e.0.contains("hole at offset 3") && e.0.contains(&event_object(0, 4)),
+        e.0.contains("hole at offset 3") && e.0.contains(&event_object(0, 5)),
         "{e}"
     );
-    // An event of another chain at offset 3: its link to offset 2 is broken.
+    // An object of another chain at offset 3: its link to offset 2 is broken.
     let other = tempfile::tempdir().expect("temp dir");
     let w = open(other.path(), 100);
-    w.append(0, &batch(1, 3, 8)).expect("append");
+    w.append(0, &batch(1, 2, 8)).expect("append");
+    w.append(0, &batch(3, 2, 8)).expect("append");
     drop(w);
     std::fs::copy(file(other.path(), &event_object(0, 3)), &three).expect("plant");
     let e = ObjectPlog::open_local(root, 100, Access::ReadOnly)
         .err()
         .expect("a broken link");
     assert!(e.0.contains("broken link at offset 3"), "{e}");
-    // A flipped byte in the object's header (its hash): corrupt.
+    // A flipped byte in the object's hash table (its first event's hash): corrupt.
     let mut bad = saved.clone();
-    bad[20] ^= 0x40;
+    let table = 25 + usize::from(saved[24]);
+    bad[table] ^= 0x40;
     std::fs::write(&three, bad).expect("corrupt");
     let e = ObjectPlog::open_local(root, 100, Access::ReadOnly)
         .err()
@@ -260,8 +277,9 @@ fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
         e.0.contains(&event_object(0, 3)) && e.0.contains("corrupt"),
         "{e}"
     );
-    // In the event: its links hold, the event fails its checksum. A reader goes on (for
-    // `check` to name every such event); a writer refuses before it appends anything.
+    // In an event (the payload of the object's last one, offset 4): its links hold, the
+    // event fails its checksum. A reader goes on (for `check` to name every such event); a
+    // writer refuses before it appends anything.
     let mut bad = saved;
     let n = bad.len();
     bad[n - 1] ^= 0x40;
@@ -270,15 +288,16 @@ fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
     let events = r.read(0, 1, 10).expect("read");
     assert_eq!(events.len(), 6);
     assert_eq!(
-        decode_event(3, &events[2].1).err(),
-        Some(EventError::Checksum(3))
+        decode_event(4, &events[3].1).err(),
+        Some(EventError::Checksum(4))
     );
+    assert!(decode_event(3, &events[2].1).is_ok());
     drop(r);
     let e = ObjectPlog::open_local(root, 100, Access::Write)
         .err()
         .expect("damaged");
     assert!(
-        e.0.contains("partition 0: event at offset 3 fails its checksum")
+        e.0.contains("partition 0: event at offset 4 fails its checksum")
             && e.0.contains(&event_object(0, 3)),
         "{e}"
     );
@@ -287,9 +306,23 @@ fn a_hole_a_broken_link_and_a_corrupted_object_are_reported_with_their_names() {
 // ---- the real binary ----
 
 fn run_objects(root: &Path, events: u64, bundle: u64) -> std::process::Output {
+    run_objects_with(root, events, bundle, &[], &[])
+}
+
+/// [`run_objects`] with more arguments and environment variables.
+fn run_objects_with(
+    root: &Path,
+    events: u64,
+    bundle: u64,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let component = component_path();
-    host()
-        .args(["run", "--store"])
+    let mut cmd = host();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.args(["run", "--store"])
         .arg(format!("objects:{}", root.display()))
         .arg("--component")
         .arg(&component)
@@ -303,6 +336,7 @@ fn run_objects(root: &Path, events: u64, bundle: u64) -> std::process::Output {
         ])
         .args(["--events", &events.to_string()])
         .args(["--bundle-events", &bundle.to_string()])
+        .args(args)
         .output()
         .expect("start sequencer-host")
 }
@@ -327,17 +361,14 @@ fn run_resume_check_and_inspect_on_an_object_store() {
     assert!(stdout.contains("bundles written"), "{stdout}");
     assert_eq!(check_objects(&root, "after the first run"), 1_200);
     // The merger runs beside the workload, and the run finishes its merge before the
-    // check: every complete range of 64 is a bundle, the rest one-event objects.
+    // check: every complete range of 64 is a bundle, the rest (257..=300) in event objects,
+    // one per append part.
     for p in 0..4 {
-        let count = |dir: &str| {
-            std::fs::read_dir(root.join(format!("{dir}/{p:05}")))
-                .expect("a partition's objects")
-                .count()
-        };
-        assert_eq!(
-            (count("bundles"), count("events")),
-            (4, 300 - 4 * 64),
-            "partition {p}"
+        assert_eq!(names(&root, "bundles", p).len(), 4, "partition {p}");
+        let firsts = object_firsts(&root, p);
+        assert!(
+            firsts.first() == Some(&257) && firsts.len() <= 300 - 4 * 64,
+            "partition {p}: {firsts:?}"
         );
     }
     let out = run_objects(&root, 200, 64);
@@ -379,21 +410,69 @@ fn run_resume_check_and_inspect_on_an_object_store() {
 }
 
 #[test]
+fn a_store_of_the_old_format_is_read_continued_in_the_new_one_and_checked() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("objects");
+    let format = || std::fs::read_to_string(root.join("FORMAT")).expect("FORMAT");
+    // Written as releases before issue 32 wrote a store: one object per event, format 1.
+    let out = run_objects_with(&root, 150, 64, &[], &[(WRITE_FORMAT_ENV, "1")]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert!(format().contains("format=1"), "{}", format());
+    for p in 0..4 {
+        assert_eq!(names(&root, "bundles", p).len(), 2, "partition {p}");
+        assert_eq!(object_firsts(&root, p), (129..=150).collect::<Vec<_>>());
+    }
+    assert_eq!(check_objects(&root, "after the run in format 1"), 600);
+    // Continued: the store says format 2, new appends write objects of several events, and
+    // the merger bundles ranges of both kinds (129..=192: old objects, then new ones).
+    let out = run_objects(&root, 150, 64);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("started from"), "{stdout}");
+    assert!(format().contains("format=2"), "{}", format());
+    assert_eq!(check_objects(&root, "after the run in format 2"), 1_200);
+    for p in 0..4 {
+        assert_eq!(names(&root, "bundles", p).len(), 4, "partition {p}");
+        let firsts = object_firsts(&root, p);
+        assert!(
+            firsts.first() == Some(&257) && firsts.len() < 300 - 256,
+            "partition {p}: {firsts:?}"
+        );
+    }
+    let store = format!("objects:{}", root.display());
+    let out = run_host(&[
+        "inspect",
+        "--store",
+        &store,
+        "--partition",
+        "0",
+        "--tail",
+        "2",
+    ]);
+    assert!(out.status.success(), "{:?}", text(&out));
+}
+
+#[test]
 fn check_reports_a_missing_or_corrupted_object_by_name() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("objects");
-    // Bundles larger than the run: every event stays a one-event object.
-    let out = run_objects(&root, 100, 10_000);
+    // Bundles larger than the run, batches of 8 at most: every event stays in an event
+    // object, of a few events each.
+    let out = run_objects_with(&root, 100, 10_000, &["--batch-size", "8"], &[]);
     assert!(out.status.success(), "{:?}", text(&out));
     let store = format!("objects:{}", root.display());
-    let victim = root.join(event_object(2, 40));
+    let firsts = object_firsts(&root, 2);
+    assert!(firsts.len() >= 13, "{firsts:?}");
+    let (gone, after) = (firsts[5], firsts[6]);
+    let victim = root.join(event_object(2, gone));
     let saved = std::fs::read(&victim).expect("object");
     std::fs::remove_file(&victim).expect("remove");
     let out = run_host(&["check", "--store", &store]);
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}");
     assert!(
-        stderr.contains("hole at offset 40") && stderr.contains(&event_object(2, 41)),
+        stderr.contains(&format!("hole at offset {gone}"))
+            && stderr.contains(&event_object(2, after)),
         "{stderr}"
     );
     let mut bad = saved;
@@ -404,7 +483,9 @@ fn check_reports_a_missing_or_corrupted_object_by_name() {
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("fails its checksum") && stderr.contains("partition 2 offset 40"),
+        // The flipped byte is in the payload of the object's last event.
+        stderr.contains("fails its checksum")
+            && stderr.contains(&format!("partition 2 offset {}", after - 1)),
         "{stderr}"
     );
     // A run refuses the store too, writing nothing.
@@ -425,7 +506,7 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
     let root = tmp.path().join("objects");
     let component = component_path();
     let mut events = 0;
-    // Rounds whose kill left one-event objects that a bundle also holds: killed mid-merge.
+    // Rounds whose kill left event objects that a bundle also holds: killed mid-merge.
     let mut mid_merge = 0;
     for round in 1..=rounds {
         let log = tmp.path().join(format!("round-{round}.log"));
@@ -469,27 +550,36 @@ fn sigkill_during_appends_and_merges_loses_no_event_and_issues_no_number_twice()
     eprintln!("{rounds} kills, {mid_merge} inside a merge, {events} events before the last run");
 }
 
-/// Whether partition `p` holds a one-event object that a bundle also holds (what a merge
+/// The names of the objects under `dir/<p>` (none if there is no such folder).
+fn names(root: &Path, dir: &str, p: u32) -> Vec<String> {
+    std::fs::read_dir(root.join(dir).join(format!("{p:05}")))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The first offsets of partition `p`'s event objects, ascending.
+fn object_firsts(root: &Path, p: u32) -> Vec<u64> {
+    let mut v: Vec<u64> = names(root, "events", p)
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Whether partition `p` holds an event object that a bundle also holds (what a merge
 /// killed between its bundle and its deletes leaves).
 fn leftovers(root: &Path, p: u32) -> bool {
-    let names = |dir: &str| -> Vec<String> {
-        std::fs::read_dir(root.join(dir).join(format!("{p:05}")))
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let bundled = names("bundles")
+    let bundled = names(root, "bundles", p)
         .iter()
         .filter_map(|n| n.split_once('-').and_then(|(_, l)| l.parse::<u64>().ok()))
         .max()
         .unwrap_or(0);
-    names("events")
-        .iter()
-        .filter_map(|n| n.parse::<u64>().ok())
-        .any(|o| o <= bundled)
+    object_firsts(root, p).iter().any(|&o| o <= bundled)
 }
 
 #[test]

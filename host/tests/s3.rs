@@ -230,11 +230,21 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("view");
     let url = "objects:s3://sequencer/damaged";
-    // Bundles larger than the run: every event stays a one-event object.
-    let out = server.run(url, &data, 60, 10_000);
+    // Bundles larger than the run, batches of 8 at most: every event stays in an event
+    // object, of a few events each.
+    let mut args = run_args(url, &data, 60, 10_000);
+    args.extend(["--batch-size".to_string(), "8".to_string()]);
+    let out = server.run_host(&args);
     assert!(out.status.success(), "{:?}", text(&out));
     let objects = server.objects("damaged");
-    let victim = event_object(2, 40);
+    let mut firsts: Vec<u64> = names(objects.as_ref(), "events", 2)
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    firsts.sort_unstable();
+    assert!(firsts.len() >= 8, "{firsts:?}");
+    let (gone, after) = (firsts[3], firsts[4]);
+    let victim = event_object(2, gone);
     let saved = get(objects.as_ref(), &victim);
     block_on(objects.delete(&ObjPath::from(victim.as_str()))).expect("delete");
     let data_arg = data.to_str().expect("utf-8");
@@ -242,7 +252,8 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}");
     assert!(
-        stderr.contains("hole at offset 40") && stderr.contains(&event_object(2, 41)),
+        stderr.contains(&format!("hole at offset {gone}"))
+            && stderr.contains(&event_object(2, after)),
         "{stderr}"
     );
     let mut bad = saved;
@@ -252,8 +263,10 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     let out = server.run_host(&["check", "--store", url, "--data", data_arg]);
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
+    // The flipped byte is in the payload of the object's last event.
     assert!(
-        stderr.contains("fails its checksum") && stderr.contains("partition 2 offset 40"),
+        stderr.contains("fails its checksum")
+            && stderr.contains(&format!("partition 2 offset {}", after - 1)),
         "{stderr}"
     );
     // A run refuses the store in one line, exit 1, and writes no object.
@@ -266,8 +279,8 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     assert_eq!(names(objects.as_ref(), "events", 0).len(), before);
 }
 
-/// An object store that loses the answer to the first put of a one-event object: the put
-/// reaches the server, the caller sees an error (a lost response).
+/// An object store that loses the answer to the first put of an event object: the put reaches
+/// the server, the caller sees an error (a lost response).
 #[derive(Debug)]
 struct LoseFirstAnswer {
     inner: Arc<dyn ObjectStore>,
@@ -535,16 +548,17 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
     );
 }
 
-/// How many events a PLog holds in objects and bundles (counted as 16 events each, the kill
-/// test's size; more while a merge has written a bundle and not yet deleted its events).
+/// A measure of what a PLog holds that grows with every append and every merge: its event
+/// objects, and its bundles counted as 16 each (the kill test's bundle size: no more objects
+/// than that are merged into one).
 fn stored(objects: &dyn ObjectStore) -> usize {
     (0..4)
         .map(|p| names(objects, "events", p).len() + 16 * names(objects, "bundles", p).len())
         .sum()
 }
 
-/// Whether partition `p` holds a one-event object that a bundle also holds (what a merge
-/// killed between its bundle and its deletes leaves).
+/// Whether partition `p` holds an event object that a bundle also holds (what a merge killed
+/// between its bundle and its deletes leaves).
 fn leftovers(objects: &dyn ObjectStore, p: u32) -> bool {
     let bundled = names(objects, "bundles", p)
         .iter()

@@ -22,7 +22,7 @@ pub enum Counter {
     Syncs,
     /// Bundles written by the object store's merger.
     BundlesWritten,
-    /// One-event objects the merger bundled and deleted.
+    /// Events the object store's merger bundled (their event objects deleted).
     MergedEvents,
     /// Leftovers of an interrupted merge removed when the store was opened (not a rate).
     LeftoversRemoved,
@@ -38,11 +38,13 @@ pub enum Counter {
     ReadBacks,
     /// View writes tried again because another writer changed the same workspaces.
     ViewConflicts,
+    /// Event objects the object store's appends created (one per append part).
+    ObjectsWritten,
 }
 
 impl Counter {
     /// Every counter, in the order [`StoreStats`] lists them.
-    pub const ALL: [Counter; 16] = [
+    pub const ALL: [Counter; 17] = [
         Self::ViewWrites,
         Self::ViewRows,
         Self::Commits,
@@ -59,6 +61,7 @@ impl Counter {
         Self::Retries,
         Self::ReadBacks,
         Self::ViewConflicts,
+        Self::ObjectsWritten,
     ];
 
     fn index(self) -> usize {
@@ -84,6 +87,7 @@ impl Counter {
             Self::Retries => "retries",
             Self::ReadBacks => "read-backs",
             Self::ViewConflicts => "view conflicts",
+            Self::ObjectsWritten => "event objects written",
         }
     }
 }

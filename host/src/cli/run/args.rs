@@ -36,7 +36,7 @@ pub struct RunArgs {
     #[arg(long, env = "SEQUENCER_DATA", default_value = DEFAULT_DATA_DIR)]
     pub data: PathBuf,
     /// Storage backend: redb (in --data; the old name `embedded` works too), memory, objects
-    /// (the PLog as one object per event, merged into bundles, in --data; objects:DIR in DIR;
+    /// (the PLog as one object per append, merged into bundles, in --data; objects:DIR in DIR;
     /// objects:s3://BUCKET/PREFIX on S3 with the view in --data, feature `s3`), or
     /// etcd://HOST:PORT,... (an etcd cluster shared by many hosts; --data is not used).
     #[arg(long, default_value = "redb")]

@@ -193,19 +193,21 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
                 s.count(Counter::Commits)
             ),
         ));
+        let appends = s.count(Counter::Appends);
         rows.push((
             "event objects".into(),
             format!(
-                "{written} created in {} appends ({syncs} syncs of files and directories: {:.1} per event; {} appends refused by the fence)",
-                s.count(Counter::Appends),
-                per(syncs, written),
+                "{} for {written} events in {appends} appends ({:.1} events per object; {syncs} syncs of files and directories: {:.1} per append; {} appends refused by the fence)",
+                s.count(Counter::ObjectsWritten),
+                per(written, s.count(Counter::ObjectsWritten)),
+                per(syncs, appends),
                 s.count(Counter::Fenced)
             ),
         ));
         rows.push((
             "merger".into(),
             format!(
-                "{bundles} bundles written, {} one-event objects merged and deleted; {} leftovers of an interrupted merge removed at open",
+                "{bundles} bundles written, {} events merged (their objects deleted); {} leftovers of an interrupted merge removed at open",
                 s.count(Counter::MergedEvents),
                 s.count(Counter::LeftoversRemoved)
             ),

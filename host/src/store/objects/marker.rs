@@ -1,11 +1,18 @@
-//! The object store root's format marker (`FORMAT`: the bundle size, and where the PLog is
-//! when not in the root), read before anything is written so that a root that is not an
-//! object store, or that holds the view of another PLog, is refused untouched.
+//! The object store root's format marker (`FORMAT`: the format of its event objects, the
+//! bundle size, and where the PLog is when not in the root), read before anything is written
+//! so that a root that is not an object store, or that holds the view of another PLog, is
+//! refused untouched.
+//!
+//! `format=1`: the event objects hold one event each (stores written before issue 32);
+//! `format=2`: one object per append part (either kind may be there: a format 1 store opened
+//! to write is upgraded to 2, then continued with objects of format 2). A release that knows
+//! only format 1 refuses a store of format 2 rather than misread it.
 
 use std::fs;
 use std::path::Path;
 
 use crate::store::fs::{sync_dir, write_synced};
+use crate::store::objects::object::ObjectFormat;
 use crate::store::storage::StorageError;
 
 /// The name of the object store root's format marker.
@@ -14,18 +21,22 @@ pub const OBJECTS_FORMAT_FILE: &str = "FORMAT";
 pub const VIEW_DB_FILE: &str = "view.redb";
 const MARKER: &str = "sequencer-objects";
 
-/// The marker's line for bundles of `bundle_events` events, the PLog at `plog` (`None`: in
-/// the root).
-pub(super) fn marker_line(bundle_events: u64, plog: Option<&str>) -> String {
+/// The marker's line for event objects of `format`, bundles of `bundle_events` events, the
+/// PLog at `plog` (`None`: in the root).
+pub(super) fn marker_line(format: ObjectFormat, bundle_events: u64, plog: Option<&str>) -> String {
+    let n = format.number();
     match plog {
-        Some(url) => format!("{MARKER} format=1 bundle-events={bundle_events} plog={url}\n"),
-        None => format!("{MARKER} format=1 bundle-events={bundle_events}\n"),
+        Some(url) => format!("{MARKER} format={n} bundle-events={bundle_events} plog={url}\n"),
+        None => format!("{MARKER} format={n} bundle-events={bundle_events}\n"),
     }
 }
 
-/// What a marker says: the bundle size, and where the PLog is when not in the root itself.
+/// What a marker says: the format of the event objects, the bundle size, and where the PLog is
+/// when not in the root itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Marker {
+    /// The format of the event objects.
+    pub(super) format: ObjectFormat,
     /// Events per bundle.
     pub(super) bundle: u64,
     /// Where the PLog is (`s3://BUCKET/PREFIX`), `None` in the root.
@@ -39,10 +50,16 @@ pub(super) fn parse_marker(
 ) -> Result<Marker, StorageError> {
     let line = text.lines().next().unwrap_or_default();
     let mut words = line.split_whitespace();
-    if words.next() != Some(MARKER) || !line.contains("format=1") {
-        return Err(what("is not an object store marker of format 1"));
+    if words.next() != Some(MARKER) {
+        return Err(what("is not an object store marker"));
     }
     let words: Vec<&str> = words.collect();
+    let format = words
+        .iter()
+        .find_map(|w| w.strip_prefix("format="))
+        .and_then(|v| v.parse().ok())
+        .and_then(ObjectFormat::from_number)
+        .ok_or_else(|| what("is not an object store marker of format 1 or 2"))?;
     let bundle = words
         .iter()
         .find_map(|w| w.strip_prefix("bundle-events="))
@@ -53,7 +70,11 @@ pub(super) fn parse_marker(
         .iter()
         .find_map(|w| w.strip_prefix("plog="))
         .map(str::to_string);
-    Ok(Marker { bundle, plog })
+    Ok(Marker {
+        format,
+        bundle,
+        plog,
+    })
 }
 
 /// An error about the store at `root`.
@@ -116,18 +137,33 @@ pub(super) fn same_plog(root: &Path, m: &Marker, url: Option<&str>) -> Result<()
     ))
 }
 
-/// Writes the marker of a new root (bundles of `bundle` events, the PLog at `plog`, `None`: in
-/// the root), durably: written aside, synced, renamed into place, then the root and its
-/// `parent` synced.
-pub(super) fn write_marker(
-    root: &Path,
-    parent: &Path,
-    bundle: u64,
-    plog: Option<&str>,
-) -> Result<(), StorageError> {
+/// Writes the marker `m` of a root (a new one, or one upgraded to another format), durably:
+/// written aside, synced, renamed into place, then the root and its `parent` synced.
+pub(super) fn write_marker(root: &Path, parent: &Path, m: &Marker) -> Result<(), StorageError> {
     let tmp = root.join(format!("{OBJECTS_FORMAT_FILE}.tmp"));
-    write_synced(&tmp, marker_line(bundle, plog).as_bytes()).map_err(|e| err(root, e))?;
+    let line = marker_line(m.format, m.bundle, m.plog.as_deref());
+    write_synced(&tmp, line.as_bytes()).map_err(|e| err(root, e))?;
     fs::rename(&tmp, root.join(OBJECTS_FORMAT_FILE)).map_err(|e| err(root, e))?;
     sync_dir(root).map_err(|e| err(root, e))?;
     sync_dir(parent).map_err(|e| err(root, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_names_its_format_and_an_unknown_one_is_refused() {
+        let what = |w: &str| StorageError(w.to_string());
+        for format in [ObjectFormat::OneEvent, ObjectFormat::Ranges] {
+            let line = marker_line(format, 64, Some("s3://b/p"));
+            let m = parse_marker(&line, what).expect("a marker");
+            assert_eq!(
+                (m.format, m.bundle, m.plog.as_deref()),
+                (format, 64, Some("s3://b/p"))
+            );
+        }
+        let e = parse_marker("sequencer-objects format=3 bundle-events=8", what).expect_err("3");
+        assert!(e.0.contains("format 1 or 2"), "{e}");
+    }
 }

@@ -1,6 +1,6 @@
 //! The merger: a thread per writing handle that writes every complete, linked
-//! bundle-sized range of one-event objects as a bundle, makes it durable, then deletes the
-//! objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
+//! bundle-sized range of event objects (of one event or of many, in either format) as a
+//! bundle, makes it durable, then deletes the objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
 //! stops merging (the error is kept and reported); the others go on.
 
 use std::sync::atomic::Ordering;
@@ -9,15 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use futures::executor::block_on;
-use object_store::ObjectStoreExt;
-use object_store::path::Path as ObjPath;
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
 use crate::store::objects::scan::damaged;
-use crate::store::objects::shared::{CreateError, Shared, lock, os_err};
+use crate::store::objects::shared::{CreateError, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Names a pause (milliseconds) the merger makes after writing a bundle and half-way
@@ -67,10 +64,18 @@ impl MergerThread {
 }
 
 /// Merges the partitions appends name (each is sent once a bundle-sized range may be
-/// complete), and every partition every [`MERGE_POLL`], until the handle is dropped.
+/// complete), and every partition every [`MERGE_POLL`], and deletes merged objects when their
+/// time comes, until the handle is dropped (objects still waiting are left in place: the next
+/// writable open finds them under their bundles).
 fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
     loop {
-        let wanted: Vec<PartitionId> = match rx.recv_timeout(MERGE_POLL) {
+        let wait = match shared.delete_due() {
+            Some(at) => at
+                .saturating_duration_since(std::time::Instant::now())
+                .min(MERGE_POLL),
+            None => MERGE_POLL,
+        };
+        let wanted: Vec<PartitionId> = match rx.recv_timeout(wait) {
             Ok(p) => {
                 let mut v = vec![p];
                 v.extend(rx.try_iter());
@@ -105,9 +110,7 @@ impl Shared {
             };
             match self.merge(p, first, prev) {
                 Ok(last_hash) => {
-                    let mut st = lock(&part);
-                    st.merged_to = first + self.bundle_events - 1;
-                    st.merged_hash = last_hash;
+                    lock(&part).merged(first + self.bundle_events - 1, last_hash);
                     written += 1;
                 }
                 Err(e) => {
@@ -120,42 +123,70 @@ impl Shared {
     }
 
     /// Writes the bundle of `first..first + bundle_events` (whose predecessor's hash is
-    /// `prev`), makes it durable, then deletes the one-event objects it holds. Returns the
-    /// hash of its last event.
+    /// `prev`), makes it durable, then deletes the event objects it holds (at once, or after
+    /// the store's delete delay). Returns the hash of its last event.
     fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
         let last = first + self.bundle_events - 1;
+        // The objects that hold the range, as this handle knows them (every writer cuts its
+        // objects at bundle boundaries), read at once from a few threads.
+        let firsts: Vec<PLogOffset> = {
+            let part = self.part(p);
+            let st = lock(&part);
+            st.tail.range(first..=last).map(|(f, _)| *f).collect()
+        };
+        // A hole in the range as this handle knows it: another host's merger may have bundled
+        // the range first, its objects then deleted, or this handle's tail moved past the range
+        // meanwhile (an append's rescan found that bundle between the merger reading where to
+        // start and reading the tail here).
+        let hole = |o: PLogOffset| -> Result<u64, StorageError> {
+            if let Some(b) = self.get_bundle(p, first)?
+                && b.prev == prev
+            {
+                return Ok(b.last_hash());
+            }
+            Err(StorageError(format!(
+                "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
+                event_object(p, o)
+            )))
+        };
         let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
-        for o in first..=last {
-            let Some(e) = self.get_one(p, o)? else {
-                // Another host's merger may have bundled the range first.
-                if let Some(b) = self.get_bundle(p, first)?
-                    && b.prev == prev
-                {
-                    return Ok(b.last_hash());
-                }
-                return Err(StorageError(format!(
-                    "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
-                    event_object(p, o)
-                )));
+        let mut o = first;
+        for (&f, obj) in firsts.iter().zip(self.objects_for(p, &firsts)?) {
+            let Some(e) = obj.filter(|_| f == o) else {
+                return hole(o);
             };
-            if e.damaged {
-                return Err(damaged(p, o));
+            if let Some(bad) = e.damaged {
+                return Err(damaged(p, bad, o));
             }
-            if e.prev != link {
+            if e.prev != link || e.last() > last {
                 return Err(StorageError(format!(
-                    "object store: partition {p}: broken link at offset {o} while merging: {} (writer {}) does not follow offset {}",
+                    "object store: partition {p}: {} at offset {o} while merging {first}..={last}: {} (writer {}, offsets {o}..={}) {}",
+                    if e.prev != link {
+                        "broken link"
+                    } else {
+                        "an object across a bundle's end"
+                    },
                     event_object(p, o),
                     e.writer,
-                    o - 1
+                    e.last(),
+                    if e.prev != link {
+                        format!("does not follow offset {}", o - 1)
+                    } else {
+                        format!("does not end by offset {last}")
+                    }
                 )));
             }
-            link = e.hash;
-            events.push((e.hash, e.event));
+            link = e.last_hash();
+            o = e.last() + 1;
+            events.extend((0..e.len()).map(|i| (e.hashes[i], e.event(i).to_vec())));
+        }
+        if o != last + 1 {
+            return hole(o);
         }
         let name = bundle_object(p, first, last);
-        match self.create(&name, Bundle::encode(first, prev, &events)) {
-            Ok(()) => {}
+        match self.create(&name, &Bundle::encode(first, prev, &events)) {
+            Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(StorageError(format!(
                     "object store: partition {p}: two different objects for offsets {first}..={last}: {name} exists and differs from the events it should hold"
@@ -165,15 +196,14 @@ impl Shared {
         }
         self.sync_objects(&partition_dir(BUNDLES, p), &[name])?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
-        for o in first..=last {
-            if !self.merge_pause.is_zero() && (o == first || o == first + self.bundle_events / 2) {
+        // The objects go in two halves, with the kill test's pause before each.
+        let names: Vec<String> = firsts.iter().map(|&f| event_object(p, f)).collect();
+        let (a, b) = names.split_at(names.len() / 2);
+        for half in [a, b] {
+            if !self.merge_pause.is_zero() {
                 std::thread::sleep(self.merge_pause);
             }
-            let n = event_object(p, o);
-            match block_on(self.objects.delete(&ObjPath::from(n.as_str()))) {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(os_err(format!("delete {n}"), e)),
-            }
+            self.delete_later(half.to_vec())?;
         }
         self.stats
             .merged_events

@@ -4,10 +4,10 @@
 //!
 //! ```text
 //! ROOT/
-//!   FORMAT      one line: "sequencer-objects format=1 bundle-events=N[ plog=s3://BUCKET/PREFIX]"
+//!   FORMAT      one line: "sequencer-objects format=2 bundle-events=N[ plog=s3://BUCKET/PREFIX]"
 //!   view.redb   the sequences view and the stored next offsets (redb; its plog table unused)
 //!   LAYOUT      the numbering layout, as in a data directory
-//!   events/     one object per event (see `names`)
+//!   events/     one object per append part, named by its first offset (see `names`)
 //!   bundles/    the merged bundles
 //! ```
 //!
@@ -16,18 +16,19 @@
 //! uses, created if absent), and ROOT (the run's `--data` directory) keeps the view, the
 //! layout and a `FORMAT` file naming the PLog it belongs to (`plog=`).
 //!
-//! The PLog: `names` (what each object is called), `chain` (the hash chain and the one-event
-//! object), `bundle` (the bundle format), `shared` (a handle's state and object I/O), `scan`
-//! (opening and rescanning a partition; holes and broken links), `read` (events in order),
-//! `merger` (the merger thread), `plog` ([`ObjectPlog`]: open, append, read, bundles). The
-//! store: `marker` (the root's `FORMAT`), `remote` (a PLog elsewhere), `pages` (replay pages,
-//! read ahead), `store` ([`Objects`]). `s3`: the PLog on S3.
+//! The PLog: `names` (what each object is called), `chain` (the hash chain), `object` (the
+//! event objects of either format), `bundle` (the bundle format), `shared` (a handle's state
+//! and object I/O), `scan` (opening and rescanning a partition; holes and broken links), `read`
+//! (events in order), `merger` (the merger thread), `plog` ([`ObjectPlog`]: open, append,
+//! read, bundles). The store: `marker` (the root's `FORMAT`), `remote` (a PLog elsewhere),
+//! `pages` (replay pages, read ahead), `store` ([`Objects`]). `s3`: the PLog on S3.
 
 mod bundle;
 mod chain;
 mod marker;
 mod merger;
 mod names;
+mod object;
 mod pages;
 mod plog;
 mod read;
@@ -42,7 +43,11 @@ pub use chain::event_hash;
 pub use marker::{OBJECTS_FORMAT_FILE, VIEW_DB_FILE};
 pub use merger::MERGE_PAUSE_ENV;
 pub use names::{bundle_object, event_object};
-pub use plog::{DEFAULT_BUNDLE_EVENTS, ObjectPlog, PutBundleError};
+pub use object::{ObjectFormat, WRITE_FORMAT_ENV};
+pub use plog::{
+    DEFAULT_BUNDLE_EVENTS, MAX_OBJECT_BYTES, ObjectPlog, PlogOptions, PutBundleError,
+    REMOTE_DELETE_DELAY,
+};
 pub use remote::{RemoteFailure, RemotePlog};
 pub use shared::{Access, ObjectStats};
 pub use store::Objects;

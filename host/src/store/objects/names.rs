@@ -2,22 +2,22 @@
 //!
 //! | object                                   | holds                                          |
 //! |------------------------------------------|------------------------------------------------|
-//! | `events/<partition:05>/<offset:020>`     | one event, its hash, the previous event's hash and the writer's id |
+//! | `events/<partition:05>/<first:020>`      | the events of one append part from `first` on, their hashes, the hash before them and the writer's id (format 1: one event) |
 //! | `bundles/<partition:05>/<first:020>-<last:020>` | the events `first..=last`, a bundle of `bundle_events` events aligned on multiples of it |
 //!
-//! A name depends on the offsets it holds alone, so two writers of one offset race for one
-//! name (the fence).
+//! A name depends on the offsets it holds alone (an event object's on its first), so two
+//! writers that continue the PLog from one offset race for one name (the fence).
 
 use sequencer::PLogOffset;
 
 use crate::store::storage::PartitionId;
 
-/// The folder of the one-event objects.
+/// The folder of the event objects.
 pub(crate) const EVENTS: &str = "events";
 /// The folder of the bundles.
 pub(crate) const BUNDLES: &str = "bundles";
 
-/// The name of the one-event object of `offset` in `partition`.
+/// The name of the event object whose first event is at `offset` in `partition`.
 pub fn event_object(partition: PartitionId, offset: PLogOffset) -> String {
     format!("{EVENTS}/{partition:05}/{offset:020}")
 }
@@ -37,8 +37,8 @@ pub(crate) fn parse_partition(folder: &str) -> Option<PartitionId> {
     folder.parse().ok()
 }
 
-/// The offset a one-event object's file name (in its partition's folder) names, `None` if it
-/// is not such a name.
+/// The first offset an event object's file name (in its partition's folder) names, `None` if
+/// it is not such a name.
 pub(crate) fn parse_event_name(name: &str) -> Option<PLogOffset> {
     match name.parse::<u64>() {
         Ok(o) if name.len() == 20 && o > 0 => Some(o),

@@ -1,44 +1,90 @@
-//! The PLog on object storage: one object per event, fenced by a conditional put, merged into
-//! fixed-size bundles by a merger thread. See `docs/STORAGE.md`, "The PLog on object storage";
-//! the objects' names are in [`names`](super::names), the hash chain in
-//! [`chain`](super::chain), the bundle format in [`bundle`](super::bundle).
+//! The PLog on object storage: one object per append part (the events of a batch up to the
+//! next bundle boundary), fenced by a conditional put, merged into fixed-size bundles by a
+//! merger thread. See `docs/STORAGE.md`, "The PLog on object storage"; the objects' names are
+//! in [`names`](super::names), the event objects in [`object`](super::object), the hash chain
+//! in [`chain`](super::chain), the bundle format in [`bundle`](super::bundle).
 //!
-//! - **The fence.** An event is created with `PutMode::Create` under a name that depends on its
-//!   offset alone, so of two writers of one offset exactly one succeeds (on the local file
-//!   system a hard link, which is atomic). A create that reports "already exists" is compared
-//!   with the stored object: the same bytes are this writer's own earlier attempt (a lost
+//! - **The fence.** A part's object is created with `PutMode::Create` under a name that depends
+//!   on its first offset alone, so of two writers that believe the PLog ends at one offset
+//!   exactly one succeeds (on the local file system a hard link, which is atomic); objects are
+//!   immutable and every writer continues from the end of the last one, so no writer names an
+//!   offset inside another's object. A create that reports "already exists" is compared with
+//!   the stored object: the same bytes are this writer's own earlier attempt (a lost
 //!   response), anything else is a lost race (`WrongOffset`). After its creates, an append
 //!   checks that no bundle holds its offsets (the merger writes a bundle before it deletes
 //!   the events it holds, so a writer that re-created a merged offset sees the bundle then),
-//!   and takes its objects back if one does.
+//!   and takes its objects back if one does (when the bundle holds its very events, its own
+//!   earlier attempt merged by another host, it keeps those past the bundles, which others
+//!   may have continued from). The parts of a batch are created in order, each
+//!   after the one before it answered, so a failure leaves a dense prefix.
 //! - **Links.** Each event's hash covers its offset, the previous event's hash and its bytes
 //!   (64 bits, [`event_hash`]): a chain that reads, the merger and the start-up scan verify. A
 //!   hole, a broken link or two different objects for one offset is reported with offsets and
 //!   object names, never skipped.
-//! - **Durable before acknowledged.** On the local file system every object of an append is
-//!   written, then each file is synced and its directory once, before the append returns.
+//! - **Durable before acknowledged.** On the local file system the objects of an append (one,
+//!   or two when it crosses a bundle boundary) are written, then each file is synced and their
+//!   directory once, before the append returns.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use futures::executor::block_on;
+use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
-use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt};
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
-use crate::store::objects::chain::{encode_one, event_hash};
+use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::object::{EventsObject, ObjectFormat, encode_one, encode_range};
 use crate::store::objects::scan::damaged;
-use crate::store::objects::shared::{Access, CreateError, ObjectStats, Part, Shared, lock, os_err};
-use crate::store::storage::{AppendError, EventBatch, PartitionId, StorageError};
+use crate::store::objects::shared::{
+    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
+};
+use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId, StorageError};
 
 /// Events per bundle unless the store was created with another count.
 pub const DEFAULT_BUNDLE_EVENTS: u64 = 1024;
+
+/// The encoded events an event object holds at most, unless one event alone is larger (it is
+/// then an object of its own): a batch larger than that is cut into parts.
+pub const MAX_OBJECT_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long the merger waits after writing a bundle before it deletes the event objects it
+/// holds, when the PLog is shared by many hosts (S3): a writer's create *answered* within half
+/// of it after the writer saw its tail cannot have re-created a deleted name, so an append
+/// skips its look for a bundle (a request per append). A local directory has one host (its
+/// view's lock) and deletes at once.
+pub const REMOTE_DELETE_DELAY: Duration = Duration::from_secs(30);
+
+/// How a handle on an object PLog works ([`ObjectPlog::open_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlogOptions {
+    /// Events per bundle (every handle of one PLog must use the same).
+    pub bundle_events: u64,
+    /// Whether it writes.
+    pub access: Access,
+    /// The format of the event objects its appends create.
+    pub format: ObjectFormat,
+    /// How long after writing a bundle its merger deletes the objects the bundle holds; every
+    /// handle of one PLog must use the same (see [`REMOTE_DELETE_DELAY`]).
+    pub delete_delay: Duration,
+}
+
+impl PlogOptions {
+    /// Bundles of `bundle_events`, `access`, the current format, deletes at once.
+    pub fn new(bundle_events: u64, access: Access) -> Self {
+        Self {
+            bundle_events,
+            access,
+            format: ObjectFormat::Ranges,
+            delete_delay: Duration::ZERO,
+        }
+    }
+}
 
 /// A PLog of many partitions on object storage. Clones share the handle and its merger
 /// thread, which stops when the last clone is dropped.
@@ -50,7 +96,7 @@ pub struct ObjectPlog {
 
 impl ObjectPlog {
     /// Opens the PLog under the local directory `root` (which must exist): lists and scans
-    /// every partition (bundles until a hole, then one-event objects; verifying links), and
+    /// every partition (bundles until a hole, then event objects; verifying links), and
     /// with [`Access::Write`] removes the leftovers of an interrupted merge and starts the
     /// merger. A hole, a broken link or two different objects for one offset is an error
     /// naming them.
@@ -59,24 +105,42 @@ impl ObjectPlog {
         bundle_events: u64,
         access: Access,
     ) -> Result<Self, StorageError> {
+        Self::open_local_with(root, PlogOptions::new(bundle_events, access))
+    }
+
+    /// [`open_local`](Self::open_local) with `options`.
+    pub fn open_local_with(root: &Path, options: PlogOptions) -> Result<Self, StorageError> {
         let fs = LocalFileSystem::new_with_prefix(root)
             .map_err(|e| os_err(format!("{}", root.display()), e))?;
-        Self::open(
-            Arc::new(fs),
-            Some(root.to_path_buf()),
-            bundle_events,
-            access,
-        )
+        Self::open_with(Arc::new(fs), Some(root.to_path_buf()), options)
     }
 
     /// Opens the PLog on any object store (see [`open_local`](Self::open_local)); `local` is
     /// the root directory when the objects are local files, so that appends sync them.
+    /// Appends write the current format ([`ObjectFormat::Ranges`]), and merged objects are
+    /// deleted at once.
     pub fn open(
         objects: Arc<dyn ObjectStore>,
         local: Option<PathBuf>,
         bundle_events: u64,
         access: Access,
     ) -> Result<Self, StorageError> {
+        Self::open_with(objects, local, PlogOptions::new(bundle_events, access))
+    }
+
+    /// [`open`](Self::open) with `options`: the format its appends write, and the delay before
+    /// merged objects are deleted.
+    pub fn open_with(
+        objects: Arc<dyn ObjectStore>,
+        local: Option<PathBuf>,
+        options: PlogOptions,
+    ) -> Result<Self, StorageError> {
+        let PlogOptions {
+            bundle_events,
+            access,
+            format,
+            delete_delay,
+        } = options;
         let writer = format!(
             "{}-{}",
             std::process::id(),
@@ -89,6 +153,9 @@ impl ObjectPlog {
             local,
             bundle_events: bundle_events.max(2),
             writer,
+            format,
+            delete_delay,
+            pending_deletes: Mutex::default(),
             access,
             parts: Mutex::new(HashMap::new()),
             stats: ObjectStats::default(),
@@ -107,16 +174,16 @@ impl ObjectPlog {
         })
     }
 
-    /// The first one-event object whose event fails its checksum that the scan at open met
+    /// The first event of an event object that fails its checksum that the scan at open met
     /// (a handle opened for writing refuses such a store), as the error a writer meets.
     pub fn damaged(&self) -> Option<StorageError> {
         let parts = lock(&self.shared.parts);
-        let mut found: Vec<(PartitionId, PLogOffset)> = parts
+        let mut found: Vec<(PartitionId, (PLogOffset, PLogOffset))> = parts
             .iter()
-            .filter_map(|(&p, part)| lock(part).damaged.map(|o| (p, o)))
+            .filter_map(|(&p, part)| lock(part).damaged.map(|d| (p, d)))
             .collect();
         found.sort_unstable();
-        found.first().map(|&(p, o)| damaged(p, o))
+        found.first().map(|&(p, (o, first))| damaged(p, o, first))
     }
 
     /// What this handle has done.
@@ -149,8 +216,8 @@ impl ObjectPlog {
         parts.iter().find_map(|p| lock(p).merge_error.clone())
     }
 
-    /// Bundles the merger still owes: complete bundle-sized ranges of one-event objects not
-    /// yet merged, over every partition whose merging has not stopped on an error.
+    /// Bundles the merger still owes: complete bundle-sized ranges of event objects not yet
+    /// merged, over every partition whose merging has not stopped on an error.
     pub fn merge_backlog(&self) -> u64 {
         let parts: Vec<_> = lock(&self.shared.parts).values().cloned().collect();
         parts
@@ -170,8 +237,8 @@ impl ObjectPlog {
     /// so of two hosts recording at once one wins); returns what it holds then, the winner's
     /// bytes.
     pub fn record_shared(&self, name: &str, bytes: Vec<u8>) -> Result<Vec<u8>, StorageError> {
-        match self.shared.create(name, bytes.clone()) {
-            Ok(()) => Ok(bytes),
+        match self.shared.create(name, &bytes) {
+            Ok(_) => Ok(bytes),
             Err(CreateError::Taken) => self.shared.get(name)?.ok_or_else(|| {
                 StorageError(format!(
                     "object store: {name} was there when created, and gone when read"
@@ -191,11 +258,26 @@ impl ObjectPlog {
         Ok(written)
     }
 
-    /// Appends `batch` (events at consecutive offsets from `batch.first()`), one object per
-    /// event in offset order, each created only if absent, then syncs them all: returns once
-    /// every event is durable. Refused with `WrongOffset` when the batch does not start at the
-    /// PLog's next offset or another writer holds one of its offsets; the events before that
-    /// offset are then durable (a dense prefix), none after it are written.
+    /// The most one object of an append holds: the events up to the next bundle boundary
+    /// (an object never crosses one, so the merger bundles whole objects), one in format 1.
+    pub fn append_limits(&self) -> AppendLimits {
+        AppendLimits {
+            max_events: match self.shared.format {
+                ObjectFormat::OneEvent => 1,
+                ObjectFormat::Ranges => self.shared.bundle_events as usize,
+            },
+            max_bytes: usize::MAX,
+        }
+    }
+
+    /// Appends `batch` (events at consecutive offsets from `batch.first()`): one object per
+    /// part (the batch cut at bundle boundaries and at [`MAX_OBJECT_BYTES`]), in order, each
+    /// created only if absent, then synced: returns once every event is durable. Refused with
+    /// `WrongOffset` when the batch does not start at the PLog's next offset or another writer
+    /// holds a part's first offset; the parts before that one are then durable (a dense
+    /// prefix), none after it are written. Refused too when a bundle turns out to hold offsets
+    /// it wrote: its objects are taken back, unless the bundle holds these very events (an
+    /// earlier attempt of it that landed), whose continuation past the bundles stays durable.
     pub fn append(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
@@ -223,44 +305,106 @@ impl ObjectPlog {
             }
         }
         sh.ensure_dirs(partition)?;
+        let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
-        let mut written: Vec<PLogOffset> = Vec::with_capacity(batch.len());
-        let mut refused: Option<PLogOffset> = None;
-        for (offset, event) in batch.whole().iter() {
-            let (bytes, hash) = encode_one(offset, prev, &sh.writer, event);
-            match sh.create(&event_object(partition, offset), bytes) {
-                Ok(()) => written.push(offset),
+        // The objects created, in order.
+        let mut written: Vec<Arc<EventsObject>> = Vec::new();
+        let mut failed: Option<(PLogOffset, CreateError)> = None;
+        // Whether each create was answered within half the delete delay of this handle seeing
+        // the tail it continues (then no merger can have deleted the name: see
+        // REMOTE_DELETE_DELAY).
+        let mut fresh = !sh.delete_delay.is_zero();
+        let mut seen = st.tail_seen;
+        let limits = self.append_limits();
+        for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
+            let first = batch.first() + range.start as u64;
+            let obj = Arc::new(match sh.format {
+                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
+                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
+            });
+            let sent = Instant::now();
+            let created = sh.create(&event_object(partition, first), obj.bytes());
+            // The object landed before its answer came, however long the request took (a slow
+            // network, retries after timeouts): timed from when it was sent, a create that
+            // landed after a merger deleted the name would pass for fresh.
+            fresh &= seen.is_some_and(|t| t.elapsed() <= sh.delete_delay / 2);
+            match created {
+                Ok(created) => {
+                    // A create found to be its own earlier attempt landed at an unknown time.
+                    seen = (created == Created::Now).then_some(sent);
+                    prev = obj.last_hash();
+                    written.push(obj);
+                }
                 Err(e) => {
-                    // Whatever was written before is kept (a dense prefix) once synced.
-                    sh.sync_events(partition, &written)?;
-                    if !written.is_empty() {
-                        st.next = offset;
-                        st.last_hash = prev;
-                    }
-                    match e {
-                        CreateError::Taken => {
-                            refused = Some(offset);
-                            break;
-                        }
-                        CreateError::Storage(e) => return Err(AppendError::Storage(e)),
-                    }
+                    failed = Some((first, e));
+                    break;
                 }
             }
-            prev = hash;
         }
-        if refused.is_none() {
-            sh.sync_events(partition, &written)?;
+        // What was written is kept (a dense prefix) once synced: each object, then the
+        // directory once.
+        let firsts: Vec<PLogOffset> = written.iter().map(|o| o.first).collect();
+        if let Err(e) = sh.sync_events(partition, &firsts) {
+            st.in_doubt = true;
+            return Err(e.into());
         }
+        for obj in &written {
+            st.tail.insert(obj.first, obj.last());
+            st.next = obj.last() + 1;
+            st.last_hash = obj.last_hash();
+            st.cache(obj.clone());
+        }
+        st.tail_seen = seen;
         // A merger (of this or another host) writes a bundle before it deletes the events it
         // holds: an offset found in a bundle now was taken before this append created it.
-        if let Some(first) = written.first().copied()
-            && let Some(taken) = sh.bundled_among(partition, first, written.len() as u64)?
-        {
-            for &o in written.iter().filter(|&&o| o >= taken) {
-                let _ = block_on(
-                    sh.objects
-                        .delete(&ObjPath::from(event_object(partition, o))),
-                );
+        // Unless every create was fresh, in which case no merger can have deleted the name.
+        let check = match (written.first(), written.last()) {
+            (Some(a), Some(b)) if !fresh => Some((a.first, b.last())),
+            _ => None,
+        };
+        let bundled = match check {
+            Some((first, last)) => sh.bundled_among(partition, first, last - first + 1),
+            None => Ok(None),
+        };
+        let bundled = match bundled {
+            Ok(b) => b,
+            Err(e) => {
+                st.in_doubt = true;
+                return Err(e.into());
+            }
+        };
+        if let Some(taken) = bundled {
+            let mine: Vec<&Arc<EventsObject>> =
+                written.iter().filter(|o| o.last() >= taken).collect();
+            let under = match bundles_hold(sh, partition, &mine) {
+                Ok(under) => under,
+                Err(e) => {
+                    st.in_doubt = true;
+                    return Err(e.into());
+                }
+            };
+            let names = |objects: &[&Arc<EventsObject>]| -> Vec<String> {
+                objects
+                    .iter()
+                    .map(|o| event_object(partition, o.first))
+                    .collect()
+            };
+            match under {
+                // Other events than the bundles': a stale writer's, linked to nothing the PLog
+                // holds (no one can have continued from them): all taken back.
+                None => {
+                    let _ = sh.delete_now(&names(&mine));
+                }
+                // The bundles hold these very events: this writer's earlier attempt landed
+                // (its answer lost), another host continued from it and merged it (or wrote
+                // the same events). Those past the bundles continue the PLog, and others may
+                // have appended after them: they stay (the append is refused all the same,
+                // and the replay that follows finds them). Those under the bundles are
+                // leftovers, deleted as a merge's are: not before the delete delay, which
+                // the appends that skip their look rest on.
+                Some(n) => {
+                    let _ = sh.delete_later(names(&mine[..n]));
+                }
             }
             *st = Part {
                 merge_error: st.merge_error.clone(),
@@ -272,27 +416,37 @@ impl ObjectPlog {
                 offered: taken,
             });
         }
-        if let Some(offered) = refused {
-            sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
-            let scanned = sh.scan(partition)?;
-            *st = Part {
-                merge_error: st.merge_error.clone(),
-                ..scanned
-            };
-            return Err(AppendError::WrongOffset {
-                expected: st.next,
-                offered,
-            });
+        sh.stats
+            .events_written
+            .fetch_add(st.next - batch.first(), Ordering::Relaxed);
+        sh.stats
+            .objects_written
+            .fetch_add(written.len() as u64, Ordering::Relaxed);
+        match failed {
+            Some((offered, CreateError::Taken)) => {
+                sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
+                *st = Part {
+                    merge_error: st.merge_error.clone(),
+                    ..sh.scan(partition)?
+                };
+                return Err(AppendError::WrongOffset {
+                    expected: st.next,
+                    offered,
+                });
+            }
+            Some((_, CreateError::Storage(e))) => {
+                // The failed create may have landed: reads look past the end until settled.
+                st.in_doubt = true;
+                st.tail_seen = None;
+                return Err(AppendError::Storage(e));
+            }
+            None => {}
         }
-        st.next = batch.next();
-        st.last_hash = prev;
+        st.in_doubt = false;
         let crossed = (batch.next() - 1) / sh.bundle_events
             > (batch.first() - 1) / sh.bundle_events
             || (batch.next() - 1).is_multiple_of(sh.bundle_events);
         drop(st);
-        sh.stats
-            .events_written
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         sh.stats.appends.fetch_add(1, Ordering::Relaxed);
         if crossed && let Some(tx) = lock(&sh.merge_tx).as_ref() {
             let _ = tx.send(partition);
@@ -302,7 +456,7 @@ impl ObjectPlog {
 
     /// Up to `max` events of a partition from `from` on, in order (encoded as
     /// [`encode_event`](crate::store::codec::encode_event) makes them), from bundles and
-    /// one-event objects, verifying each link; fewer than `max` only at the PLog's end.
+    /// event objects, verifying each link; fewer than `max` only at the PLog's end.
     pub fn read(
         &self,
         partition: PartitionId,
@@ -331,7 +485,7 @@ impl ObjectPlog {
 
 impl ObjectPlog {
     /// Writes the bundle that follows the last one of `partition` (an archive's bundles are
-    /// written by `sequencer-host archive`, not merged from one-event objects): `events` are
+    /// written by `sequencer-host archive`, not merged from event objects): `events` are
     /// the events from the partition's next offset on, exactly `bundle_events` of them,
     /// encoded as every backend stores them. The bundle is created only if absent (one found
     /// with the same bytes is an earlier attempt's, and is fine; with other bytes it is an
@@ -374,8 +528,8 @@ impl ObjectPlog {
             .collect();
         let name = bundle_object(partition, first, last);
         sh.ensure_dirs(partition).map_err(PutBundleError::Io)?;
-        match sh.create(&name, Bundle::encode(first, prev, &hashed)) {
-            Ok(()) => {}
+        match sh.create(&name, &Bundle::encode(first, prev, &hashed)) {
+            Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(refused(format!(
                     "object store: partition {partition}: {name} exists and differs from the events {first}..={last} it should hold"
@@ -417,4 +571,131 @@ pub enum PutBundleError {
     /// The object store failed (it may clear by itself).
     #[error("{0}")]
     Io(StorageError),
+}
+
+/// The batch of `events` from `first` on cut, in order, into the parts an append writes as one
+/// object each: at every bundle boundary (an object lies inside one bundle's range), and at
+/// `limits` (an event larger than `MAX_OBJECT_BYTES` is a part of its own).
+fn object_parts(
+    first: PLogOffset,
+    events: &[&[u8]],
+    bundle_events: u64,
+    limits: AppendLimits,
+) -> Vec<std::ops::Range<usize>> {
+    let max_bytes = limits.max_bytes.min(MAX_OBJECT_BYTES);
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, e) in events.iter().enumerate() {
+        let offset = first + i as u64;
+        let boundary = i > start && (offset - 1).is_multiple_of(bundle_events);
+        if i > start && (boundary || i - start >= limits.max_events || bytes + e.len() > max_bytes)
+        {
+            parts.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += e.len();
+    }
+    if start < events.len() {
+        parts.push(start..events.len());
+    }
+    parts
+}
+
+/// Whether the bundles over `objects` (an append's, from the first offset a bundle holds on)
+/// hold their very events, compared by the hash of each one's last event (the chain covers
+/// every event before it): how many of them bundles hold if so (the objects after those are
+/// the PLog's continuation), `None` if a bundle holds other events.
+fn bundles_hold(
+    sh: &Shared,
+    p: PartitionId,
+    objects: &[&Arc<EventsObject>],
+) -> Result<Option<usize>, StorageError> {
+    let mut under = 0;
+    for o in objects {
+        // Bundles are written in order from offset 1: past the first missing one, none.
+        let Some(b) = sh.get_bundle(p, o.first)? else {
+            break;
+        };
+        if b.hashes.get((o.last() - b.first) as usize) != Some(&o.last_hash()) {
+            return Ok(None);
+        }
+        under += 1;
+    }
+    Ok(Some(under))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` events from `first`.
+    fn batch(first: PLogOffset, n: u64) -> EventBatch {
+        let mut b = EventBatch::new(first);
+        for o in first..first + n {
+            b.push(&[sequencer::SeqValue::new(1, 1, o)], b"e");
+        }
+        b
+    }
+
+    #[test]
+    fn a_merger_whose_range_a_rescan_found_bundled_meanwhile_takes_the_bundle_not_a_hole() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let open = || ObjectPlog::open(store.clone(), None, 4, Access::Write).expect("open");
+        let (a, b) = (open(), open());
+        a.append(0, &batch(1, 8)).expect("1..=8");
+        a.merge_now().expect("merge");
+        assert_eq!(a.bounds(0), (9, 8));
+        // b, stale, is refused and rescans: its tail starts after a's bundles.
+        let refused = b.append(0, &batch(1, 2));
+        assert!(
+            matches!(refused, Err(AppendError::WrongOffset { expected: 9, .. })),
+            "{refused:?}"
+        );
+        assert_eq!(b.bounds(0), (9, 8));
+        // b's merger read where to start (1, after no bundle) just before that rescan, and
+        // reads the tail after it: the range is in no object b knows of, and a's bundle holds
+        // it. (The two reads are apart in time, not in one lock: this is what the merger sees.)
+        {
+            let part = b.shared.part(0);
+            let mut st = lock(&part);
+            (st.merged_to, st.merged_hash) = (0, 0);
+        }
+        assert_eq!(b.merge_now().expect("a's bundles taken"), 2);
+        assert_eq!(b.bounds(0), (9, 8));
+        assert!(b.merge_error().is_none());
+    }
+
+    #[test]
+    fn a_batch_is_cut_at_bundle_boundaries_and_at_the_object_limits() {
+        let small = [1u8; 10];
+        let events: Vec<&[u8]> = vec![&small; 10];
+        let ranges = AppendLimits {
+            max_events: 4,
+            max_bytes: usize::MAX,
+        };
+        // Offsets 3..=12, bundles of 4 (1..=4, 5..=8, 9..=12).
+        assert_eq!(object_parts(3, &events, 4, ranges), vec![0..2, 2..6, 6..10]);
+        // One event per object (format 1).
+        let one = AppendLimits {
+            max_events: 1,
+            ..ranges
+        };
+        assert_eq!(
+            object_parts(1, &events[..3], 1024, one),
+            vec![0..1, 1..2, 2..3]
+        );
+        // Bytes: 25 per object at most, an event larger alone.
+        let big = [2u8; 40];
+        let mixed: Vec<&[u8]> = vec![&small, &small, &small, &big, &small];
+        let bytes = AppendLimits {
+            max_events: 100,
+            max_bytes: 25,
+        };
+        assert_eq!(
+            object_parts(1, &mixed, 1024, bytes),
+            vec![0..2, 2..3, 3..4, 4..5]
+        );
+    }
 }

@@ -1,14 +1,24 @@
-//! Reading a partition's events in order, from bundles and one-event objects, verifying every
-//! link on the way: what reads, pages of a replay and `check` go through.
+//! Reading a partition's events in order, from bundles and event objects, verifying every link
+//! on the way: what reads, pages of a replay and `check` go through.
 
 use sequencer::PLogOffset;
 
 use crate::store::objects::names::{bundle_object, event_object};
-use crate::store::objects::shared::{Shared, lock};
+use crate::store::objects::shared::{Access, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
-/// One-event objects a read asks for at once (from a few threads, see `Shared::get_many`).
+/// Event objects a read asks for at once (from a few threads, see `Shared::get_objects`).
 const READ_CHUNK: usize = 256;
+
+/// Where the next events of a read come from.
+enum Source {
+    /// The bundle that holds them.
+    Bundle,
+    /// These event objects (the first may start before the offset read).
+    Objects(Vec<PLogOffset>),
+    /// Nothing: the PLog ends before them.
+    End,
+}
 
 impl Shared {
     /// Calls `f` with each of up to `max` events from `from` on, in order, verifying links;
@@ -20,11 +30,7 @@ impl Shared {
         max: usize,
         mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
-        let (merged_to, known_next) = {
-            let part = self.part(p);
-            let st = lock(&part);
-            (st.merged_to, st.next)
-        };
+        let part = self.part(p);
         let mut o = from;
         let mut seen = 0;
         let mut link: Option<u64> = None;
@@ -42,36 +48,58 @@ impl Shared {
             Ok(())
         };
         while seen < max {
-            let bundle = if o <= merged_to {
-                self.get_bundle(p, o)?
-            } else {
-                // One-event objects, read ahead in parallel, used in order up to the first
-                // one not found.
-                // Past the end this handle knows of, one object at a time: another host may
-                // have appended, but a store answers a missing object slowly (S3's 404), and
-                // a chunk read past the end would ask for hundreds of them.
-                let ahead = if o < known_next {
-                    (known_next - o).min(READ_CHUNK as u64) as usize
+            let source = {
+                let st = lock(&part);
+                if o <= st.merged_to {
+                    Source::Bundle
                 } else {
-                    1
-                };
-                let fetched = self.get_many(p, o, (max - seen).min(ahead))?;
-                let wanted = fetched.len();
-                let mut found = 0;
-                for e in fetched.into_iter().map_while(|e| e) {
-                    check_link(o, e.prev, e.hash, &|| event_object(p, o))?;
-                    f(o, &e.event)?;
-                    o += 1;
-                    found += 1;
+                    // The objects this handle knows of (those it created from its cache, the
+                    // others read ahead in parallel), used in order up to the first one not
+                    // found. Past the end it knows of, one object at a time, and only where an
+                    // object may be that it does not know of: a create whose outcome is unknown,
+                    // or a reader (another host may have appended; a writer learns of that
+                    // from its fence). A store answers a missing object slowly (S3's 404).
+                    let known = st.objects_from(o, (max - seen) as u64, READ_CHUNK);
+                    if !known.is_empty() {
+                        Source::Objects(known)
+                    } else if st.in_doubt || self.access == Access::ReadOnly || o < st.next {
+                        Source::Objects(vec![o])
+                    } else {
+                        Source::End
+                    }
                 }
-                seen += found;
+            };
+            if let Source::End = source {
+                break;
+            }
+            if let Source::Objects(firsts) = source {
+                let wanted = firsts.len();
+                let mut found = 0;
+                for obj in self.objects_for(p, &firsts)?.into_iter().map_while(|e| e) {
+                    // An object after the first must start where the one before it ended.
+                    if obj.first > o || obj.last() < o {
+                        break;
+                    }
+                    let skip = (o - obj.first) as usize;
+                    let take = (max - seen).min(obj.len() - skip);
+                    let name = || event_object(p, obj.first);
+                    check_link(o, obj.hash_before(skip), obj.hashes[skip + take - 1], &name)?;
+                    for i in skip..skip + take {
+                        f(obj.first + i as u64, obj.event(i))?;
+                    }
+                    o += take as u64;
+                    seen += take;
+                    found += 1;
+                    if seen == max {
+                        return Ok(());
+                    }
+                }
                 if found == wanted {
                     continue;
                 }
-                // Merged meanwhile, or the end.
-                self.get_bundle(p, o)?
-            };
-            let Some(b) = bundle else {
+                // Merged meanwhile (into the bundle read next), or the end.
+            }
+            let Some(b) = self.get_bundle(p, o)? else {
                 break;
             };
             let name = || bundle_object(p, b.first, b.last());

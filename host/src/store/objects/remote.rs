@@ -8,7 +8,8 @@ use futures::executor::block_on;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::store::objects::marker::{OBJECTS_FORMAT_FILE, marker_line, parse_marker};
+use crate::store::objects::marker::{Marker, OBJECTS_FORMAT_FILE, marker_line, parse_marker};
+use crate::store::objects::object::ObjectFormat;
 use crate::store::objects::plog::DEFAULT_BUNDLE_EVENTS;
 use crate::store::storage::StorageError;
 
@@ -28,23 +29,33 @@ pub struct RemotePlog {
 }
 
 impl RemotePlog {
-    /// The PLog's bundle size from its `FORMAT` object; with `create`, the object is created
-    /// first if absent (with `bundle_events`, else the default), so that every host of one
-    /// PLog agrees on the size. `Ok(None)`: no store there (and `create` was not asked).
-    pub(super) fn marker(&self, create: Option<Option<u64>>) -> Result<Option<u64>, StorageError> {
+    /// The PLog's `FORMAT` object (the format of its event objects and its bundle size); with
+    /// `create`, the object is created first if absent (with the bundle size asked for, else
+    /// the default, and the format given), so that every host of one PLog agrees on the size.
+    /// `Ok(None)`: no store there (and `create` was not asked).
+    pub(super) fn marker(
+        &self,
+        create: Option<(Option<u64>, ObjectFormat)>,
+    ) -> Result<Option<Marker>, StorageError> {
         let path = ObjPath::from(OBJECTS_FORMAT_FILE);
         let e = |what: &dyn std::fmt::Display| {
             StorageError(format!("object store {}: {what}", self.url))
         };
-        if let Some(asked) = create {
+        if let Some((asked, format)) = create {
             let n = asked.unwrap_or(DEFAULT_BUNDLE_EVENTS).max(2);
             let put = block_on(self.objects.put_opts(
                 &path,
-                PutPayload::from(marker_line(n, None)),
+                PutPayload::from(marker_line(format, n, None)),
                 PutOptions::from(PutMode::Create),
             ));
             match put {
-                Ok(_) => return Ok(Some(n)),
+                Ok(_) => {
+                    return Ok(Some(Marker {
+                        format,
+                        bundle: n,
+                        plog: None,
+                    }));
+                }
                 // There already (or our own create, retried after a lost answer): read it.
                 Err(object_store::Error::AlreadyExists { .. }) => {}
                 Err(object_store::Error::NotFound { .. }) => {
@@ -65,7 +76,24 @@ impl RemotePlog {
         let m = parse_marker(&text, |what| {
             e(&format_args!("{OBJECTS_FORMAT_FILE} {what}"))
         })?;
-        Ok(Some(m.bundle))
+        Ok(Some(m))
+    }
+
+    /// Rewrites the PLog's `FORMAT` object as `m` says (a store of format 1 upgraded before
+    /// objects of format 2 are written into it).
+    pub(super) fn rewrite_marker(&self, m: &Marker) -> Result<(), StorageError> {
+        let line = marker_line(m.format, m.bundle, None);
+        block_on(
+            self.objects
+                .put(&ObjPath::from(OBJECTS_FORMAT_FILE), PutPayload::from(line)),
+        )
+        .map(|_| ())
+        .map_err(|err| {
+            StorageError(format!(
+                "object store {}: cannot rewrite {OBJECTS_FORMAT_FILE}: {err}",
+                self.url
+            ))
+        })
     }
 }
 

@@ -34,6 +34,9 @@ use object_store::{
 use crate::store::retry::{RetryPolicy, WarnLimiter};
 use crate::store::storage::StorageError;
 
+/// Names a delete request takes at most (S3's DeleteObjects limit).
+const DELETE_CHUNK: usize = 1000;
+
 /// The URL scheme of an S3 location.
 pub const S3_SCHEME: &str = "s3://";
 
@@ -215,17 +218,25 @@ pub fn connect_with(
     let s3 = builder
         .build()
         .map_err(|e| StorageError(format!("store {url}: {e}")))?;
+    let inner: Arc<dyn ObjectStore> = if location.prefix.is_empty() {
+        Arc::new(s3)
+    } else {
+        Arc::new(PrefixStore::new(s3, location.prefix.as_str()))
+    };
+    on_runtime(inner, url)
+}
+
+/// `inner` with every request run on a runtime of its own (see [`OnRuntime`]).
+fn on_runtime(inner: Arc<dyn ObjectStore>, url: String) -> Result<S3Objects, StorageError> {
+    // Each request is a task of its own: callers on many threads (one per partition, the
+    // merger, the reads) have their requests in flight together, two worker threads
+    // driving them all.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("s3-io")
         .enable_all()
         .build()
         .map_err(|e| StorageError(format!("store {url}: cannot start its I/O threads: {e}")))?;
-    let inner: Arc<dyn ObjectStore> = if location.prefix.is_empty() {
-        Arc::new(s3)
-    } else {
-        Arc::new(PrefixStore::new(s3, location.prefix.as_str()))
-    };
     let outage = Arc::new(Outage::default());
     let objects = Arc::new(OnRuntime {
         inner,
@@ -388,28 +399,50 @@ impl ObjectStore for OnRuntime {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
+        // In requests of many names (S3's DeleteObjects takes up to 1,000), each retried
+        // whole when a name failed on the transport (deleting a name again is harmless).
         let this = self.clone_handle();
         locations
-            .and_then(move |loc| {
+            .chunks(DELETE_CHUNK)
+            .then(move |chunk| {
                 let this = this.clone();
                 async move {
-                    this.call(format!("delete {loc}"), move |s| {
-                        let loc = loc.clone();
-                        async move {
-                            s.delete_stream(stream::once(async move { Ok(loc) }).boxed())
-                                .try_collect::<Vec<Path>>()
-                                .await
-                        }
-                    })
-                    .await
-                    .and_then(|mut done| {
-                        done.pop().ok_or_else(|| object_store::Error::Generic {
-                            store: "S3",
-                            source: "a delete answered nothing".into(),
+                    let (paths, errors): (Vec<_>, Vec<_>) =
+                        chunk.into_iter().partition(|r| r.is_ok());
+                    let paths: Vec<Path> = paths.into_iter().flatten().collect();
+                    let what = match (paths.first(), paths.len()) {
+                        (Some(p), 1) => format!("delete {p}"),
+                        (Some(p), n) => format!("delete {p} and {} more", n - 1),
+                        (None, _) => "delete nothing".into(),
+                    };
+                    let done = if paths.is_empty() {
+                        Vec::new()
+                    } else {
+                        this.call(what, move |s| {
+                            let paths = paths.clone();
+                            async move {
+                                let mut done: Vec<object_store::Result<Path>> = s
+                                    .delete_stream(stream::iter(paths.into_iter().map(Ok)).boxed())
+                                    .collect()
+                                    .await;
+                                match done.iter().position(|r| r.as_ref().is_err_and(may_clear)) {
+                                    Some(i) => Err(done.swap_remove(i).err().unwrap_or(
+                                        object_store::Error::Generic {
+                                            store: "S3",
+                                            source: "a delete failed".into(),
+                                        },
+                                    )),
+                                    None => Ok(done),
+                                }
+                            }
                         })
-                    })
+                        .await
+                        .unwrap_or_else(|e| vec![Err(e)])
+                    };
+                    stream::iter(errors.into_iter().chain(done))
                 }
             })
+            .flatten()
             .boxed()
     }
 
@@ -476,6 +509,100 @@ impl OnRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An in-memory store whose every put takes 200 ms (awaited, as a network answer is).
+    #[derive(Debug, Default)]
+    struct Slow(object_store::memory::InMemory);
+
+    impl fmt::Display for Slow {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("Slow")
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for Slow {
+        async fn put_opts(
+            &self,
+            location: &Path,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            self.0.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.0.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(
+            &self,
+            location: &Path,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            self.0.get_opts(location, options).await
+        }
+
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<Path>>,
+        ) -> BoxStream<'static, object_store::Result<Path>> {
+            self.0.delete_stream(locations)
+        }
+
+        fn list(
+            &self,
+            prefix: Option<&Path>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.0.list(prefix)
+        }
+
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&Path>,
+        ) -> object_store::Result<ListResult> {
+            self.0.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(
+            &self,
+            from: &Path,
+            to: &Path,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.0.copy_opts(from, to, options).await
+        }
+    }
+
+    #[test]
+    fn requests_of_many_threads_are_in_flight_together_on_the_stores_runtime() {
+        let s3 = on_runtime(Arc::new(Slow::default()), "s3://test".into()).expect("runtime");
+        let objects = s3.objects;
+        let started = std::time::Instant::now();
+        // Eight callers (the partitions' command processors), each waiting on its put with an
+        // executor of its own, as the PLog does.
+        std::thread::scope(|s| {
+            for p in 0..8 {
+                let objects = objects.clone();
+                s.spawn(move || {
+                    futures::executor::block_on(objects.put_opts(
+                        &Path::from(format!("events/{p:05}/1")),
+                        PutPayload::from_static(b"x"),
+                        PutOptions::default(),
+                    ))
+                    .expect("put");
+                });
+            }
+        });
+        // One after the other they would take 1.6 s.
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(800), "{took:?}");
+    }
 
     #[test]
     fn an_s3_url_names_a_bucket_and_a_prefix_and_a_bad_one_is_refused_clearly() {

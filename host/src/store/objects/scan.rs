@@ -1,9 +1,10 @@
 //! The scan of a partition's objects: what a handle opens on and rescans when another writer
 //! may have appended. It lists the partition, follows bundles from offset 1 until a hole, then
-//! one-event objects, verifying every link, and reports a hole with objects after it, a broken
-//! link or two different objects for one offset with offsets and object names. With write
-//! access it removes the leftovers of an interrupted merge (and a stale writer's objects under
-//! a bundle).
+//! event objects (each named by the offset after the previous one's last), verifying every
+//! link and every event's checksum, and reports a hole with objects after it, a broken link, a
+//! damaged event (to a writer) or two different objects for one offset with offsets and object
+//! names. With write access it removes the leftovers of an interrupted merge (and a stale
+//! writer's objects under a bundle).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -34,23 +35,26 @@ impl From<StorageError> for Scan {
     }
 }
 
-/// The one-event object at `o` is damaged: its event fails its checksum.
-pub(super) fn damaged(p: PartitionId, o: PLogOffset) -> StorageError {
+/// The event at `o`, held by the event object named `first`, is damaged: it fails its checksum.
+pub(super) fn damaged(p: PartitionId, o: PLogOffset, first: PLogOffset) -> StorageError {
     StorageError(format!(
         "object store: partition {p}: event at offset {o} fails its checksum ({} is damaged)",
-        event_object(p, o)
+        event_object(p, first)
     ))
 }
 
 /// Scans of a partition tried when objects vanish under them.
 const SCAN_TRIES: u32 = 3;
 
+/// Event objects a scan reads at once (from a few threads).
+const SCAN_CHUNK: usize = 256;
+
 impl Shared {
-    /// Deletes the one-event object at `o` that a bundle also holds, counting it as a
+    /// Deletes the event object named `first` that a bundle also holds, counting it as a
     /// leftover removed. One already gone is fine and not counted: a merger (this handle's
     /// thread, or another host's) deleted it first.
-    fn remove_leftover(&self, p: PartitionId, o: PLogOffset) -> Result<(), StorageError> {
-        let name = event_object(p, o);
+    fn remove_leftover(&self, p: PartitionId, first: PLogOffset) -> Result<(), StorageError> {
+        let name = event_object(p, first);
         match block_on(self.objects.delete(&ObjPath::from(name.as_str()))) {
             Ok(()) => {
                 self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
@@ -89,10 +93,11 @@ impl Shared {
     }
 
     /// Reads a partition's PLog from its objects: bundles from offset 1 until a hole, then
-    /// one-event objects, verifying every link. With write access, one-event objects that a
-    /// bundle also holds are deleted: with the same bytes an interrupted merge left them, with
-    /// other bytes a stale writer did (never acknowledged: the bundle was there first). A hole
-    /// with objects after it and a broken link are errors.
+    /// event objects, each from where the one before it ended, verifying every link. With
+    /// write access, event objects that a bundle also holds are deleted: with the same events
+    /// an interrupted merge left them, with other events a stale writer did (never
+    /// acknowledged: the bundle was there first). A hole with objects after it, a broken link
+    /// and an object starting inside another are errors.
     pub(super) fn scan(&self, p: PartitionId) -> Result<Part, StorageError> {
         // A merger (this handle's or another host's) may bundle and delete objects between
         // the listing and the reads: the scan then starts again, a few times at most.
@@ -108,6 +113,9 @@ impl Shared {
 
     /// One pass of [`scan`](Self::scan).
     fn scan_once(&self, p: PartitionId) -> Result<Part, Scan> {
+        // No object that this listing misses starts at the PLog's end found below: one created
+        // later continues an object this scan sees (see `Part::tail_seen`).
+        let listed = std::time::Instant::now();
         // Events are listed before bundles: a merger writes a bundle before it deletes the
         // events it holds, so an event missing from this listing is in a bundle listed next.
         let mut events: BTreeSet<PLogOffset> = BTreeSet::new();
@@ -129,6 +137,7 @@ impl Shared {
         bundles.sort();
         let mut part = Part {
             next: 1,
+            tail_seen: Some(listed),
             ..Part::default()
         };
         let mut used = 0;
@@ -148,44 +157,8 @@ impl Shared {
                     part.last_hash
                 ))));
             }
-            // Events the bundle also holds: leftovers of an interrupted merge.
             for &o in events.range(first..=last) {
-                let b = self.get_bundle(p, o)?.ok_or_else(|| {
-                    StorageError(format!("object store: bundles/{p:05}/{name} vanished"))
-                })?;
-                let one = self.get_one(p, o)?;
-                let i = (o - first) as usize;
-                match one {
-                    Some(e)
-                        if e.hash == b.hashes[i]
-                            && e.event == b.event(i)
-                            && self.access == Access::Write =>
-                    {
-                        self.remove_leftover(p, o)?;
-                    }
-                    // Read-only: the leftover stays where it is.
-                    Some(e) if e.hash == b.hashes[i] && e.event == b.event(i) => {}
-                    // Other bytes under a bundle: a stale writer re-created the name after the
-                    // merger deleted it and stopped (killed, or its answer lost) before it saw
-                    // the bundle and took its object back. The bundle existed before that
-                    // create, so the append holding it was never acknowledged.
-                    Some(e) => {
-                        tracing::warn!(
-                            "object store: partition {p}: {} (writer {}) differs from bundles/{p:05}/{name}, which was written before it: a stale writer's unacknowledged object{}",
-                            event_object(p, o),
-                            e.writer,
-                            if self.access == Access::Write {
-                                "; removed"
-                            } else {
-                                "; ignored"
-                            }
-                        );
-                        if self.access == Access::Write {
-                            self.remove_leftover(p, o)?;
-                        }
-                    }
-                    None => {}
-                }
+                self.leftover_under_bundle(p, o, name)?;
             }
             part.next = last + 1;
             part.last_hash = last_hash;
@@ -193,38 +166,7 @@ impl Shared {
             part.merged_hash = part.last_hash;
             used += 1;
         }
-        let tail: Vec<PLogOffset> = events.range(part.next..).copied().collect();
-        for o in tail {
-            if o != part.next {
-                break;
-            }
-            let e = self.get_one(p, o)?.ok_or_else(|| {
-                Scan::Vanished(StorageError(format!(
-                    "object store: {} vanished",
-                    event_object(p, o)
-                )))
-            })?;
-            if e.damaged {
-                // A writer refuses it before it appends anything; a reader goes on, so that
-                // `check` names every damaged event.
-                if self.access == Access::Write {
-                    return Err(Scan::Failed(damaged(p, o)));
-                }
-                part.damaged = part.damaged.or(Some(o));
-            }
-            if e.prev != part.last_hash {
-                return Err(Scan::Failed(StorageError(format!(
-                    "object store: partition {p}: broken link at offset {o}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
-                    event_object(p, o),
-                    e.writer,
-                    o - 1,
-                    e.prev,
-                    part.last_hash
-                ))));
-            }
-            part.next = o + 1;
-            part.last_hash = e.hash;
-        }
+        self.walk_tail(p, &events, &mut part)?;
         let mut after: Vec<String> = events
             .range(part.next..)
             .take(3)
@@ -245,5 +187,128 @@ impl Shared {
             ))));
         }
         Ok(part)
+    }
+
+    /// The event object named `first`, listed under the bundle `name` (which holds its
+    /// offsets): the same events are an interrupted merge's leftover, other events a stale
+    /// writer's unacknowledged object; either is deleted with write access, kept by a reader.
+    fn leftover_under_bundle(
+        &self,
+        p: PartitionId,
+        first: PLogOffset,
+        name: &str,
+    ) -> Result<(), Scan> {
+        if !self.delete_delay.is_zero() {
+            // A store shared by many hosts (S3) keeps merged objects for a while, so many are
+            // found here: they go after the delete delay, unread (whatever they hold, the
+            // bundle over them was written first and holds the PLog's events).
+            if self.access == Access::Write {
+                let added = self.delete_later(vec![event_object(p, first)])?;
+                self.stats
+                    .leftovers_removed
+                    .fetch_add(added, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
+        let b = self
+            .get_bundle(p, first)?
+            .ok_or_else(|| StorageError(format!("object store: bundles/{p:05}/{name} vanished")))?;
+        let Some(e) = self.get_object(p, first)? else {
+            return Ok(());
+        };
+        if e.last() > b.last() {
+            // Every writer cuts its objects at bundle boundaries: one that crosses is foreign.
+            return Err(Scan::Failed(StorageError(format!(
+                "object store: partition {p}: {} (writer {}) holds offsets {}..={}, across the end of bundles/{p:05}/{name}",
+                event_object(p, first),
+                e.writer,
+                e.first,
+                e.last()
+            ))));
+        }
+        let at = (first - b.first) as usize;
+        let same =
+            (0..e.len()).all(|i| e.hashes[i] == b.hashes[at + i] && e.event(i) == b.event(at + i));
+        if !same {
+            // Other bytes under a bundle: a stale writer re-created the name after the merger
+            // deleted it and stopped (killed, or its answer lost) before it saw the bundle and
+            // took its object back. The bundle existed before that create, so the append
+            // holding it was never acknowledged.
+            tracing::warn!(
+                "object store: partition {p}: {} (writer {}) differs from bundles/{p:05}/{name}, which was written before it: a stale writer's unacknowledged object{}",
+                event_object(p, first),
+                e.writer,
+                if self.access == Access::Write {
+                    "; removed"
+                } else {
+                    "; ignored"
+                }
+            );
+        }
+        if self.access == Access::Write {
+            self.remove_leftover(p, first)?;
+        }
+        Ok(())
+    }
+
+    /// Follows the event objects listed in `events` from `part.next` on, each named by the
+    /// offset after the one before it, verifying links; stops at the first offset no object
+    /// is named by (the end, or a hole the caller reports).
+    fn walk_tail(
+        &self,
+        p: PartitionId,
+        events: &BTreeSet<PLogOffset>,
+        part: &mut Part,
+    ) -> Result<(), Scan> {
+        let names: Vec<PLogOffset> = events.range(part.next..).copied().collect();
+        for chunk in names.chunks(SCAN_CHUNK) {
+            // Read a chunk at once (from a few threads); only those named by the walk count.
+            let read = self.get_objects(p, chunk)?;
+            for (&first, obj) in chunk.iter().zip(read) {
+                if first > part.next {
+                    return Ok(());
+                }
+                if first < part.next {
+                    let (holder, last) = part
+                        .tail
+                        .range(..first)
+                        .next_back()
+                        .map_or((0, 0), |(a, b)| (*a, *b));
+                    return Err(Scan::Failed(StorageError(format!(
+                        "object store: partition {p}: two objects hold offset {first}: {} holds {holder}..={last}, and {} starts at {first}",
+                        event_object(p, holder),
+                        event_object(p, first)
+                    ))));
+                }
+                let e = obj.ok_or_else(|| {
+                    Scan::Vanished(StorageError(format!(
+                        "object store: {} vanished",
+                        event_object(p, first)
+                    )))
+                })?;
+                if let Some(o) = e.damaged {
+                    // A writer refuses it before it appends anything; a reader goes on, so
+                    // that `check` names every damaged event.
+                    if self.access == Access::Write {
+                        return Err(Scan::Failed(damaged(p, o, first)));
+                    }
+                    part.damaged = part.damaged.or(Some((o, first)));
+                }
+                if e.prev != part.last_hash {
+                    return Err(Scan::Failed(StorageError(format!(
+                        "object store: partition {p}: broken link at offset {first}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
+                        event_object(p, first),
+                        e.writer,
+                        first - 1,
+                        e.prev,
+                        part.last_hash
+                    ))));
+                }
+                part.tail.insert(first, e.last());
+                part.next = e.last() + 1;
+                part.last_hash = e.last_hash();
+            }
+        }
+        Ok(())
     }
 }

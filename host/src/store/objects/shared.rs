@@ -2,21 +2,22 @@
 //! store, what it knows of each partition, its counters), and the object I/O on it: reading
 //! events and bundles, creating an object only if absent, and syncing local files.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
+use futures::stream::{self, StreamExt};
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle::Bundle;
-use crate::store::objects::chain::{OneEvent, decode_one};
 use crate::store::objects::names::{BUNDLES, EVENTS, bundle_object, event_object, partition_dir};
+use crate::store::objects::object::{EventsObject, ObjectFormat};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// What a partition's PLog holds, as this handle knows it.
@@ -32,22 +33,103 @@ pub(super) struct Part {
     pub(super) merged_hash: u64,
     /// Why the merger stopped on this partition (a hole, a broken link, a conflict).
     pub(super) merge_error: Option<String>,
-    /// The first one-event object the scan found damaged (its event fails its checksum).
-    pub(super) damaged: Option<PLogOffset>,
+    /// The event objects after `merged_to`, first offset to last: they hold
+    /// `merged_to + 1..next`, each offset once.
+    pub(super) tail: BTreeMap<PLogOffset, PLogOffset>,
+    /// Objects of the tail this handle created, as it created them (up to [`CACHE_BYTES`]):
+    /// reads and the merger take them from here instead of the store. Objects are immutable,
+    /// so a copy is never stale.
+    pub(super) cache: BTreeMap<PLogOffset, Arc<EventsObject>>,
+    /// Bytes held in `cache`.
+    pub(super) cache_bytes: usize,
+    /// A create whose outcome is unknown (it failed, and may have landed): reads look past
+    /// `next` for an object until an append or a scan settles it.
+    pub(super) in_doubt: bool,
+    /// When this handle last knew that no object starts at `next` (before the create of the
+    /// object ending at `next - 1` was sent, or before a scan listed the partition): within
+    /// the store's delete delay of it, a name this handle creates cannot be one a merger
+    /// deleted (see `Shared::delete_delay`).
+    pub(super) tail_seen: Option<Instant>,
+    /// The first event the scan found damaged in an event object of the tail (it fails its
+    /// checksum while its links hold), and the first offset of the object holding it.
+    pub(super) damaged: Option<(PLogOffset, PLogOffset)>,
+}
+
+/// The most bytes of event objects a partition's cache holds.
+pub(super) const CACHE_BYTES: usize = 8 << 20;
+
+impl Part {
+    /// Keeps `obj` (just created by this handle, or read) for later reads and the merger, if
+    /// there is room.
+    pub(super) fn cache(&mut self, obj: Arc<EventsObject>) {
+        let n = obj.bytes().len();
+        if self.cache_bytes + n <= CACHE_BYTES {
+            self.cache_bytes += n;
+            self.cache.insert(obj.first, obj);
+        }
+    }
+
+    /// Forgets the objects of the tail up to `last` (merged into bundles). Never moves back: a
+    /// rescan may have found later bundles while the merger merged an earlier range.
+    pub(super) fn merged(&mut self, last: PLogOffset, last_hash: u64) {
+        if last <= self.merged_to {
+            return;
+        }
+        self.merged_to = last;
+        self.merged_hash = last_hash;
+        self.tail = self.tail.split_off(&(last + 1));
+        let kept = self.cache.split_off(&(last + 1));
+        for o in self.cache.values() {
+            self.cache_bytes -= o.bytes().len();
+        }
+        self.cache = kept;
+    }
+
+    /// The first offsets of the objects that hold `from..` (the first may start before it), at
+    /// most `max_objects` of them and no more than hold `max_events` events from `from` on;
+    /// empty if no object of the tail holds `from`.
+    pub(super) fn objects_from(
+        &self,
+        from: PLogOffset,
+        max_events: u64,
+        max_objects: usize,
+    ) -> Vec<PLogOffset> {
+        let Some((&start, _)) = self
+            .tail
+            .range(..=from)
+            .next_back()
+            .filter(|(_, last)| **last >= from)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (&first, &last) in self.tail.range(start..).take(max_objects) {
+            if first > from && first - from >= max_events {
+                break;
+            }
+            out.push(first);
+            if last + 1 - from >= max_events {
+                break;
+            }
+        }
+        out
+    }
 }
 
 /// Counters of what the object PLog did.
 #[derive(Debug, Default)]
 pub struct ObjectStats {
-    /// Events appended (one object each).
+    /// Events appended.
     pub events_written: AtomicU64,
+    /// Event objects created by appends (one per append part).
+    pub objects_written: AtomicU64,
     /// Appends (batches) acknowledged.
     pub appends: AtomicU64,
     /// Files and directories synced.
     pub syncs: AtomicU64,
     /// Bundles written by the merger.
     pub bundles_written: AtomicU64,
-    /// One-event objects the merger deleted after bundling them.
+    /// Events the merger bundled (their event objects deleted).
     pub merged_events: AtomicU64,
     /// Leftovers removed at open: of an interrupted merge (identical to their bundle's), or a
     /// stale writer's object under a bundle (created after the merge deleted the name).
@@ -77,6 +159,15 @@ pub(super) struct Shared {
     pub(super) bundle_events: u64,
     /// This handle's writer id, written into each event object it creates.
     pub(super) writer: String,
+    /// The format of the event objects it creates.
+    pub(super) format: ObjectFormat,
+    /// How long after writing a bundle the merger deletes the event objects it holds (0: at
+    /// once). Every handle of one PLog deletes no sooner, so an append whose creates were
+    /// answered less than half of it after this handle saw the partition's tail cannot have
+    /// re-created a deleted name, and skips its look for a bundle (a request on S3).
+    pub(super) delete_delay: Duration,
+    /// Event objects to delete once their time comes (under bundles written before).
+    pub(super) pending_deletes: Mutex<PendingDeletes>,
     /// Whether the handle may change the store.
     pub(super) access: Access,
     /// What each partition's PLog holds, as this handle knows it.
@@ -108,8 +199,26 @@ pub(super) fn os_err(what: impl std::fmt::Display, e: impl std::fmt::Display) ->
 /// Threads that sync one append's files together.
 const SYNC_THREADS: usize = 4;
 
-/// Threads reading one-event objects ahead.
+/// Threads reading event objects ahead.
 const READ_THREADS: usize = 4;
+
+/// Event objects waiting for their deletion (a merged range's, a leftover under a bundle).
+#[derive(Default)]
+pub(super) struct PendingDeletes {
+    /// When each batch of names may go, in the order they were added.
+    pub(super) due: std::collections::VecDeque<(Instant, Vec<String>)>,
+    /// Every name waiting, so that a rescan does not add one twice.
+    pub(super) names: BTreeSet<String>,
+}
+
+/// How a create wrote its object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Created {
+    /// Now.
+    Now,
+    /// In an earlier attempt whose answer was lost (found there with the same bytes).
+    Earlier,
+}
 
 /// Why a create did not write.
 pub(super) enum CreateError {
@@ -144,43 +253,131 @@ impl Shared {
         }
     }
 
-    /// The one-event object of `o`, decoded and verified; `None` if there is none.
-    pub(super) fn get_one(
+    /// The event object named `first` (holding the events from `first` on), decoded and
+    /// verified; `None` if there is none.
+    pub(super) fn get_object(
         &self,
         p: PartitionId,
-        o: PLogOffset,
-    ) -> Result<Option<OneEvent>, StorageError> {
-        let name = event_object(p, o);
+        first: PLogOffset,
+    ) -> Result<Option<EventsObject>, StorageError> {
+        let name = event_object(p, first);
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
-        match decode_one(&bytes) {
-            Some(e) if e.offset == o => Ok(Some(e)),
+        match EventsObject::decode(bytes) {
+            Some(e) if e.first == first => Ok(Some(e)),
             _ => Err(StorageError(format!(
-                "object store: {name} is corrupt: not a sound event object for offset {o} (partition {p})"
+                "object store: {name} is corrupt: not a sound event object from offset {first} (partition {p})"
             ))),
         }
     }
 
-    /// The one-event objects `from..from + n`, read from a few threads at once, in order
-    /// (`None` for one not found).
-    pub(super) fn get_many(
+    /// The event objects named `firsts` of partition `p`, in order (`None` for one not found):
+    /// from the partition's cache when this handle created them, the others read from a few
+    /// threads at once.
+    pub(super) fn objects_for(
         &self,
         p: PartitionId,
-        from: PLogOffset,
-        n: usize,
-    ) -> Result<Vec<Option<OneEvent>>, StorageError> {
-        if n <= 1 {
-            return (from..from + n as u64)
-                .map(|o| self.get_one(p, o))
-                .collect();
+        firsts: &[PLogOffset],
+    ) -> Result<Vec<Option<Arc<EventsObject>>>, StorageError> {
+        let cached: Vec<Option<Arc<EventsObject>>> = {
+            let part = self.part(p);
+            let st = lock(&part);
+            firsts.iter().map(|f| st.cache.get(f).cloned()).collect()
+        };
+        let missing: Vec<PLogOffset> = firsts
+            .iter()
+            .zip(&cached)
+            .filter(|(_, c)| c.is_none())
+            .map(|(f, _)| *f)
+            .collect();
+        let mut read = self.get_objects(p, &missing)?.into_iter();
+        Ok(cached
+            .into_iter()
+            .map(|c| c.or_else(|| read.next().flatten().map(Arc::new)))
+            .collect())
+    }
+
+    /// Deletes the objects `names` (in requests of many names where the store takes them);
+    /// one already gone is fine. Returns how many it deleted or found gone.
+    pub(super) fn delete_now(&self, names: &[String]) -> Result<u64, StorageError> {
+        let paths: Vec<object_store::Result<ObjPath>> = names
+            .iter()
+            .map(|n| Ok(ObjPath::from(n.as_str())))
+            .collect();
+        let done = block_on(
+            self.objects
+                .delete_stream(stream::iter(paths).boxed())
+                .collect::<Vec<_>>(),
+        );
+        let mut n = 0;
+        for (d, name) in done.into_iter().zip(names) {
+            match d {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => n += 1,
+                Err(e) => return Err(os_err(format!("delete {name}"), e)),
+            }
         }
-        let offsets: Vec<PLogOffset> = (from..from + n as u64).collect();
-        let chunk = n.div_ceil(READ_THREADS);
-        let parts: Vec<Result<Vec<Option<OneEvent>>, StorageError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = offsets
+        Ok(n)
+    }
+
+    /// Deletes `names` now if the store deletes at once, else once the delete delay has passed
+    /// (the merger thread does it). Returns how many it deleted, or queued that were not yet.
+    pub(super) fn delete_later(&self, names: Vec<String>) -> Result<u64, StorageError> {
+        if self.delete_delay.is_zero() {
+            return self.delete_now(&names);
+        }
+        let mut pending = lock(&self.pending_deletes);
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|n| pending.names.insert(n.clone()))
+            .collect();
+        let n = names.len() as u64;
+        if n > 0 {
+            pending
+                .due
+                .push_back((Instant::now() + self.delete_delay, names));
+        }
+        Ok(n)
+    }
+
+    /// Deletes the pending objects whose time has come; returns when the next ones are due.
+    pub(super) fn delete_due(&self) -> Option<Instant> {
+        loop {
+            let names = {
+                let mut pending = lock(&self.pending_deletes);
+                match pending.due.front() {
+                    Some((at, _)) if *at <= Instant::now() => {}
+                    Some((at, _)) => return Some(*at),
+                    None => return None,
+                }
+                let (_, names) = pending.due.pop_front()?;
+                for n in &names {
+                    pending.names.remove(n);
+                }
+                names
+            };
+            if let Err(e) = self.delete_now(&names) {
+                // Left where they are: the next writable open finds them under their bundle.
+                tracing::warn!("{e}; {} merged event objects left in place", names.len());
+            }
+        }
+    }
+
+    /// The event objects named `firsts`, read from a few threads at once, in order (`None` for
+    /// one not found).
+    pub(super) fn get_objects(
+        &self,
+        p: PartitionId,
+        firsts: &[PLogOffset],
+    ) -> Result<Vec<Option<EventsObject>>, StorageError> {
+        if firsts.len() <= 1 {
+            return firsts.iter().map(|&o| self.get_object(p, o)).collect();
+        }
+        let chunk = firsts.len().div_ceil(READ_THREADS);
+        let parts: Vec<Result<Vec<Option<EventsObject>>, StorageError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = firsts
                 .chunks(chunk)
-                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_one(p, o)).collect()))
+                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_object(p, o)).collect()))
                 .collect();
             handles
                 .into_iter()
@@ -190,7 +387,7 @@ impl Shared {
                 })
                 .collect()
         });
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(firsts.len());
         for part in parts {
             out.extend(part?);
         }
@@ -198,7 +395,7 @@ impl Shared {
     }
 
     /// The bundle that would hold `o` (bundles are aligned on `bundle_events`).
-    fn bundle_range(&self, o: PLogOffset) -> (PLogOffset, PLogOffset) {
+    pub(super) fn bundle_range(&self, o: PLogOffset) -> (PLogOffset, PLogOffset) {
         let first = (o - 1) / self.bundle_events * self.bundle_events + 1;
         (first, first + self.bundle_events - 1)
     }
@@ -275,18 +472,18 @@ impl Shared {
 
     /// Creates `name` only if absent; an object found there with the same bytes is this
     /// writer's own earlier attempt (a create retried after a lost response).
-    pub(super) fn create(&self, name: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
+    pub(super) fn create(&self, name: &str, bytes: &[u8]) -> Result<Created, CreateError> {
         let path = ObjPath::from(name);
         let opts = PutOptions::from(PutMode::Create);
         match block_on(
             self.objects
-                .put_opts(&path, PutPayload::from(bytes.clone()), opts),
+                .put_opts(&path, PutPayload::from(bytes.to_vec()), opts),
         ) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Created::Now),
             Err(object_store::Error::AlreadyExists { .. }) => match self.get(name) {
                 Ok(Some(found)) if found == bytes => {
                     self.stats.own_retries.fetch_add(1, Ordering::Relaxed);
-                    Ok(())
+                    Ok(Created::Earlier)
                 }
                 Ok(_) => Err(CreateError::Taken),
                 Err(e) => Err(CreateError::Storage(e)),
@@ -333,8 +530,12 @@ impl Shared {
             return Ok(());
         }
         // Files are synced from a few threads at once: the file system commits concurrent
-        // syncs together.
+        // syncs together. One append's object or two are synced here.
         let paths: Vec<PathBuf> = names.iter().map(|n| root.join(n)).collect();
+        if paths.len() <= 2 {
+            paths.iter().try_for_each(|p| self.sync_path(p))?;
+            return self.sync_path(&root.join(dir));
+        }
         let chunk = paths.len().div_ceil(SYNC_THREADS).max(1);
         let results: Vec<Result<(), StorageError>> = std::thread::scope(|s| {
             let handles: Vec<_> = paths
@@ -353,13 +554,39 @@ impl Shared {
         self.sync_path(&root.join(dir))
     }
 
-    /// Makes the one-event objects of `offsets` durable.
+    /// Makes the event objects named `firsts` durable: each file, then their directory once.
     pub(super) fn sync_events(
         &self,
         p: PartitionId,
-        offsets: &[PLogOffset],
+        firsts: &[PLogOffset],
     ) -> Result<(), StorageError> {
-        let names: Vec<String> = offsets.iter().map(|&o| event_object(p, o)).collect();
+        let names: Vec<String> = firsts.iter().map(|&o| event_object(p, o)).collect();
         self.sync_objects(&partition_dir(EVENTS, p), &names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_of_a_range_a_rescan_already_found_bundled_leaves_the_tail_as_it_is() {
+        let mut part = Part {
+            next: 13,
+            merged_to: 8,
+            merged_hash: 88,
+            tail: BTreeMap::from([(9, 12)]),
+            ..Part::default()
+        };
+        part.merged(4, 44);
+        assert_eq!(
+            (part.merged_to, part.merged_hash, part.tail.len()),
+            (8, 88, 1)
+        );
+        part.merged(12, 1212);
+        assert_eq!(
+            (part.merged_to, part.merged_hash, part.tail.len()),
+            (12, 1212, 0)
+        );
     }
 }

@@ -14,10 +14,13 @@ use crate::store::codec::StoredEvent;
 use crate::store::fs::{LAYOUT_FILE, read_layout, record_layout};
 use crate::store::layout::Layout;
 use crate::store::objects::marker::{
-    OBJECTS_FORMAT_FILE, VIEW_DB_FILE, err, read_marker, same_plog, write_marker,
+    Marker, OBJECTS_FORMAT_FILE, VIEW_DB_FILE, err, read_marker, same_plog, write_marker,
 };
+use crate::store::objects::object::ObjectFormat;
 use crate::store::objects::pages::{PageError, RawPage, ReadAheadPages, decode_all};
-use crate::store::objects::plog::{DEFAULT_BUNDLE_EVENTS, ObjectPlog};
+use crate::store::objects::plog::{
+    DEFAULT_BUNDLE_EVENTS, ObjectPlog, PlogOptions, REMOTE_DELETE_DELAY,
+};
 use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
 use crate::store::reader::StoreReader;
@@ -111,21 +114,23 @@ impl<V: LiveViewFile> Objects<V, Live> {
     ) -> Result<Self, StorageError> {
         let url = remote.as_ref().map(|r| r.url.clone());
         let remote_failure = remote.as_ref().and_then(|r| r.failure.clone());
+        let wanted = ObjectFormat::for_writing();
         let local = read_marker(root)?;
         if let Some(m) = &local {
             same_plog(root, m, url.as_deref())?;
         }
-        let remote_bundle = match &remote {
-            Some(r) => r.marker(Some(bundle_events))?,
+        let remote_marker = match &remote {
+            Some(r) => r.marker(Some((bundle_events, wanted)))?,
             None => None,
         };
-        let created = match local {
-            Some(_) => false,
+        let parent = match root.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let created = local.is_none();
+        let local = match local {
+            Some(m) => m,
             None => {
-                let parent = match root.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
                 if !parent.is_dir() {
                     return Err(err(
                         root,
@@ -136,18 +141,23 @@ impl<V: LiveViewFile> Objects<V, Live> {
                 // An interrupted creation may have left a view database: start again.
                 let _ = fs::remove_file(root.join(VIEW_DB_FILE));
                 V::create_view(&root.join(VIEW_DB_FILE))?;
-                let n = remote_bundle
-                    .or(bundle_events)
-                    .unwrap_or(DEFAULT_BUNDLE_EVENTS)
-                    .max(2);
-                write_marker(root, &parent, n, url.as_deref())?;
-                true
+                let m = Marker {
+                    format: remote_marker.as_ref().map_or(wanted, |m| m.format),
+                    bundle: remote_marker
+                        .as_ref()
+                        .map(|m| m.bundle)
+                        .or(bundle_events)
+                        .unwrap_or(DEFAULT_BUNDLE_EVENTS)
+                        .max(2),
+                    plog: url.clone(),
+                };
+                write_marker(root, &parent, &m)?;
+                m
             }
         };
-        let bundle = match remote_bundle {
-            Some(n) => n,
-            None => read_marker(root)?.map_or(DEFAULT_BUNDLE_EVENTS, |m| m.bundle),
-        };
+        // The PLog's own record: the remote `FORMAT` object, or the root's marker.
+        let plog_marker = remote_marker.clone().unwrap_or_else(|| local.clone());
+        let bundle = plog_marker.bundle;
         if let Some(asked) = bundle_events
             && asked != bundle
         {
@@ -156,19 +166,53 @@ impl<V: LiveViewFile> Objects<V, Live> {
                 url.clone().unwrap_or_else(|| root.display().to_string())
             );
         }
-        let open_plog = |access| match &remote {
-            Some(r) => ObjectPlog::open(r.objects.clone(), None, bundle, access),
-            None => ObjectPlog::open_local(root, bundle, access),
+        // A store of format 1 is continued in the format asked for (2 unless a test asks for
+        // 1): its records say so before the first object of format 2 is written.
+        let format = plog_marker.format.max(wanted);
+        let open_plog = |access| {
+            let options = PlogOptions {
+                format,
+                ..PlogOptions::new(bundle, access)
+            };
+            match &remote {
+                Some(r) => ObjectPlog::open_with(
+                    r.objects.clone(),
+                    None,
+                    PlogOptions {
+                        delete_delay: REMOTE_DELETE_DELAY,
+                        ..options
+                    },
+                ),
+                None => ObjectPlog::open_local_with(root, options),
+            }
         };
         // The PLog is scanned read-only first: a hole, a broken link or a damaged event
-        // refuses the store before anything is written. Then the view (whose lock keeps a second process off
-        // the store), then the PLog for writing (which repairs an interrupted merge).
+        // refuses the store before anything is written. Then the view (whose lock keeps a
+        // second process off the store), then the records of an upgraded format, then the
+        // PLog for writing (which repairs an interrupted merge).
         let scanned = open_plog(Access::ReadOnly)?;
         if let Some(e) = scanned.damaged() {
             return Err(e);
         }
         drop(scanned);
         let view = V::open_view(&root.join(VIEW_DB_FILE), None)?;
+        if let Some(r) = &remote
+            && plog_marker.format < format
+        {
+            r.rewrite_marker(&Marker {
+                format,
+                ..plog_marker.clone()
+            })?;
+        }
+        if local.format < format {
+            write_marker(root, &parent, &Marker { format, ..local })?;
+            tracing::info!(
+                "object store {}: format {} continued in format {}",
+                url.clone().unwrap_or_else(|| root.display().to_string()),
+                plog_marker.format.number(),
+                format.number()
+            );
+        }
         let plog = open_plog(Access::Write)?;
         Ok(Self {
             root: root.to_path_buf(),
@@ -313,13 +357,11 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         self.plog.append(partition, batch)
     }
 
-    /// Each event is its own all-or-nothing write (an object); a batch's events are created in
-    /// order and made durable together, so a failure leaves a dense prefix.
+    /// Each part of a batch is its own all-or-nothing write (an object, up to the next bundle
+    /// boundary); a batch's parts are created in order and made durable together, so a
+    /// failure leaves a dense prefix.
     fn append_limits(&self) -> AppendLimits {
-        AppendLimits {
-            max_events: 1,
-            max_bytes: usize::MAX,
-        }
+        self.plog.append_limits()
     }
 
     fn failure(&self) -> Option<String> {
@@ -362,7 +404,7 @@ impl<V: ViewFile<Access = ReadOnly>> Objects<V, ReadOnly> {
         let view = V::open_view(&root.join(VIEW_DB_FILE), layout)?;
         let plog = match &remote {
             Some(r) => {
-                let bundle = r.marker(None)?.ok_or_else(|| {
+                let bundle = r.marker(None)?.map(|m| m.bundle).ok_or_else(|| {
                     StorageError(format!(
                         "object store {}: no sequencer PLog there (no {OBJECTS_FORMAT_FILE} object)",
                         r.url
@@ -456,7 +498,7 @@ impl<V: ViewFile, A> StoreReader for Objects<V, A> {
             (
                 "events in bundles".into(),
                 format!(
-                    "{merged} of {events} ({} one-event objects)",
+                    "{merged} of {events} ({} in event objects)",
                     events - merged
                 ),
             ),

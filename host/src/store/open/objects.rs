@@ -26,11 +26,11 @@ impl Backend for ObjectStorage {
         let bundles = self.plog().bundle_events();
         match self.remote() {
             Some(url) => format!(
-                "object store {url} (one object per event, bundles of {bundles}; view in redb in {})",
+                "object store {url} (one object per append, bundles of {bundles}; view in redb in {})",
                 self.root().display()
             ),
             None => format!(
-                "object store {} (one object per event, bundles of {bundles}; view in redb)",
+                "object store {} (one object per append, bundles of {bundles}; view in redb)",
                 self.root().display()
             ),
         }
@@ -46,6 +46,7 @@ impl Backend for ObjectStorage {
             (Counter::Commits, view.commits),
             (Counter::CommitNanos, view.commit_nanos),
             (Counter::EventsAppended, get(&s.events_written)),
+            (Counter::ObjectsWritten, get(&s.objects_written)),
             (Counter::Appends, get(&s.appends)),
             (Counter::Syncs, get(&s.syncs)),
             (Counter::BundlesWritten, get(&s.bundles_written)),

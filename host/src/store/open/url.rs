@@ -15,7 +15,7 @@ pub enum StoreUrl {
     /// redb in a data directory: the options' ([`OpenOptions::data`]), or its own.
     Redb(Option<PathBuf>),
     /// The PLog on object storage in a local directory (the options' data directory, or its
-    /// own), one object per event merged into bundles, the view in redb beside it.
+    /// own), one object per append merged into bundles, the view in redb beside it.
     Objects(Option<PathBuf>),
     /// The PLog on S3 (`s3://BUCKET/PREFIX`, configured from the `AWS_*` variables), the view
     /// in redb in the data directory.

@@ -1,0 +1,534 @@
+//! The object PLog's event objects of several events (issue 32): one object per append part,
+//! named by its first offset and created only if absent. The fence with such objects (a stale
+//! writer whose tail is old), a crash between two parts of one batch (a dense prefix remains),
+//! a lost answer retried (its own object recognised), a store of one-event objects (format 1)
+//! read and continued, the merger over objects of both kinds, and the delete delay on a shared
+//! store (an append skips its look for a bundle only when no merger can have deleted its name,
+//! however late its create lands), and a retried append whose lost objects another host merged
+//! and continued from (what continues the PLog is never taken back). The race of two writers on one name and
+//! the kill tests are in `objects.rs` and `s3.rs`.
+
+#![cfg(feature = "objects")]
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use object_store::ObjectStoreExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use sequencer::SeqValue;
+use sequencer_host::store::codec::encode_event;
+use sequencer_host::store::objects::{Access, ObjectFormat, ObjectPlog, PlogOptions, event_object};
+use sequencer_host::{AppendError, EventBatch};
+
+fn batch(first: u64, n: u64, tag: u8) -> EventBatch {
+    let mut b = EventBatch::new(first);
+    for o in first..first + n {
+        b.push(&[SeqValue::new(1, 1, o)], &[tag; 16]);
+    }
+    b
+}
+
+fn event(offset: u64, tag: u8) -> Vec<u8> {
+    encode_event(offset, &[SeqValue::new(1, 1, offset)], &[tag; 16])
+}
+
+/// What the store does to the put of one name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// It never lands (the writer crashed, or the connection failed, before it).
+    Lost,
+    /// It lands, and its answer is lost.
+    AnswerLost,
+    /// It is on its way until the name is free (a request slower than the delete delay: a
+    /// slow network, or a retry after a timeout), then lands.
+    LandsOnceFree,
+}
+
+/// An in-memory object store (create-if-absent atomic, as on S3 or a local directory) with a
+/// fault on the next put of one name.
+#[derive(Debug, Default)]
+struct Faulty {
+    inner: InMemory,
+    fault: Mutex<Option<(String, Fault)>>,
+    /// HEAD requests answered (an append's look for a bundle).
+    heads: AtomicU64,
+    /// Every put takes 100 ms (its caller's thread waits, as for an answer over a network).
+    slow: AtomicBool,
+    /// Runs before the next HEAD request is answered (what other hosts do meanwhile).
+    before_head: Mutex<Meanwhile>,
+}
+
+/// What other hosts do while a request is on its way.
+#[derive(Default)]
+struct Meanwhile(Option<Box<dyn FnOnce() + Send>>);
+
+impl fmt::Debug for Meanwhile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "set" } else { "none" })
+    }
+}
+
+impl Faulty {
+    fn on_put(&self, name: String, fault: Fault) {
+        *self.fault.lock().expect("lock") = Some((name, fault));
+    }
+
+    fn on_head(&self, meanwhile: impl FnOnce() + Send + 'static) {
+        *self.before_head.lock().expect("lock") = Meanwhile(Some(Box::new(meanwhile)));
+    }
+}
+
+impl fmt::Display for Faulty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Faulty")
+    }
+}
+
+fn failed(what: &str) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "test",
+        source: what.to_string().into(),
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Faulty {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let fault = {
+            let mut f = self.fault.lock().expect("lock");
+            match f.as_ref() {
+                Some((name, _)) if name == location.as_ref() => f.take().map(|(_, k)| k),
+                _ => None,
+            }
+        };
+        if self.slow.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        match fault {
+            Some(Fault::Lost) => Err(failed("the put never reached the store")),
+            Some(Fault::AnswerLost) => {
+                let _ = self.inner.put_opts(location, payload, opts).await;
+                Err(failed("the connection closed before the answer"))
+            }
+            Some(Fault::LandsOnceFree) => {
+                let waited = std::time::Instant::now();
+                while self.inner.head(location).await.is_ok() {
+                    assert!(waited.elapsed() < Duration::from_secs(20), "never freed");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                self.inner.put_opts(location, payload, opts).await
+            }
+            None => self.inner.put_opts(location, payload, opts).await,
+        }
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        if options.head {
+            self.heads.fetch_add(1, Ordering::SeqCst);
+            let meanwhile = self.before_head.lock().expect("lock").0.take();
+            if let Some(f) = meanwhile {
+                // On a thread of its own: the other host's requests block on their own.
+                std::thread::spawn(f)
+                    .join()
+                    .expect("what the other host did");
+            }
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+fn open(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+    ObjectPlog::open(store.clone(), None, bundle, Access::Write).expect("open")
+}
+
+fn reader(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+    ObjectPlog::open(store.clone(), None, bundle, Access::ReadOnly).expect("open to read")
+}
+
+fn exists(store: &Faulty, name: &str) -> bool {
+    futures::executor::block_on(store.inner.head(&Path::from(name))).is_ok()
+}
+
+/// The events `offsets` of the PLog hold the tags given, in order.
+fn holds(plog: &ObjectPlog, from: u64, tags: &[u8]) {
+    let events = plog.read(0, from, 10_000).expect("read");
+    assert_eq!(
+        events.len(),
+        tags.len(),
+        "{:?}",
+        events.iter().map(|e| e.0).collect::<Vec<_>>()
+    );
+    for ((o, bytes), (expected, tag)) in events.iter().zip((from..).zip(tags)) {
+        assert_eq!(*o, expected);
+        assert_eq!(*bytes, event(*o, *tag), "offset {o}");
+    }
+}
+
+#[test]
+fn a_stale_writer_whose_tail_is_old_is_refused_and_names_no_offset_inside_another_object() {
+    let store = Arc::new(Faulty::default());
+    let a = open(&store, 1_000);
+    a.append(0, &batch(1, 3, 1)).expect("1..=3");
+    // The stale writer read the same tail: it believes the PLog ends at 3.
+    let stale = open(&store, 1_000);
+    a.append(0, &batch(4, 3, 1)).expect("4..=6");
+    a.append(0, &batch(7, 3, 1)).expect("7..=9");
+    // Its create of 4 collides with the object the other writer created there: refused, with
+    // the PLog's real end (it rescanned).
+    let refused = stale.append(0, &batch(4, 5, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 10,
+                offered: 4
+            })
+        ),
+        "{refused:?}"
+    );
+    // An offset inside another's object is never a name: a writer that offers it rescans and
+    // is refused before it creates anything.
+    let inside = stale.append(0, &batch(5, 2, 2));
+    assert!(
+        matches!(
+            inside,
+            Err(AppendError::WrongOffset {
+                expected: 10,
+                offered: 5
+            })
+        ),
+        "{inside:?}"
+    );
+    assert!(!exists(&store, &event_object(0, 5)));
+    assert_eq!(stale.stats().fenced.load(Ordering::Relaxed), 2);
+    // It goes on from the end it learned.
+    stale.append(0, &batch(10, 2, 2)).expect("10..=11");
+    holds(
+        &reader(&store, 1_000),
+        1,
+        &[1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2],
+    );
+    assert_eq!(a.stats().objects_written.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn a_crash_after_one_parts_put_and_before_the_next_leaves_a_dense_prefix_of_the_batch() {
+    let store = Arc::new(Faulty::default());
+    let a = open(&store, 8);
+    a.append(0, &batch(1, 4, 1)).expect("1..=4");
+    // A batch of 5..=12 crosses the bundle boundary at 8: two parts, 5..=8 and 9..=12. The
+    // writer stops after the first part's put and before the second's lands.
+    store.on_put(event_object(0, 9), Fault::Lost);
+    let failed = a.append(0, &batch(5, 8, 2));
+    assert!(matches!(failed, Err(AppendError::Storage(_))), "{failed:?}");
+    drop(a);
+    // A new writer (the process restarted) finds the first part and nothing after it.
+    let b = open(&store, 8);
+    assert_eq!(b.bounds(0).0, 9);
+    holds(&b, 1, &[1, 1, 1, 1, 2, 2, 2, 2]);
+    assert!(!exists(&store, &event_object(0, 9)));
+    // The numbers of the events after the prefix are handed out again: the PLog goes on.
+    b.append(0, &batch(9, 4, 3)).expect("9..=12 again");
+    holds(&reader(&store, 8), 1, &[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+}
+
+#[test]
+fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_loses() {
+    let store = Arc::new(Faulty::default());
+    let other = open(&store, 1_000); // believes the PLog is empty
+    let a = open(&store, 1_000);
+    // The object of 1..=3 lands, its answer is lost: the append fails, unacknowledged.
+    store.on_put(event_object(0, 1), Fault::AnswerLost);
+    let first = a.append(0, &batch(1, 3, 1));
+    assert!(matches!(first, Err(AppendError::Storage(_))), "{first:?}");
+    // Retried with the same batch: the name is taken by the same bytes (its own writer id),
+    // so the create counts as its own and the append is acknowledged.
+    a.append(0, &batch(1, 3, 1)).expect("the retried append");
+    assert_eq!(a.stats().own_retries.load(Ordering::Relaxed), 1);
+    // Another writer's create of that name finds other bytes: a lost race.
+    let refused = other.append(0, &batch(1, 3, 1));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 4,
+                offered: 1
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(other.stats().own_retries.load(Ordering::Relaxed), 0);
+    holds(&reader(&store, 1_000), 1, &[1, 1, 1]);
+}
+
+#[test]
+fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_both_kinds() {
+    let store = Arc::new(Faulty::default());
+    // Written as before issue 32: one object per event.
+    let options = PlogOptions {
+        format: ObjectFormat::OneEvent,
+        ..PlogOptions::new(8, Access::Write)
+    };
+    let old = ObjectPlog::open_with(store.clone(), None, options).expect("open in format 1");
+    old.append(0, &batch(1, 3, 1)).expect("1..=3");
+    old.append(0, &batch(4, 2, 1)).expect("4..=5");
+    assert_eq!(old.stats().objects_written.load(Ordering::Relaxed), 5);
+    drop(old);
+    // Continued in the current format: 6..=8 one object, 9..=12 another.
+    let new = ObjectPlog::open(store.clone(), None, 8, Access::Write).expect("open");
+    assert_eq!(new.bounds(0), (6, 0));
+    holds(&new, 1, &[1; 5]);
+    new.append(0, &batch(6, 7, 2)).expect("6..=12");
+    assert_eq!(new.stats().objects_written.load(Ordering::Relaxed), 2);
+    holds(&new, 3, &[1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
+    // The merger bundles 1..=8 from five one-event objects and one of three events, and
+    // deletes them all; 9..=12 stays an object.
+    new.merge_now().expect("merge");
+    assert_eq!(new.bounds(0), (13, 8));
+    for o in 1..=8 {
+        assert!(!exists(&store, &event_object(0, o)), "object {o}");
+    }
+    assert!(exists(&store, &event_object(0, 9)));
+    let fresh = reader(&store, 8);
+    assert_eq!(fresh.bounds(0), (13, 8));
+    holds(&fresh, 1, &[1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
+    // A read from inside an object starts there.
+    holds(&fresh, 10, &[2, 2, 2]);
+}
+
+/// A writer of PLogs on `store` in bundles of 4 whose merger deletes merged objects `delay`
+/// after their bundle, as on S3.
+fn open_delayed(store: &Arc<Faulty>, delay: Duration) -> ObjectPlog {
+    let options = PlogOptions {
+        delete_delay: delay,
+        ..PlogOptions::new(4, Access::Write)
+    };
+    ObjectPlog::open_with(store.clone(), None, options).expect("open")
+}
+
+/// `a`, whose PLog ends at 2, appends 3..=20 in batches of 2 and merges them (bundles 1..=20).
+fn append_to_20_and_merge(a: &ObjectPlog) {
+    for first in (3..=19).step_by(2) {
+        a.append(0, &batch(first, 2, 1)).expect("append");
+    }
+    a.merge_now().expect("merge");
+    assert_eq!(a.bounds(0), (21, 20));
+}
+
+/// A stale writer's append of 3..=4 to the PLog of 20 events is refused.
+fn stale_refused_at_3(stale: &ObjectPlog, why: &str) {
+    let refused = stale.append(0, &batch(3, 2, 2));
+    assert!(
+        matches!(
+            refused,
+            Err(AppendError::WrongOffset {
+                expected: 21,
+                offered: 3
+            })
+        ),
+        "{why}: {refused:?}"
+    );
+}
+
+#[test]
+fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is_refused() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let a = open_delayed(&store, delay);
+    // A new partition's tail was never seen: the first append looks for a bundle.
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    // Two writers that saw the tail 1..=2 and will be stale.
+    let (early, late) = (open_delayed(&store, delay), open_delayed(&store, delay));
+    // Appends right after the one before: no look for a bundle (no merger deletes a name
+    // within the delay of its bundle, and the tail was seen well within it).
+    append_to_20_and_merge(&a);
+    assert_eq!(store.heads.load(Ordering::SeqCst), 1);
+    // Merged objects stay for the delay: a stale writer within it collides with them.
+    assert!(exists(&store, &event_object(0, 3)));
+    stale_refused_at_3(&early, "within the delay");
+    // Past the delay they are gone; a writer whose view of the tail is older than half of it
+    // re-creates the name, looks for a bundle, finds it, takes its object back and is refused.
+    std::thread::sleep(delay * 5 / 2);
+    assert!(
+        !exists(&store, &event_object(0, 3)),
+        "deleted after the delay"
+    );
+    stale_refused_at_3(&late, "past the delay");
+    assert!(!exists(&store, &event_object(0, 3)), "taken back");
+    assert_eq!(store.heads.load(Ordering::SeqCst), 2);
+    holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_bundle() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(1);
+    let a = open_delayed(&store, delay);
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // A writer that saw the tail 1..=2 and will be stale.
+    let seen = std::time::Instant::now();
+    let stale = open_delayed(&store, delay);
+    append_to_20_and_merge(&a);
+    // The stale writer's create of 3 is sent well within half the delay of its look at the
+    // tail, and lands only after the merger deleted the name (the delay after its bundle):
+    // sent fresh, it is not fresh when it lands, so the append must still look for the bundle.
+    store.on_put(event_object(0, 3), Fault::LandsOnceFree);
+    assert!(seen.elapsed() < delay / 4, "sent within the delay");
+    stale_refused_at_3(&stale, "an append the PLog does not hold was acknowledged");
+    assert!(!exists(&store, &event_object(0, 3)), "taken back");
+    holds(&reader(&store, 4), 1, &[1; 20]);
+}
+
+#[test]
+fn a_fresh_writer_collides_with_a_retried_append_that_another_host_merged() {
+    let store = Arc::new(Faulty::default());
+    let delay = Duration::from_secs(2);
+    let y = open_delayed(&store, delay);
+    y.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // W saw the tail 1..=2 and will append there well within half the delay.
+    let w = open_delayed(&store, delay);
+    // Y's object 3..=4 lands and its answer is lost: Y does not know it appended.
+    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    let lost = y.append(0, &batch(3, 2, 2));
+    assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
+    // Another writer continues after it, and merges 1..=20: Y's events are in bundle 1..=4.
+    let x = open_delayed(&store, delay);
+    assert_eq!(x.bounds(0).0, 5);
+    for first in (5..=19).step_by(2) {
+        x.append(0, &batch(first, 2, 1)).expect("append");
+    }
+    x.merge_now().expect("merge");
+    // Y retries: its create finds its own bytes and its look the bundle over them, which
+    // holds its very events. Refused (the replay that follows finds them), its object is a
+    // leftover under the bundle, deleted after the delay as a merge's.
+    stale_refused_at_3(&y, "Y's retry");
+    assert!(exists(&store, &event_object(0, 3)), "kept for the delay");
+    // W's create, sent fresh, collides with it: deleted at once, the name would have been free
+    // within the delay, and W's append would have landed there unseen, skipping its look.
+    stale_refused_at_3(&w, "W's append over bundled offsets was acknowledged");
+    holds(
+        &reader(&store, 4),
+        1,
+        &[1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+    );
+}
+
+#[test]
+fn a_retried_append_that_another_host_merged_and_continued_from_is_not_taken_back() {
+    let store = Arc::new(Faulty::default());
+    let y = open(&store, 4);
+    y.append(0, &batch(1, 2, 1)).expect("1..=2");
+    // Y's object 3..=4 lands; its answer is lost.
+    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    let lost = y.append(0, &batch(3, 2, 2));
+    assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
+    // Another host reads the PLog to 4 and merges 1..=4 (deleting its objects).
+    let x = open(&store, 4);
+    x.merge_now().expect("merge");
+    assert_eq!(x.bounds(0), (5, 4));
+    // Y retries with 3..=6: it re-creates 3..=4 (the bytes the bundle holds) and creates
+    // 5..=6. While it looks for a bundle, the other host continues after 5..=6 (with one
+    // event: a range left incomplete, so that no merger bundles 5..=8 meanwhile).
+    let other = x.clone();
+    store.on_head(move || {
+        let refused = other.append(0, &batch(5, 2, 3));
+        assert!(
+            matches!(refused, Err(AppendError::WrongOffset { expected: 7, .. })),
+            "{refused:?}"
+        );
+        other
+            .append(0, &batch(7, 1, 3))
+            .expect("7, after Y's 5..=6");
+    });
+    // The bundle over 3..=4 holds Y's very events, so 5..=6 continues the PLog: Y is refused
+    // (its replay finds its events) and keeps 5..=6. Taking it back would leave a hole under
+    // the other host's acknowledged 7.
+    let retried = y.append(0, &batch(3, 4, 2));
+    assert!(
+        matches!(
+            retried,
+            Err(AppendError::WrongOffset {
+                expected: 8,
+                offered: 3
+            })
+        ),
+        "{retried:?}"
+    );
+    holds(&reader(&store, 4), 1, &[1, 1, 2, 2, 2, 2, 3]);
+}
+
+#[test]
+fn partitions_append_in_parallel_without_waiting_for_each_others_requests() {
+    let store = Arc::new(Faulty::default());
+    let plog = open(&store, 1_000);
+    store.slow.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for p in 0..8 {
+            let plog = plog.clone();
+            s.spawn(move || {
+                let mut b = EventBatch::new(1);
+                for o in 1..=64 {
+                    b.push(&[SeqValue::new(1, 1, o)], &[p as u8; 16]);
+                }
+                plog.append(p, &b).expect("append");
+            });
+        }
+    });
+    // Eight appends of one object each, one put of 100 ms apiece: 0.8 s one after the other.
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    for p in 0..8 {
+        assert_eq!(plog.bounds(p).0, 65, "partition {p}");
+    }
+}
