@@ -14,6 +14,7 @@
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
+//! | `ownership` | partitions owned through leases: the epoch fence, the lease deadline |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
 //! holds what several tests do (start a run, wait for it, commit events through a driver,
@@ -29,5 +30,6 @@ mod support;
 mod appends;
 mod damage;
 mod members;
+mod ownership;
 mod runs;
 mod view;

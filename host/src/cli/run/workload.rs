@@ -474,7 +474,7 @@ impl Processor<'_> {
                 self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
                 actualize = true;
             }
-            Err(e @ AppendError::WrongOffset { .. }) => {
+            Err(e @ (AppendError::WrongOffset { .. } | AppendError::NotOwner { .. })) => {
                 return Err(CliError(format!("partition {p}: {e}")));
             }
         }
