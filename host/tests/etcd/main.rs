@@ -15,6 +15,7 @@
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
 //! | `ownership` | partitions owned through leases: the epoch fence, the lease deadline |
+//! | `hosts` | many `run --host-name` processes: a host killed, paused past its TTL, two at once |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
 //! holds what several tests do (start a run, wait for it, commit events through a driver,
@@ -29,6 +30,7 @@ mod support;
 
 mod appends;
 mod damage;
+mod hosts;
 mod members;
 mod ownership;
 mod runs;

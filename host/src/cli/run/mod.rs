@@ -6,6 +6,8 @@
 //! (`sequencer_host::store::open`).
 
 mod args;
+#[cfg(feature = "etcd")]
+mod member;
 mod report;
 mod workload;
 
@@ -36,6 +38,10 @@ use workload::{Tally, WARN_INTERVAL, Workload, host, stop_if_stuck};
 /// `run`, in its named steps: open the store, recover every partition from the PLog, run the
 /// workload, check what was stored, report.
 pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
+    #[cfg(feature = "etcd")]
+    if let Some(name) = &args.host_name {
+        return member::run_member(args, name, progress);
+    }
     let opened = open_store(args)?;
     let recovered = recover(args, &opened, progress)?;
     let ran = run_workload(args, &opened, &recovered, progress)?;

@@ -12,6 +12,8 @@ use backon::ExponentialBackoff;
 use indicatif::ProgressBar;
 use sequencer::testkit::Rng;
 use sequencer::{PLogOffset, SeqId, SeqValue, WsId};
+#[cfg(feature = "etcd")]
+use sequencer_host::membership::Claim;
 use sequencer_host::store::layers::ReadAhead;
 use sequencer_host::store::{RetryPolicy, WarnLimiter};
 use sequencer_host::{
@@ -37,6 +39,11 @@ pub(super) struct Tally {
     pub(super) fenced: u64,
     pub(super) actualizing: Duration,
     pub(super) not_now: u64,
+    /// Appends refused because this host did not own the partition (any more): by the
+    /// cluster's epoch compare, or before they were sent (the lease may have expired).
+    pub(super) not_owner: u64,
+    /// From acquiring the partition to this host's first durable append there (a tenure).
+    pub(super) first_append: Option<Duration>,
     /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
     pub(super) latencies_us: Vec<u32>,
 }
@@ -54,6 +61,7 @@ impl Tally {
         self.fenced += t.fenced;
         self.actualizing += t.actualizing;
         self.not_now += t.not_now;
+        self.not_owner += t.not_owner;
         self.latencies_us.extend(t.latencies_us);
     }
 }
@@ -195,12 +203,61 @@ struct Processor<'a> {
     /// The waits left before the next retries of a failing append ([`RetryPolicy::APPEND`]);
     /// `None` while appends succeed.
     retry_waits: Option<ExponentialBackoff>,
+    /// An append was refused because this host does not own the partition (any more).
+    not_owner: bool,
 }
 
 impl Workload<'_> {
     pub(super) fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let mut p = Processor {
+        let mut p = self.processor(seq);
+        while p.t.events < a.events {
+            let end = p.fill_batch()?;
+            p.append_batch(end)?;
+        }
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        Ok(p.t)
+    }
+
+    #[cfg(feature = "etcd")]
+    /// One tenure of an owned partition (a host among many): appends until this host has
+    /// appended `goal` events there, a handover is asked for (the batch in flight is
+    /// finished first), or the partition is lost; then lets go of it (`claim.release`). A
+    /// partition lost ends the tenure, not the run.
+    pub(super) fn tenure(
+        &self,
+        seq: &PartitionSequencer,
+        claim: &Claim,
+        goal: u64,
+        acquired: Instant,
+    ) -> Result<Tally, CliError> {
+        let mut p = self.processor(seq);
+        let mut run = || -> Result<(), CliError> {
+            while p.t.events < goal && !claim.handover_requested() && !claim.is_lost() {
+                let end = p.fill_batch()?;
+                p.append_batch(end)?;
+                if p.t.appends > 0 && p.t.first_append.is_none() {
+                    p.t.first_append = Some(acquired.elapsed());
+                }
+            }
+            Ok(())
+        };
+        let ran = run();
+        claim.release();
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        match ran {
+            Err(e) if !(p.not_owner || claim.is_lost()) => Err(e),
+            _ => Ok(p.t),
+        }
+    }
+
+    fn processor<'b>(&'b self, seq: &'b PartitionSequencer) -> Processor<'b> {
+        let a = self.args;
+        Processor {
             w: self,
             seq,
             t: Tally::default(),
@@ -219,15 +276,8 @@ impl Workload<'_> {
             failures_in_a_row: 0,
             first_failure: None,
             retry_waits: None,
-        };
-        while p.t.events < a.events {
-            let end = p.fill_batch()?;
-            p.append_batch(end)?;
+            not_owner: false,
         }
-        if let Some(since) = p.actualizing_since {
-            p.t.actualizing += since.elapsed();
-        }
-        Ok(p.t)
     }
 }
 
@@ -282,6 +332,12 @@ impl Processor<'_> {
     fn wait_ready(&mut self) -> Result<(), CliError> {
         let started = Instant::now();
         while self.seq.status() != Status::Ready {
+            if self.seq.status() == Status::CleanedUp {
+                return Err(CliError(format!(
+                    "partition {}: the sequencer closed while actualizing",
+                    self.seq.partition()
+                )));
+            }
             stop_if_stuck(self.w.storage.as_ref(), started, || {
                 format!("partition {}", self.seq.partition())
             })?;
@@ -474,7 +530,16 @@ impl Processor<'_> {
                 self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
                 actualize = true;
             }
-            Err(e @ (AppendError::WrongOffset { .. } | AppendError::NotOwner { .. })) => {
+            Err(e @ AppendError::NotOwner { .. }) => {
+                // Another host owns it now (or may): this host stops numbering it.
+                self.t.not_owner += 1;
+                self.not_owner = true;
+                self.w
+                    .warnings
+                    .warn("not owner", || format!("partition {p}: {e}; letting it go"));
+                return Err(CliError(format!("partition {p}: {e}")));
+            }
+            Err(e @ AppendError::WrongOffset { .. }) => {
                 return Err(CliError(format!("partition {p}: {e}")));
             }
         }
