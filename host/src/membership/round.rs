@@ -87,7 +87,7 @@ impl Rounds {
                 return;
             }
             self.publish();
-            std::thread::sleep(every);
+            std::thread::sleep(self.bounded(every));
         }
         self.leave();
         self.publish();
@@ -95,12 +95,18 @@ impl Rounds {
 
     /// One round. An error is one that cannot clear by itself (the host's name held by
     /// another live host).
+    ///
+    /// No request of a round outlasts the lease's deadline: each is bounded by the time left,
+    /// and the deadline is checked after each, so partitions are dropped when it passes.
     fn round(&mut self) -> Result<(), OwnershipError> {
         self.rounds += 1;
         let ttl = self.lease.ttl();
+        if self.lease.may_have_expired() {
+            return self.expired();
+        }
         if Instant::now() >= self.next_keepalive {
             self.next_keepalive = Instant::now() + ttl / 3;
-            match self.lease.keep_alive() {
+            match self.lease.keep_alive_within(self.bounded(ttl / 3)) {
                 Ok(_) => {}
                 Err(e @ OwnershipError::LeaseExpired { .. }) => {
                     self.lose_all(LostReason::LeaseExpired(e.to_string()));
@@ -108,15 +114,9 @@ impl Rounds {
                 }
                 Err(e) => tracing::warn!("{e}"),
             }
-        }
-        if self.lease.may_have_expired() {
-            self.lose_all(LostReason::LeaseExpired(format!(
-                "no keepalive acknowledged within {:.1} s (the TTL less the margin); stopped numbering",
-                (ttl - super::margin(ttl)).as_secs_f64()
-            )));
-            // Its keys go at once if the lease still lives, so others need not wait.
-            self.lease.revoke();
-            return self.register_again();
+            if self.lease.may_have_expired() {
+                return self.expired();
+            }
         }
         let refused: Vec<(PartitionId, String)> = (self.held.keys())
             .filter_map(|&p| self.lease.lost(p).map(|why| (p, why)))
@@ -124,16 +124,37 @@ impl Rounds {
         for (p, why) in refused {
             self.drop_partition(p, LostReason::EpochRefused(why));
         }
-        let owners = match self.lease.store().owners(ttl / 3) {
+        let owners = match self.lease.store().owners(self.bounded(ttl / 3)) {
             Ok(o) => o,
             Err(e) => {
                 tracing::warn!("{e}");
                 return Ok(());
             }
         };
+        if self.lease.may_have_expired() {
+            return self.expired();
+        }
         self.place(&owners);
         self.finish_handovers();
         Ok(())
+    }
+
+    /// `wait`, or less: the time left before the lease may have expired (at least 10 ms).
+    pub(super) fn bounded(&self, wait: Duration) -> Duration {
+        wait.min(self.lease.time_left())
+            .max(Duration::from_millis(10))
+    }
+
+    /// The lease may have expired: every partition dropped, the lease revoked (its keys go at
+    /// once if it still lives, so others need not wait), a new one registered.
+    fn expired(&mut self) -> Result<(), OwnershipError> {
+        let ttl = self.lease.ttl();
+        self.lose_all(LostReason::LeaseExpired(format!(
+            "no keepalive acknowledged within {:.1} s (the TTL less the margin); stopped numbering",
+            (ttl - super::margin(ttl)).as_secs_f64()
+        )));
+        self.lease.revoke();
+        self.register_again()
     }
 
     /// Placement over one snapshot: take, ask to hand over, drop.
@@ -254,18 +275,21 @@ impl Rounds {
             .map(|(&p, _)| p)
             .collect();
         for p in due {
-            self.hand_over(p, LostReason::HandedOver);
+            self.hand_over(p, LostReason::HandedOver, true);
         }
     }
 
-    /// Closes `p`'s sequencer, deletes its key (if it still has our epoch) and says why.
-    fn hand_over(&mut self, p: PartitionId, why: LostReason) {
+    /// Closes `p`'s sequencer, deletes its key if `delete` (and it still has our epoch; else
+    /// only marks it lost: the lease's revocation deletes it) and says why.
+    fn hand_over(&mut self, p: PartitionId, why: LostReason, delete: bool) {
         let Some(h) = self.held.remove(&p) else {
             return;
         };
         h.claim.mark_lost();
         h.seq.cleanup();
-        if let Err(e) = self.lease.release(p, h.epoch) {
+        if !delete {
+            self.lease.forget(p, "handed over");
+        } else if let Err(e) = self.lease.release(p, h.epoch) {
             tracing::warn!("{e}");
         }
         let (asked, to) = h.handover.unwrap_or((Instant::now(), None));
@@ -337,7 +361,9 @@ impl Rounds {
     }
 
     /// Leaving: every embedder asked to finish its batch (waiting at most the grace), every
-    /// partition handed over, the lease revoked.
+    /// sequencer closed, then the lease revoked: the host key and every owner key go in one
+    /// step, so the others see the host gone and its partitions free in the same snapshot
+    /// (and take them at once, as placement prefers them now).
     fn leave(&mut self) {
         for h in self.held.values_mut() {
             h.claim.request_handover();
@@ -348,7 +374,7 @@ impl Rounds {
         }
         let held: Vec<PartitionId> = self.held.keys().copied().collect();
         for p in held {
-            self.hand_over(p, LostReason::Left);
+            self.hand_over(p, LostReason::Left, false);
         }
         self.lease.revoke();
     }

@@ -1,11 +1,12 @@
 //! Many `sequencer-host run --host-name` processes on one cluster: partitions owned through
 //! leases, a host killed (the others take over), a host paused past its TTL (its stale writes
-//! refused, it rejoins), two hosts started at once (one owner per partition). Each test ends
+//! refused, it rejoins), two hosts started at once (one owner per partition), a host joining
+//! (it gets its share by handover) and leaving on SIGTERM (it hands its share back). Each test ends
 //! with `check` and an independent check of every PLog: offsets dense from 1, each key's
 //! numbers strictly increasing (so none twice).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use sequencer_host::store::etcd::EtcdStorage;
 
 use crate::common::component_path;
 use crate::common::etcd_cluster::EtcdCluster;
-use crate::common::host;
+use crate::common::{host, run_host, text};
 use crate::support::{all_events, check_passes, run_args, wait_exit};
 
 /// The lease TTL the tests' hosts run with.
@@ -21,7 +22,7 @@ const TTL_S: &str = "2";
 
 /// Starts host `name` on `url`: `partitions` partitions of `events` events each, `rate`
 /// commands/s offered per host; its stderr to `log`.
-fn spawn_host(
+pub(crate) fn spawn_host(
     url: &str,
     name: &str,
     partitions: &str,
@@ -41,8 +42,25 @@ fn spawn_host(
         .expect("start sequencer-host run --host-name")
 }
 
+/// Starts one host per name on `cluster` (as [`spawn_host`]); each with its log file.
+pub(crate) fn spawn_hosts(
+    cluster: &EtcdCluster,
+    names: &[&str],
+    partitions: &str,
+    events: &str,
+    rate: &str,
+) -> Vec<(Child, PathBuf)> {
+    let url = cluster.url();
+    (names.iter())
+        .map(|n| {
+            let log = cluster.dir.path().join(format!("{n}.log"));
+            (spawn_host(&url, n, partitions, events, rate, &log), log)
+        })
+        .collect()
+}
+
 /// Polls the owners (bounded) until `done` holds of them; returns the last read.
-fn wait_owners(
+pub(crate) fn wait_owners(
     store: &EtcdStorage,
     within: Duration,
     what: &str,
@@ -50,11 +68,12 @@ fn wait_owners(
 ) -> sequencer_host::store::etcd::ownership::Owners {
     let deadline = Instant::now() + within;
     loop {
-        let owners = store
-            .owners(Duration::from_secs(2))
-            .expect("read the owners");
-        if done(&owners) {
-            return owners;
+        // A read may fail while the cluster elects a leader: polled again.
+        let owners = store.owners(Duration::from_secs(2));
+        if let Ok(owners) = &owners
+            && done(owners)
+        {
+            return owners.clone();
         }
         assert!(
             Instant::now() < deadline,
@@ -64,8 +83,26 @@ fn wait_owners(
     }
 }
 
+/// Waits (bounded) until all `partitions` are owned and each host of `names` owns one;
+/// returns the partitions `of` owns then.
+pub(crate) fn all_owning(
+    store: &EtcdStorage,
+    names: &[&str],
+    partitions: usize,
+    of: &str,
+) -> Vec<u32> {
+    let owners = wait_owners(store, Duration::from_secs(20), "every host owning", |o| {
+        o.owners.len() == partitions
+            && (names.iter()).all(|h| o.owners.values().any(|x| x.host == *h))
+    });
+    (owners.owners.iter())
+        .filter(|(_, o)| o.host == of)
+        .map(|(p, _)| *p)
+        .collect()
+}
+
 /// Waits for a host to finish successfully; returns its summary.
-fn finished(mut child: Child, name: &str, log: &Path) -> String {
+pub(crate) fn finished(mut child: Child, name: &str, log: &Path) -> String {
     let status = wait_exit(&mut child, Duration::from_secs(90));
     let mut stdout = String::new();
     if let Some(mut out) = child.stdout.take() {
@@ -81,7 +118,7 @@ fn finished(mut child: Child, name: &str, log: &Path) -> String {
 }
 
 /// The value of a summary row.
-fn row<'a>(summary: &'a str, name: &str) -> &'a str {
+pub(crate) fn row<'a>(summary: &'a str, name: &str) -> &'a str {
     summary
         .lines()
         .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with("  ")))
@@ -89,7 +126,7 @@ fn row<'a>(summary: &'a str, name: &str) -> &'a str {
 }
 
 /// The leading count of a summary row ("3 (…)" is 3).
-fn count(summary: &str, name: &str) -> u64 {
+pub(crate) fn count(summary: &str, name: &str) -> u64 {
     let v = row(summary, name);
     v.split_whitespace()
         .next()
@@ -97,17 +134,14 @@ fn count(summary: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("row {name:?} has no count: {v:?}\n{summary}"))
 }
 
-/// `check`, then every partition's PLog read back: offsets dense from 1 to at least
-/// `events`, every key's numbers strictly increasing.
-fn plogs_hold(url: &str, store: &EtcdStorage, partitions: u32, events: u64) {
+/// `check`, then every partition's PLog read back: offsets dense from 1 to exactly `events`
+/// (the hosts together appended each partition's events once), every key's numbers strictly
+/// increasing.
+pub(crate) fn plogs_hold(url: &str, store: &EtcdStorage, partitions: u32, events: u64) {
     check_passes(url);
     for p in 0..partitions {
         let plog = all_events(store, p);
-        assert!(
-            plog.len() as u64 >= events,
-            "partition {p}: {} events",
-            plog.len()
-        );
+        assert_eq!(plog.len() as u64, events, "partition {p}");
         let mut last: HashMap<(u64, u16), u64> = HashMap::new();
         for (i, e) in plog.iter().enumerate() {
             assert_eq!(
@@ -129,7 +163,7 @@ fn plogs_hold(url: &str, store: &EtcdStorage, partitions: u32, events: u64) {
     }
 }
 
-fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
         .status()
@@ -144,27 +178,10 @@ fn sigkill_of_an_owner_among_three_hosts_the_survivors_take_over_and_the_workloa
     };
     let url = cluster.url();
     let store = cluster.store(Duration::from_secs(10));
-    let dir = cluster.dir.path();
-    let mut hosts: Vec<(String, Child)> = ["a", "b", "c"]
-        .iter()
-        .map(|n| {
-            let log = dir.join(format!("{n}.log"));
-            (n.to_string(), spawn_host(&url, n, "6", "800", "600", &log))
-        })
-        .collect();
-    let owners = wait_owners(&store, Duration::from_secs(20), "three hosts owning", |o| {
-        o.hosts.len() == 3
-            && o.owners.len() == 6
-            && ["a", "b", "c"]
-                .iter()
-                .all(|h| o.owners.values().any(|x| x.host == *h))
-    });
-    let of_b: Vec<u32> = (owners.owners.iter())
-        .filter(|(_, o)| o.host == "b")
-        .map(|(p, _)| *p)
-        .collect();
+    let mut hosts = spawn_hosts(&cluster, &["a", "b", "c"], "6", "800", "600");
+    let of_b = all_owning(&store, &["a", "b", "c"], 6, "b");
     std::thread::sleep(Duration::from_millis(700));
-    let (_, mut b) = hosts.remove(1);
+    let (mut b, _) = hosts.remove(1);
     b.kill().expect("SIGKILL b");
     let _ = b.wait();
     let killed = Instant::now();
@@ -178,13 +195,19 @@ fn sigkill_of_an_owner_among_three_hosts_the_survivors_take_over_and_the_workloa
         },
     );
     let took = killed.elapsed();
+    eprintln!("SIGKILL to every partition of the killed host owned by another: {took:?}");
     assert!(
         took < Duration::from_secs(5),
         "takeover took {took:?} with a 2 s TTL"
     );
     let mut takeovers = 0;
-    for (name, child) in hosts {
-        let summary = finished(child, &name, &dir.join(format!("{name}.log")));
+    for ((child, log), name) in hosts.into_iter().zip(["a", "c"]) {
+        let summary = finished(child, name, &log);
+        eprintln!(
+            "host {name}: takeovers {}; first append after a takeover: {}",
+            row(&summary, "takeovers"),
+            row(&summary, "first append after a takeover")
+        );
         takeovers += count(&summary, "takeovers");
     }
     assert!(
@@ -201,20 +224,9 @@ fn an_owner_paused_past_its_ttl_loses_its_partitions_and_rejoins_without_a_numbe
     };
     let url = cluster.url();
     let store = cluster.store(Duration::from_secs(10));
-    let dir = cluster.dir.path();
-    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
-    let a = spawn_host(&url, "a", "4", "800", "400", &log_a);
-    let b = spawn_host(&url, "b", "4", "800", "400", &log_b);
-    let owners = wait_owners(&store, Duration::from_secs(20), "both hosts owning", |o| {
-        o.owners.len() == 4
-            && ["a", "b"]
-                .iter()
-                .all(|h| o.owners.values().any(|x| x.host == *h))
-    });
-    let of_a: Vec<u32> = (owners.owners.iter())
-        .filter(|(_, o)| o.host == "a")
-        .map(|(p, _)| *p)
-        .collect();
+    let mut hosts = spawn_hosts(&cluster, &["a", "b"], "4", "800", "400");
+    let ((b, log_b), (a, log_a)) = (hosts.remove(1), hosts.remove(0));
+    let of_a = all_owning(&store, &["a", "b"], 4, "a");
     std::thread::sleep(Duration::from_millis(500));
     signal(&a, "-STOP");
     wait_owners(
@@ -252,10 +264,8 @@ fn two_hosts_started_at_once_on_an_empty_cluster_never_write_one_partition_toget
     };
     let url = cluster.url();
     let store = cluster.store(Duration::from_secs(10));
-    let dir = cluster.dir.path();
-    let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
-    let a = spawn_host(&url, "a", "4", "400", "0", &log_a);
-    let b = spawn_host(&url, "b", "4", "400", "0", &log_b);
+    let mut hosts = spawn_hosts(&cluster, &["a", "b"], "4", "400", "0");
+    let ((b, log_b), (a, log_a)) = (hosts.remove(1), hosts.remove(0));
     let summaries = [finished(a, "a", &log_a), finished(b, "b", &log_b)];
     for s in &summaries {
         // One owner at a time per partition: no append ever lost a race for an offset.
@@ -271,4 +281,53 @@ fn two_hosts_started_at_once_on_an_empty_cluster_never_write_one_partition_toget
         .sum();
     assert!(served >= 1600, "{served} events appended by both");
     plogs_hold(&url, &store, 4, 400);
+}
+
+#[test]
+fn a_host_that_joins_gets_its_share_by_handover_and_sigterm_hands_it_back_before_the_ttl() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let store = cluster.store(Duration::from_secs(10));
+    let (a, log_a) = spawn_hosts(&cluster, &["a"], "4", "600", "200").remove(0);
+    wait_owners(&store, Duration::from_secs(20), "a owning all", |o| {
+        o.owners.len() == 4 && o.owners.values().all(|x| x.host == "a")
+    });
+    let status = run_host(&["status", "--store", &url]);
+    let (out, err) = text(&status);
+    assert!(status.status.success(), "{out}{err}");
+    assert!(
+        out.contains("1 hosts, 4 partitions owned")
+            && out.contains("host a: lease")
+            && out.contains("owns [0, 1, 2, 3]")
+            && out.contains("partition 3: owner a epoch"),
+        "{out}"
+    );
+    let (b, log_b) = spawn_hosts(&cluster, &["b"], "4", "600", "200").remove(0);
+    wait_owners(&store, Duration::from_secs(20), "b owning its share", |o| {
+        o.owners.values().filter(|x| x.host == "b").count() == 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&b, "-TERM");
+    let termed = Instant::now();
+    wait_owners(&store, Duration::from_secs(10), "a owning all again", |o| {
+        o.hosts.len() == 1 && o.owners.len() == 4 && o.owners.values().all(|x| x.host == "a")
+    });
+    let took = termed.elapsed();
+    eprintln!("SIGTERM to every partition owned by the other host: {took:?}");
+    // Handed over, not expired: well within the 2 s TTL.
+    assert!(took < Duration::from_millis(1900), "{took:?}");
+    let summary_b = finished(b, "b", &log_b);
+    assert!(count(&summary_b, "handovers") >= 2, "{summary_b}");
+    let summary_a = finished(a, "a", &log_a);
+    assert!(
+        count(&summary_a, "handovers") >= 2,
+        "a handed over to b: {summary_a}"
+    );
+    assert!(
+        count(&summary_a, "takeovers") >= 2,
+        "a took them back: {summary_a}"
+    );
+    plogs_hold(&url, &store, 4, 600);
 }

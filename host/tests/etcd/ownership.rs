@@ -1,16 +1,25 @@
 //! Partitions owned through leases, in the library (no host process): the epoch every write
-//! carries, the deadline judged on the clock passed in, a partition taken only if free.
+//! carries, the deadline judged on the clock passed in, a partition taken only if free, and
+//! the membership's stream of events as an embedder sees it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use futures::channel::mpsc::UnboundedReceiver;
 use sequencer::SeqValue;
+use sequencer_host::membership::{
+    LostReason, Membership, MembershipConfig, MembershipEvent, MembershipParts,
+};
 use sequencer_host::store::etcd::ownership::HostLease;
-use sequencer_host::{AppendError, ManualClock, Storage, StoreReader as _};
+use sequencer_host::{
+    AppendError, Clock, Driver, DriverConfig, Limits, ManualClock, MonotonicClock, Runtime,
+    Storage, StoreReader as _,
+};
 
+use crate::common::component_path;
 use crate::common::etcd_cluster::EtcdCluster;
-use crate::support::event_batch;
+use crate::support::{event_batch, params};
 
 /// Registers `name` on a store of its own with a 1 s lease on `clock`.
 fn host(cluster: &EtcdCluster, name: &str, clock: &ManualClock) -> HostLease {
@@ -120,4 +129,88 @@ fn an_owner_stops_writing_once_its_lease_may_have_expired_on_its_own_clock() {
         owners.hosts.is_empty() && owners.owners.is_empty(),
         "{owners:?}"
     );
+}
+
+/// Waits (bounded) for the next event of `events`.
+fn next_event(events: &mut UnboundedReceiver<MembershipEvent>) -> MembershipEvent {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(e) = events.try_recv() {
+            return e;
+        }
+        assert!(Instant::now() < deadline, "no membership event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_embedder_gets_acquired_and_lost_events_as_a_host_joins_and_leaves() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let open = |name: &str| {
+        let store = cluster.store(Duration::from_secs(10));
+        let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
+        let driver = Arc::new(Driver::spawn(
+            Arc::new(store.clone()),
+            clock.clone(),
+            DriverConfig::default(),
+        ));
+        let mut config = MembershipConfig::new(name, 2);
+        config.lease_ttl = Duration::from_secs(1);
+        config.handover_grace = Duration::from_millis(300);
+        let parts = MembershipParts {
+            store,
+            driver,
+            runtime: runtime.clone(),
+            params: params(),
+            clock,
+        };
+        Membership::open(parts, config).expect("join")
+    };
+    let (a, mut events_a) = open("a");
+    let mut epochs = Vec::new();
+    for _ in 0..2 {
+        match next_event(&mut events_a) {
+            MembershipEvent::Acquired {
+                epoch,
+                sequencer,
+                previous,
+                ..
+            } => {
+                assert_eq!(previous, None);
+                epochs.push((sequencer.partition(), epoch));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(a.owned(), vec![0, 1]);
+    let (b, mut events_b) = open("b");
+    let MembershipEvent::Lost { partition, why } = next_event(&mut events_a) else {
+        panic!("a kept both partitions");
+    };
+    assert_eq!(why, LostReason::HandedOver);
+    let MembershipEvent::Acquired {
+        partition: taken,
+        epoch,
+        previous,
+        ..
+    } = next_event(&mut events_b)
+    else {
+        panic!("b took nothing");
+    };
+    assert_eq!((taken, previous.as_deref()), (partition, Some("a")));
+    assert!(
+        epochs.iter().all(|(_, e)| *e < epoch),
+        "{epochs:?} then {epoch}"
+    );
+    let left = b.leave();
+    assert_eq!(left.handovers.len(), 1, "{left:?}");
+    let MembershipEvent::Acquired { previous, .. } = next_event(&mut events_a) else {
+        panic!("a did not take it back");
+    };
+    assert_eq!(previous.as_deref(), Some("b"));
+    let stats = a.leave();
+    assert_eq!(stats.takeovers.len(), 1, "{stats:?}");
 }

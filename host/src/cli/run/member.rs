@@ -1,12 +1,12 @@
 //! `run --host-name NAME`: one host among many on an etcd cluster. It joins the hosts
 //! ([`Membership`]), runs a command processor on each partition it acquires for as long as it
 //! owns it, and stops once every partition's PLog holds `--events` events; then it hands its
-//! partitions over and prints what it did: partitions owned, takeovers, handovers and their
+//! partitions over (also on SIGTERM) and prints what it did: partitions owned, takeovers, handovers and their
 //! times, appends refused for the epoch.
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -65,7 +65,8 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
             .unwrap_or_default()
     );
     let started = Instant::now();
-    let (ends, stats) = serve(args, &opened, membership, events, progress)?;
+    let terminated = on_sigterm();
+    let (ends, stats) = serve(args, &opened, membership, events, &terminated, progress)?;
     let elapsed = started.elapsed();
     driver.idle();
     report(args, name, &opened, &etcd, ends, &stats, elapsed);
@@ -79,6 +80,7 @@ fn serve(
     opened: &Opened,
     membership: Membership,
     mut events: futures::channel::mpsc::UnboundedReceiver<MembershipEvent>,
+    terminated: &AtomicBool,
     progress: &Progress,
 ) -> CliResult<(Vec<TenureEnd>, MembershipStats)> {
     let total = u64::from(args.partitions) * args.events;
@@ -142,24 +144,16 @@ fn serve(
                 running.into_iter().partition(|(_, _, h)| h.is_finished());
             running = still;
             for (partition, takeover, h) in finished {
-                match h.join() {
-                    Ok(Ok(tally)) => ends.push(TenureEnd {
-                        partition,
-                        tally,
-                        takeover,
-                    }),
-                    Ok(Err(e)) => {
-                        failed.get_or_insert(e);
-                    }
-                    Err(_) => {
-                        failed.get_or_insert(CliError("a partition thread panicked".into()));
-                    }
-                }
+                ended(h.join(), partition, takeover, &mut ends, &mut failed);
             }
             if let Some(f) = membership.failure() {
                 failed.get_or_insert(CliError(f));
             }
             if failed.is_some() {
+                break;
+            }
+            if terminated.load(Ordering::Relaxed) {
+                tracing::info!("SIGTERM: handing every partition over");
                 break;
             }
             if checked_at.is_none_or(|at| at.elapsed() > Duration::from_millis(300)) {
@@ -183,19 +177,7 @@ fn serve(
         // Every processor ends its tenure once asked to hand over: leaving asks them all.
         let stats = membership.leave();
         for (partition, takeover, h) in running {
-            match h.join() {
-                Ok(Ok(tally)) => ends.push(TenureEnd {
-                    partition,
-                    tally,
-                    takeover,
-                }),
-                Ok(Err(e)) => {
-                    failed.get_or_insert(e);
-                }
-                Err(_) => {
-                    failed.get_or_insert(CliError("a partition thread panicked".into()));
-                }
-            }
+            ended(h.join(), partition, takeover, &mut ends, &mut failed);
         }
         bar.finish_and_clear();
         match failed {
@@ -310,4 +292,58 @@ fn report(
         ),
     ];
     print_table(&rows);
+}
+
+/// A flag raised by SIGTERM: the host then hands its partitions over and ends (its summary
+/// printed, exit 0). Without a signal handler (it could not be installed) the flag stays
+/// down and SIGTERM ends the process as before.
+fn on_sigterm() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised = flag.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let handler = runtime.and_then(|rt| {
+        let signal = rt.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        })?;
+        Ok((rt, signal))
+    });
+    match handler {
+        Ok((rt, mut signal)) => {
+            let _ = std::thread::Builder::new()
+                .name("sigterm".into())
+                .spawn(move || {
+                    rt.block_on(signal.recv());
+                    raised.store(true, Ordering::Relaxed);
+                });
+        }
+        Err(e) => tracing::warn!(
+            "cannot handle SIGTERM ({e}): a SIGTERM ends the host without handing over"
+        ),
+    }
+    flag
+}
+
+/// Records a tenure's end: its tally, or the first error of the run.
+fn ended(
+    joined: std::thread::Result<CliResult<Tally>>,
+    partition: PartitionId,
+    takeover: bool,
+    ends: &mut Vec<TenureEnd>,
+    failed: &mut Option<CliError>,
+) {
+    match joined {
+        Ok(Ok(tally)) => ends.push(TenureEnd {
+            partition,
+            tally,
+            takeover,
+        }),
+        Ok(Err(e)) => {
+            failed.get_or_insert(e);
+        }
+        Err(_) => {
+            failed.get_or_insert(CliError("a partition thread panicked".into()));
+        }
+    }
 }

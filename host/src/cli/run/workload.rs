@@ -43,6 +43,7 @@ pub(super) struct Tally {
     /// cluster's epoch compare, or before they were sent (the lease may have expired).
     pub(super) not_owner: u64,
     /// From acquiring the partition to this host's first durable append there (a tenure).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub(super) first_append: Option<Duration>,
     /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
     pub(super) latencies_us: Vec<u32>,
@@ -204,13 +205,16 @@ struct Processor<'a> {
     /// `None` while appends succeed.
     retry_waits: Option<ExponentialBackoff>,
     /// An append was refused because this host does not own the partition (any more).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     not_owner: bool,
+    /// How many events this processor appends (the run's --events, or a tenure's share).
+    goal: u64,
 }
 
 impl Workload<'_> {
     pub(super) fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let mut p = self.processor(seq);
+        let mut p = self.processor(seq, a.events);
         while p.t.events < a.events {
             let end = p.fill_batch()?;
             p.append_batch(end)?;
@@ -233,7 +237,7 @@ impl Workload<'_> {
         goal: u64,
         acquired: Instant,
     ) -> Result<Tally, CliError> {
-        let mut p = self.processor(seq);
+        let mut p = self.processor(seq, goal);
         let mut run = || -> Result<(), CliError> {
             while p.t.events < goal && !claim.handover_requested() && !claim.is_lost() {
                 let end = p.fill_batch()?;
@@ -255,7 +259,8 @@ impl Workload<'_> {
         }
     }
 
-    fn processor<'b>(&'b self, seq: &'b PartitionSequencer) -> Processor<'b> {
+    /// A command processor of `seq` that appends `goal` events.
+    fn processor<'b>(&'b self, seq: &'b PartitionSequencer, goal: u64) -> Processor<'b> {
         let a = self.args;
         Processor {
             w: self,
@@ -277,6 +282,7 @@ impl Workload<'_> {
             first_failure: None,
             retry_waits: None,
             not_owner: false,
+            goal,
         }
     }
 }
@@ -285,7 +291,7 @@ impl Processor<'_> {
     /// Numbers and stages events until the batch is full or must go.
     fn fill_batch(&mut self) -> Result<BatchEnd, CliError> {
         let a = self.w.args;
-        let want = a.batch_size.min(a.events.saturating_sub(self.t.events));
+        let want = a.batch_size.min(self.goal.saturating_sub(self.t.events));
         self.batch.reset(0);
         self.numbered.clear();
         self.batch_numbers = [0; SEQS.len()];

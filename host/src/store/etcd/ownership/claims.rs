@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{HOSTS_PREFIX, OWNERS_PREFIX, owner_key, prefix_end};
@@ -35,10 +35,34 @@ pub struct Owners {
 }
 
 impl EtcdStorage {
+    /// Runs `txn`, retried for at most `within` and never longer (not even while the store
+    /// waits for a lost majority): ownership acts on time or not at all.
+    pub(super) fn txn_within(
+        &self,
+        what: String,
+        within: std::time::Duration,
+        txn: Txn,
+    ) -> Result<TxnResponse, StorageError> {
+        let this = self.clone();
+        let label = self.label().to_string();
+        self.block(async move {
+            let retried = this.retrying_for(what.clone(), within, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            });
+            match tokio::time::timeout(within + within / 2, retried).await {
+                Ok(r) => r,
+                Err(_) => Err(StorageError(format!(
+                    "{label}: {what}: no answer within {:.1} s",
+                    within.as_secs_f64()
+                ))),
+            }
+        })
+    }
+
     /// The live hosts and the partitions' owners, as one snapshot (retried for at most
     /// `within`).
     pub fn owners(&self, within: std::time::Duration) -> Result<Owners, StorageError> {
-        let this = self.clone();
         let range = |prefix: &str| {
             TxnOp::get(
                 prefix,
@@ -46,13 +70,7 @@ impl EtcdStorage {
             )
         };
         let txn = Txn::new().and_then(vec![range(HOSTS_PREFIX), range(OWNERS_PREFIX)]);
-        let resp = self.block(async move {
-            this.retrying_for("read the owners".into(), within, |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await
-        })?;
+        let resp = self.txn_within("read the owners".into(), within, txn)?;
         let mut out = Owners {
             revision: resp
                 .header()
@@ -105,28 +123,12 @@ impl HostLease {
     /// only if absent. Returns the epoch (the key's create revision), from which on every
     /// append and view write of the partition compares it; `None` if another host owns it.
     pub fn acquire(&self, partition: PartitionId) -> Result<Option<u64>, OwnershipError> {
-        let key = owner_key(partition);
-        let txn = Txn::new()
-            .when(vec![Compare::create_revision(
-                key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then(vec![TxnOp::put(
-                key,
-                self.name.clone(),
-                Some(PutOptions::new().with_lease(self.id())),
-            )]);
-        let store = self.store.clone();
-        let within = self.ttl() / 2;
-        let resp = self.store.block(async move {
-            store
-                .retrying_for(format!("take partition {partition}"), within, |mut kv| {
-                    let txn = txn.clone();
-                    async move { kv.txn(txn).await }
-                })
-                .await
-        })?;
+        let resp = self.create_if_absent(
+            owner_key(partition),
+            self.id(),
+            format!("take partition {partition}"),
+            self.ttl() / 2,
+        )?;
         // A retried create whose first answer was lost finds its own key: its lease is ours
         // (a key under our lease is ours; the epoch is then read back).
         if !resp.succeeded() {
@@ -164,20 +166,7 @@ impl HostLease {
                 i64::try_from(epoch).unwrap_or(i64::MAX),
             )])
             .and_then(vec![TxnOp::delete(key, None)]);
-        let store = self.store.clone();
-        let within = self.ttl();
-        self.store.block(async move {
-            store
-                .retrying_for(
-                    format!("hand partition {partition} over"),
-                    within,
-                    |mut kv| {
-                        let txn = txn.clone();
-                        async move { kv.txn(txn).await }
-                    },
-                )
-                .await
-        })?;
+        self.txn(format!("hand partition {partition} over"), self.ttl(), txn)?;
         Ok(())
     }
 

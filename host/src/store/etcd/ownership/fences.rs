@@ -87,6 +87,13 @@ impl Fences {
         s.clock.as_ref().is_some_and(|c| c.now() >= s.valid_until)
     }
 
+    /// The time left before the deadline (zero once it passed, or with no lease).
+    pub(crate) fn time_left(&self) -> std::time::Duration {
+        let s = self.state();
+        let now = s.clock.as_ref().map_or(s.valid_until, |c| c.now());
+        std::time::Duration::from_nanos(s.valid_until.as_nanos().saturating_sub(now.as_nanos()))
+    }
+
     /// The partition is owned at `epoch` from now on.
     pub(crate) fn own(&self, p: PartitionId, epoch: u64) {
         self.state().claims.insert(

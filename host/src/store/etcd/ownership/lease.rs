@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnResponse};
 use sequencer::Instant;
 
 use crate::driver::clock::Clock;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::host_key;
 use crate::store::etcd::request::one_line;
+use crate::store::storage::StorageError;
 
 use super::OwnershipError;
 
@@ -114,6 +115,11 @@ impl HostLease {
         self.store.inner.fences.past_deadline()
     }
 
+    /// The time left before the lease may have expired (zero once it may have).
+    pub fn time_left(&self) -> Duration {
+        self.store.inner.fences.time_left()
+    }
+
     /// The store the lease is on.
     pub fn store(&self) -> &EtcdStorage {
         &self.store
@@ -144,14 +150,31 @@ impl HostLease {
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(_) => Err(format!("no answer within {within:?}")),
                 }
-                .map_err(crate::store::storage::StorageError)
+                .map_err(StorageError)
             })
             .map_err(|e| self.err("grant a lease", e))
     }
 
     /// Creates `hosts/<name>` under lease `id` if absent; false if another lease holds it.
     fn create_host_key(&self, id: i64) -> Result<bool, OwnershipError> {
-        let key = host_key(&self.name);
+        let resp = self.create_if_absent(
+            host_key(&self.name),
+            id,
+            "register the host".into(),
+            self.ttl,
+        )?;
+        Ok(resp.succeeded())
+    }
+
+    /// Puts `key` (the host's name as its value) under lease `id` only if it does not exist:
+    /// one transaction, retried for at most `within`.
+    pub(super) fn create_if_absent(
+        &self,
+        key: String,
+        id: i64,
+        what: String,
+        within: Duration,
+    ) -> Result<TxnResponse, StorageError> {
         let txn = Txn::new()
             .when(vec![Compare::create_revision(
                 key.clone(),
@@ -163,28 +186,33 @@ impl HostLease {
                 self.name.clone(),
                 Some(PutOptions::new().with_lease(id)),
             )]);
-        let store = self.store.clone();
-        let within = self.ttl;
-        let resp = self.store.block(async move {
-            store
-                .retrying_for("register the host".into(), within, |mut kv| {
-                    let txn = txn.clone();
-                    async move { kv.txn(txn).await }
-                })
-                .await
-        })?;
-        Ok(resp.succeeded())
+        self.txn(what, within, txn)
+    }
+
+    /// Runs `txn` on the store's runtime, retried for at most `within`.
+    pub(super) fn txn(
+        &self,
+        what: String,
+        within: Duration,
+        txn: Txn,
+    ) -> Result<TxnResponse, StorageError> {
+        self.store.txn_within(what, within, txn)
     }
 
     /// Renews the lease once (a keepalive, bounded by a third of the TTL) and returns the
     /// new deadline: the keepalive's send time plus the TTL less the margin. A lease the
     /// cluster no longer knows is [`OwnershipError::LeaseExpired`] and expires the fences.
     pub fn keep_alive(&self) -> Result<Instant, OwnershipError> {
+        self.keep_alive_within(self.ttl / 3)
+    }
+
+    /// [`keep_alive`](Self::keep_alive), waiting at most `within` for the answer.
+    pub fn keep_alive_within(&self, within: Duration) -> Result<Instant, OwnershipError> {
         let sent = self.clock.now();
         let mut lease = self.store.inner.client.lease_client();
-        let (id, within) = (self.id(), self.ttl / 3);
+        let id = self.id();
         let answer = self.store.block(async move {
-            Ok::<_, crate::store::storage::StorageError>(
+            Ok::<_, StorageError>(
                 match tokio::time::timeout(within, lease.keep_alive(id)).await {
                     Ok(Ok(_)) => Ok(()),
                     Ok(Err(e)) => Err(Some(e.to_string())),
@@ -228,7 +256,7 @@ impl HostLease {
         let within = self.ttl;
         let _ = self.store.block(async move {
             let _ = tokio::time::timeout(within, lease.revoke(id)).await;
-            Ok::<_, crate::store::storage::StorageError>(())
+            Ok::<_, StorageError>(())
         });
     }
 }
