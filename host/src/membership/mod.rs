@@ -1,7 +1,8 @@
 //! Many hosts, one deployment: a host joins the hosts on an etcd cluster and serves the
 //! partitions placement gives it, as they come and go (feature `etcd`).
 //!
-//! [`Membership::open`] registers the host's lease on an [`EtcdStorage`]
+//! [`Membership::open`] registers the host's lease on an
+//! [`EtcdStorage`](crate::store::etcd::EtcdStorage)
 //! ([`ownership`](crate::store::etcd::ownership): the keys, the epoch fence, the deadline) and
 //! returns a stream of [`MembershipEvent`]s: a partition acquired, with its
 //! [`PartitionSequencer`](crate::PartitionSequencer) opened through the given driver and its
@@ -23,10 +24,12 @@
 //!
 //! | file | what it does |
 //! |---|---|
+//! | `config.rs` | [`MembershipConfig`], [`MembershipParts`]: how a host joins, with what |
 //! | `events.rs` | [`MembershipEvent`], [`LostReason`], [`Claim`] |
 //! | `round.rs` | one round: placement over a snapshot, takeovers, handovers, losses |
 //! | `stats.rs` | [`MembershipStats`]: takeovers and handovers, with their times |
 
+mod config;
 mod events;
 mod round;
 mod stats;
@@ -37,53 +40,17 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use futures::channel::mpsc;
-use sequencer::Params;
 
+pub use config::{MembershipConfig, MembershipParts};
 pub use events::{Claim, LostReason, MembershipEvent};
 pub use stats::{MembershipStats, Transfer};
 
-use crate::driver::{Clock, Driver};
-use crate::runtime::Runtime;
-use crate::store::etcd::EtcdStorage;
 #[cfg(doc)]
 use crate::store::etcd::ownership::placement;
 use crate::store::etcd::ownership::{OwnershipError, lease_margin};
+
 use crate::store::storage::PartitionId;
-
-/// How a host joins.
-#[derive(Clone, Debug)]
-pub struct MembershipConfig {
-    /// The host's name, unique among the hosts (its key is `hosts/<name>`).
-    pub host_name: String,
-    /// The lease's TTL (whole seconds, at least one; 3 s by default).
-    pub lease_ttl: Duration,
-    /// The partitions of the deployment, `0..partitions`.
-    pub partitions: u32,
-    /// The longest a host that placement does not prefer waits before it takes a partition
-    /// without an owner (a random share of it; the preferred host takes it at once).
-    pub takeover_delay: Duration,
-    /// The longest a handover waits for the embedder's [`Claim::release`].
-    pub handover_grace: Duration,
-}
-
-impl MembershipConfig {
-    /// Defaults for `host_name` serving `0..partitions`: a 3 s lease, takeovers by others
-    /// after at most 500 ms, 2 s for the embedder to finish a batch at a handover.
-    pub fn new(host_name: impl Into<String>, partitions: u32) -> Self {
-        Self {
-            host_name: host_name.into(),
-            lease_ttl: Duration::from_secs(3),
-            partitions,
-            takeover_delay: Duration::from_millis(500),
-            handover_grace: Duration::from_secs(2),
-        }
-    }
-
-    /// How often the owners are read: a tenth of the TTL, 100 to 300 ms.
-    pub fn round(&self) -> Duration {
-        (self.lease_ttl / 10).clamp(Duration::from_millis(100), Duration::from_millis(300))
-    }
-}
+use config::Shared;
 
 /// A host's membership: its lease, its partitions and the thread that keeps them. Dropping
 /// it leaves as [`leave`](Self::leave) does.
@@ -91,29 +58,6 @@ pub struct Membership {
     stop: Arc<AtomicBool>,
     shared: Arc<Mutex<Shared>>,
     thread: Option<JoinHandle<()>>,
-}
-
-/// What the membership's thread shares with its handle.
-#[derive(Default)]
-pub(crate) struct Shared {
-    pub(crate) owned: Vec<PartitionId>,
-    pub(crate) stats: MembershipStats,
-    /// The error that stopped the membership (the host could not register again).
-    pub(crate) failure: Option<String>,
-}
-
-/// What opening a membership needs: the store, and how to open a partition's sequencer.
-pub struct MembershipParts {
-    /// The cluster.
-    pub store: EtcdStorage,
-    /// The driver the sequencers are opened through (on a storage over `store`).
-    pub driver: Arc<Driver>,
-    /// The component.
-    pub runtime: Runtime,
-    /// The sequencers' params.
-    pub params: Params,
-    /// The monotonic clock the lease's deadline is judged on.
-    pub clock: Arc<dyn Clock>,
 }
 
 impl Membership {

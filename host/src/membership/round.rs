@@ -11,12 +11,12 @@ use futures::channel::mpsc::UnboundedSender;
 use sequencer::testkit::Rng;
 
 use crate::driver::PartitionSequencer;
-use crate::store::etcd::ownership::{HostLease, Owners, OwnershipError, placement};
+use crate::store::etcd::ownership::{HostLease, Owners, OwnershipError, lease_margin, placement};
 use crate::store::storage::PartitionId;
 
+use super::config::{MembershipConfig, MembershipParts, Shared};
 use super::events::{Claim, LostReason, MembershipEvent};
 use super::stats::Transfer;
-use super::{MembershipConfig, MembershipParts, Shared};
 
 /// A partition this host owns.
 struct Held {
@@ -151,7 +151,7 @@ impl Rounds {
         let ttl = self.lease.ttl();
         self.lose_all(LostReason::LeaseExpired(format!(
             "no keepalive acknowledged within {:.1} s (the TTL less the margin); stopped numbering",
-            (ttl - super::margin(ttl)).as_secs_f64()
+            (ttl - lease_margin(ttl)).as_secs_f64()
         )));
         self.lease.revoke();
         self.register_again()

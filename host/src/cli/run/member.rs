@@ -1,8 +1,8 @@
 //! `run --host-name NAME`: one host among many on an etcd cluster. It joins the hosts
 //! ([`Membership`]), runs a command processor on each partition it acquires for as long as it
-//! owns it, and stops once every partition's PLog holds `--events` events; then it hands its
-//! partitions over (also on SIGTERM) and prints what it did: partitions owned, takeovers, handovers and their
-//! times, appends refused for the epoch.
+//! owns it, and stops once every partition's PLog holds `--events` events (or on SIGTERM);
+//! then it hands its partitions over and prints what it did: partitions owned, takeovers,
+//! handovers and their times, appends refused for the epoch.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,9 +19,9 @@ use sequencer_host::{Clock, Driver, DriverConfig, MonotonicClock, PartitionId};
 use super::super::common::{CliError, CliResult, style};
 use super::super::logging::Progress;
 use super::args::{RunArgs, params};
+use super::open::{Opened, open_store};
 use super::report::{ms, print_table};
 use super::workload::{Tally, WARN_INTERVAL, Workload};
-use super::{Opened, open_store};
 
 /// One tenure's end: the partition, what its processor did, and whether it was a takeover.
 struct TenureEnd {

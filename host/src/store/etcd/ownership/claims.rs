@@ -10,7 +10,8 @@ use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{HOSTS_PREFIX, OWNERS_PREFIX, owner_key, prefix_end};
 use crate::store::storage::{PartitionId, StorageError};
 
-use super::{HostLease, OwnershipError};
+use super::error::OwnershipError;
+use super::lease::HostLease;
 
 /// A partition's owner as the cluster records it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::store::etcd::keys::host_key;
 use crate::store::etcd::request::one_line;
 use crate::store::storage::StorageError;
 
-use super::OwnershipError;
+use super::error::OwnershipError;
 
 /// The shortest lease etcd grants (a TTL is whole seconds).
 pub const MIN_LEASE_TTL: Duration = Duration::from_secs(1);
