@@ -37,6 +37,8 @@
 pub struct ReadmeDoctests;
 
 pub mod driver;
+#[cfg(feature = "etcd")]
+pub mod membership;
 pub mod runtime;
 pub mod store;
 

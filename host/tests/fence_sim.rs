@@ -244,6 +244,7 @@ fn run_seed(seed: u64, steps: u64) -> Totals {
                     }
                     // Retried with the same batch next time this writer moves.
                     Err(AppendError::Storage(_)) => writers[w].pending = Some((first, n, a)),
+                    Err(e @ AppendError::NotOwner { .. }) => panic!("{at}: no owners here: {e}"),
                 }
                 *store.next.lock().expect("lock") = Fault::None;
             }

@@ -8,6 +8,8 @@ pub mod component;
 pub mod inspect;
 pub mod logging;
 pub mod run;
+#[cfg(feature = "etcd")]
+pub mod status;
 
 use std::process::ExitCode;
 
@@ -52,6 +54,9 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Copy the PLog below the stored offsets into bundles in an archive, then trim the store.
     Archive(archive::ArchiveArgs),
+    /// List the hosts on an etcd cluster, their leases, and each partition's owner and epoch.
+    #[cfg(feature = "etcd")]
+    Status(status::StatusArgs),
 }
 
 /// Runs the chosen subcommand.
@@ -61,5 +66,7 @@ pub fn dispatch(cli: Cli, progress: &Progress) -> CliResult<ExitCode> {
         Command::Inspect(args) => inspect::inspect(&args),
         Command::Check(args) => check::check(&args),
         Command::Archive(args) => archive::archive(&args, progress),
+        #[cfg(feature = "etcd")]
+        Command::Status(args) => status::status(&args),
     }
 }

@@ -36,6 +36,18 @@ pub enum AppendError {
     },
     /// Storage failed.
     Storage(StorageError),
+    /// The writer does not own the partition (a store shared by hosts that own partitions
+    /// through leases, such as etcd with a membership): the cluster refused its epoch, or it
+    /// stopped numbering because its lease may have expired. Nothing was written; trying
+    /// again cannot help: the writer stops serving the partition.
+    NotOwner {
+        /// The partition.
+        partition: PartitionId,
+        /// The epoch the writer held (0 if it never owned the partition).
+        epoch: u64,
+        /// Why, in words.
+        why: String,
+    },
 }
 
 impl fmt::Display for AppendError {
@@ -46,6 +58,14 @@ impl fmt::Display for AppendError {
                 "PLog append at offset {offered} refused: the next offset is {expected}"
             ),
             Self::Storage(e) => write!(f, "PLog append failed: {e}"),
+            Self::NotOwner {
+                partition,
+                epoch,
+                why,
+            } => write!(
+                f,
+                "PLog append refused: partition {partition} is not this host's (epoch {epoch}): {why}"
+            ),
         }
     }
 }

@@ -14,6 +14,9 @@
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
+//! | `ownership` | partitions owned through leases: the epoch fence, the lease deadline |
+//! | `hosts` | many `run --host-name` processes: a host killed, paused past its TTL, two at once |
+//! | `host_faults` | a host cut off from etcd behind a paused TCP proxy; the etcd leader killed in a takeover |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
 //! holds what several tests do (start a run, wait for it, commit events through a driver,
@@ -28,6 +31,9 @@ mod support;
 
 mod appends;
 mod damage;
+mod host_faults;
+mod hosts;
 mod members;
+mod ownership;
 mod runs;
 mod view;

@@ -163,7 +163,7 @@ pub fn command_processor(
                 fenced += 1;
                 seq.actualize().expect("actualize");
             }
-            Err(AppendError::Storage(e)) => panic!("append failed: {e}"),
+            Err(e) => panic!("append failed: {e}"),
         }
     }
     (committed, fenced)

@@ -94,6 +94,15 @@ pub struct RunArgs {
     /// recorded or --archive; redb or etcd store).
     #[arg(long, value_parser = parse_secs)]
     pub archive_every: Option<f64>,
+    /// This host's name among many on one etcd cluster (`--store etcd://...`): the host then
+    /// serves only the partitions it owns through its lease, as they come and go, until every
+    /// partition's PLog holds --events events; without it the host serves every partition.
+    #[arg(long)]
+    pub host_name: Option<String>,
+    /// The TTL of the host's lease, in seconds (with --host-name): a host that stops renewing
+    /// it loses its partitions to the others within about that long.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub lease_ttl_s: u64,
     /// Events per bundle of a new archive.
     #[arg(long, default_value_t = sequencer_host::store::layers::archive::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub archive_bundle_events: u64,
@@ -162,6 +171,12 @@ pub fn layout(args: &RunArgs) -> Layout {
 impl RunArgs {
     /// Refuses options that could never finish or fit in memory, before anything is opened.
     pub fn validate(&self) -> CliResult<()> {
+        if self.host_name.is_some() && self.store.0.backend() != "etcd" {
+            return Err(CliError(format!(
+                "--host-name {}: many hosts share an etcd store only; give --store etcd://HOST:PORT,...",
+                self.host_name.as_deref().unwrap_or_default()
+            )));
+        }
         let batch_bytes = (self.payload_bytes as u64).saturating_mul(self.batch_size);
         if batch_bytes > MAX_BATCH_BYTES {
             return Err(CliError(format!(

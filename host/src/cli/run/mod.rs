@@ -1,11 +1,15 @@
-//! `run`: the command-processor workload, in five named steps: open the store, recover every
-//! partition from the PLog, run the workload, check what was stored, report.
+//! `run`: the command-processor workload, in five named steps: open the store (`open`),
+//! recover every partition from the PLog, run the workload, check what was stored, report.
+//! With `--host-name` (etcd) the host serves only the partitions it owns (`member`).
 //!
 //! One thread per partition plays a command processor that appends its events in batches
 //! (see `workload`); the store, its layout and its archive are the library's
 //! (`sequencer_host::store::open`).
 
 mod args;
+#[cfg(feature = "etcd")]
+mod member;
+mod open;
 mod report;
 mod workload;
 
@@ -16,78 +20,33 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use sequencer::Params;
+use sequencer_host::store::layers::Trim;
 use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
-use sequencer_host::store::layers::{ReadAhead, Trim};
-use sequencer_host::store::live::LiveServer;
-use sequencer_host::store::{Counter, OpenError, Store, WarnLimiter, open};
-use sequencer_host::{
-    Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Status, Storage,
-};
+use sequencer_host::store::{Counter, Store, WarnLimiter};
+use sequencer_host::{Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Status};
 
 pub use args::RunArgs;
 
-use super::common::{CliError, CliResult, explain_open, initial, style};
-use super::component;
+use super::common::{CliError, CliResult, initial, style};
 use super::logging::Progress;
 use args::params;
+use open::{Opened, open_store};
 use report::{Ran, Resumed, report};
 use workload::{Tally, WARN_INTERVAL, Workload, host, stop_if_stuck};
 
 /// `run`, in its named steps: open the store, recover every partition from the PLog, run the
 /// workload, check what was stored, report.
 pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
+    #[cfg(feature = "etcd")]
+    if let Some(name) = &args.host_name {
+        return member::run_member(args, name, progress);
+    }
     let opened = open_store(args)?;
     let recovered = recover(args, &opened, progress)?;
     let ran = run_workload(args, &opened, &recovered, progress)?;
     let checked = check_stored(&opened, recovered.stop())?;
     report(args, &opened.store, &recovered.resumed, ran, checked);
     Ok(ExitCode::SUCCESS)
-}
-
-/// A run's store and component, opened after every option and the recorded layout were
-/// validated (nothing is written before).
-struct Opened {
-    /// `check` and `inspect` served beside this run (dropped first: its socket goes away
-    /// before the store closes).
-    _readers: Option<LiveServer>,
-    store: Store,
-    runtime: Runtime,
-    /// The storage as the driver and the command processors see it: the store behind the
-    /// read-ahead of numbers.
-    read_ahead: Arc<ReadAhead>,
-    storage: Arc<dyn Storage>,
-}
-
-/// The step that opens: validates the options, loads the component, opens (or creates) the
-/// store through the library, which validates the recorded layout and archive first.
-fn open_store(args: &RunArgs) -> CliResult<Opened> {
-    args.validate()?;
-    let loading = Instant::now();
-    let runtime = component::load(&args.component, sequencer_host::Limits::default())?;
-    tracing::debug!(
-        "loaded {} in {:.2} s",
-        args.component.describe(),
-        loading.elapsed().as_secs_f64()
-    );
-    let store = open(&args.store.0, &args.open_options()).map_err(|e| match e {
-        OpenError::EventTooLarge { .. } => {
-            CliError(format!("--payload-bytes {}: {e}", args.payload_bytes))
-        }
-        other => explain_open(other),
-    })?;
-    let readers = store.serve_readers().unwrap_or_else(|e| {
-        tracing::warn!("{e}: check and inspect beside this run will read a private copy");
-        None
-    });
-    let read_ahead = Arc::new(ReadAhead::new(store.storage()));
-    let storage: Arc<dyn Storage> = read_ahead.clone();
-    Ok(Opened {
-        _readers: readers,
-        store,
-        runtime,
-        read_ahead,
-        storage,
-    })
 }
 
 /// Every partition's sequencer, actualized from the PLog.

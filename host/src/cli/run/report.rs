@@ -252,11 +252,11 @@ fn latency_line(us: &mut [u32]) -> String {
     )
 }
 
-fn ms(d: Duration) -> String {
+pub(super) fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn print_table(rows: &[(String, String)]) {
+pub(super) fn print_table(rows: &[(String, String)]) {
     let w = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let line = "-".repeat(w + 2 + rows.iter().map(|(_, v)| v.len()).max().unwrap_or(0));
     println!("{:<w$}  value", "metric");

@@ -12,6 +12,8 @@ use backon::ExponentialBackoff;
 use indicatif::ProgressBar;
 use sequencer::testkit::Rng;
 use sequencer::{PLogOffset, SeqId, SeqValue, WsId};
+#[cfg(feature = "etcd")]
+use sequencer_host::membership::Claim;
 use sequencer_host::store::layers::ReadAhead;
 use sequencer_host::store::{RetryPolicy, WarnLimiter};
 use sequencer_host::{
@@ -37,6 +39,12 @@ pub(super) struct Tally {
     pub(super) fenced: u64,
     pub(super) actualizing: Duration,
     pub(super) not_now: u64,
+    /// Appends refused because this host did not own the partition (any more): by the
+    /// cluster's epoch compare, or before they were sent (the lease may have expired).
+    pub(super) not_owner: u64,
+    /// From acquiring the partition to this host's first durable append there (a tenure).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(super) first_append: Option<Duration>,
     /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
     pub(super) latencies_us: Vec<u32>,
 }
@@ -54,6 +62,7 @@ impl Tally {
         self.fenced += t.fenced;
         self.actualizing += t.actualizing;
         self.not_now += t.not_now;
+        self.not_owner += t.not_owner;
         self.latencies_us.extend(t.latencies_us);
     }
 }
@@ -195,12 +204,65 @@ struct Processor<'a> {
     /// The waits left before the next retries of a failing append ([`RetryPolicy::APPEND`]);
     /// `None` while appends succeed.
     retry_waits: Option<ExponentialBackoff>,
+    /// An append was refused because this host does not own the partition (any more).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    not_owner: bool,
+    /// How many events this processor appends (the run's --events, or a tenure's share).
+    goal: u64,
 }
 
 impl Workload<'_> {
     pub(super) fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let mut p = Processor {
+        let mut p = self.processor(seq, a.events);
+        while p.t.events < a.events {
+            let end = p.fill_batch()?;
+            p.append_batch(end)?;
+        }
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        Ok(p.t)
+    }
+
+    #[cfg(feature = "etcd")]
+    /// One tenure of an owned partition (a host among many): appends until this host has
+    /// appended `goal` events there, a handover is asked for (the batch in flight is
+    /// finished first), or the partition is lost; then lets go of it (`claim.release`). A
+    /// partition lost ends the tenure, not the run.
+    pub(super) fn tenure(
+        &self,
+        seq: &PartitionSequencer,
+        claim: &Claim,
+        goal: u64,
+        acquired: Instant,
+    ) -> Result<Tally, CliError> {
+        let mut p = self.processor(seq, goal);
+        let mut run = || -> Result<(), CliError> {
+            while p.t.events < goal && !claim.handover_requested() && !claim.is_lost() {
+                let end = p.fill_batch()?;
+                p.append_batch(end)?;
+                if p.t.appends > 0 && p.t.first_append.is_none() {
+                    p.t.first_append = Some(acquired.elapsed());
+                }
+            }
+            Ok(())
+        };
+        let ran = run();
+        claim.release();
+        if let Some(since) = p.actualizing_since {
+            p.t.actualizing += since.elapsed();
+        }
+        match ran {
+            Err(e) if !(p.not_owner || claim.is_lost()) => Err(e),
+            _ => Ok(p.t),
+        }
+    }
+
+    /// A command processor of `seq` that appends `goal` events.
+    fn processor<'b>(&'b self, seq: &'b PartitionSequencer, goal: u64) -> Processor<'b> {
+        let a = self.args;
+        Processor {
             w: self,
             seq,
             t: Tally::default(),
@@ -219,15 +281,9 @@ impl Workload<'_> {
             failures_in_a_row: 0,
             first_failure: None,
             retry_waits: None,
-        };
-        while p.t.events < a.events {
-            let end = p.fill_batch()?;
-            p.append_batch(end)?;
+            not_owner: false,
+            goal,
         }
-        if let Some(since) = p.actualizing_since {
-            p.t.actualizing += since.elapsed();
-        }
-        Ok(p.t)
     }
 }
 
@@ -235,7 +291,7 @@ impl Processor<'_> {
     /// Numbers and stages events until the batch is full or must go.
     fn fill_batch(&mut self) -> Result<BatchEnd, CliError> {
         let a = self.w.args;
-        let want = a.batch_size.min(a.events.saturating_sub(self.t.events));
+        let want = a.batch_size.min(self.goal.saturating_sub(self.t.events));
         self.batch.reset(0);
         self.numbered.clear();
         self.batch_numbers = [0; SEQS.len()];
@@ -282,6 +338,12 @@ impl Processor<'_> {
     fn wait_ready(&mut self) -> Result<(), CliError> {
         let started = Instant::now();
         while self.seq.status() != Status::Ready {
+            if self.seq.status() == Status::CleanedUp {
+                return Err(CliError(format!(
+                    "partition {}: the sequencer closed while actualizing",
+                    self.seq.partition()
+                )));
+            }
             stop_if_stuck(self.w.storage.as_ref(), started, || {
                 format!("partition {}", self.seq.partition())
             })?;
@@ -473,6 +535,15 @@ impl Processor<'_> {
                 self.t.fenced += 1;
                 self.durable_unacknowledged(offered.saturating_sub(self.batch.first()));
                 actualize = true;
+            }
+            Err(e @ AppendError::NotOwner { .. }) => {
+                // Another host owns it now (or may): this host stops numbering it.
+                self.t.not_owner += 1;
+                self.not_owner = true;
+                self.w
+                    .warnings
+                    .warn("not owner", || format!("partition {p}: {e}; letting it go"));
+                return Err(CliError(format!("partition {p}: {e}")));
             }
             Err(e @ AppendError::WrongOffset { .. }) => {
                 return Err(CliError(format!("partition {p}: {e}")));

@@ -10,7 +10,8 @@ use sequencer::PLogOffset;
 
 use crate::store::codec::encode_pack;
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{offset_of, plog_key, plog_prefix, prefix_end};
+use crate::store::etcd::keys::{offset_of, owner_key, plog_key, plog_prefix, prefix_end};
+use crate::store::etcd::ownership::fences::Fence;
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId};
 
 /// The most events one PLog key (one append transaction) holds.
@@ -29,6 +30,12 @@ impl EtcdStorage {
         batch: &EventBatch,
     ) -> Result<(), AppendError> {
         let limits = self.request_limits();
+        if self.inner.fences.unsettled(partition) {
+            return Err(AppendError::Storage(self.err(
+                &format!("append at partition {partition} offset {}", batch.first()),
+                "an earlier append's outcome is unknown: the PLog's tail is read first (actualize)",
+            )));
+        }
         batch.append_in_parts(limits, |part| {
             if part.encoded_len() > limits.max_bytes {
                 // One event alone over this store's own limit: refused here, before etcd would
@@ -46,12 +53,17 @@ impl EtcdStorage {
                 )));
             }
             let pack = encode_pack(part.iter().map(|(_, e)| e));
-            self.block(self.clone().append_part_async(
+            let appended = self.block(self.clone().append_part_async(
                 partition,
                 part.first(),
                 part.next() - 1,
                 pack,
-            ))
+            ));
+            if let Err(AppendError::Storage(_)) = &appended {
+                // Whether it was written is unknown: settled by reading the PLog's tail.
+                self.inner.fences.unsettle(partition);
+            }
+            appended
         })
     }
 
@@ -91,6 +103,15 @@ impl EtcdStorage {
                 offered: 0,
             });
         }
+        let stats = &self.inner.stats;
+        let fence = self.inner.fences.check(partition).map_err(|r| {
+            stats.not_sent.fetch_add(1, Ordering::Relaxed);
+            AppendError::NotOwner {
+                partition,
+                epoch: r.epoch,
+                why: r.why,
+            }
+        })?;
         let count = last + 1 - first;
         let key = plog_key(partition, last);
         let prefix = plog_prefix(partition);
@@ -107,23 +128,24 @@ impl EtcdStorage {
                 0,
             ));
         }
+        let mut otherwise = vec![
+            TxnOp::get(key.clone(), None),
+            TxnOp::get(
+                prefix.clone(),
+                Some(
+                    GetOptions::new()
+                        .with_range(prefix_end(&prefix))
+                        .with_sort(SortTarget::Key, SortOrder::Descend)
+                        .with_limit(1)
+                        .with_keys_only(),
+                ),
+            ),
+        ];
+        let epoch = epoch_compare(partition, fence, &mut when, &mut otherwise);
         let txn = Txn::new()
             .when(when)
             .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
-            .or_else(vec![
-                TxnOp::get(key.clone(), None),
-                TxnOp::get(
-                    prefix.clone(),
-                    Some(
-                        GetOptions::new()
-                            .with_range(prefix_end(&prefix))
-                            .with_sort(SortTarget::Key, SortOrder::Descend)
-                            .with_limit(1)
-                            .with_keys_only(),
-                    ),
-                ),
-            ]);
-        let stats = &self.inner.stats;
+            .or_else(otherwise);
         let mut attempts = 0u32;
         let what = if count == 1 {
             format!("append at partition {partition} offset {first}")
@@ -147,17 +169,19 @@ impl EtcdStorage {
         }
         let mut at_last: Option<Vec<u8>> = None;
         let mut plog_last: PLogOffset = 0;
+        let mut owner_now: Option<i64> = None;
         for (i, r) in resp.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(g) = r {
                 match i {
                     0 => at_last = g.kvs().first().map(|kv| kv.value().to_vec()),
-                    _ => {
+                    1 => {
                         plog_last = g
                             .kvs()
                             .first()
                             .and_then(|kv| offset_of(kv.key()))
                             .unwrap_or(0);
                     }
+                    _ => owner_now = Some(g.kvs().first().map_or(0, |kv| kv.create_revision())),
                 }
             }
         }
@@ -169,10 +193,66 @@ impl EtcdStorage {
             stats.appends.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
+        if let Some(epoch) = epoch
+            && let Some(now) = owner_now
+            && now != epoch as i64
+        {
+            return Err(self.refused_by_epoch(partition, epoch, now));
+        }
         stats.fenced.fetch_add(1, Ordering::Relaxed);
         Err(AppendError::WrongOffset {
             expected: plog_last + 1,
             offered: first,
         })
+    }
+}
+
+/// Adds the epoch compare of `fence` (if the partition is owned) to a write's compares, and a
+/// read of the owner key to its else branch (its last operation); returns the epoch.
+pub(super) fn epoch_compare(
+    partition: PartitionId,
+    fence: Fence,
+    when: &mut Vec<Compare>,
+    otherwise: &mut Vec<TxnOp>,
+) -> Option<u64> {
+    let Fence::Epoch(epoch) = fence else {
+        return None;
+    };
+    let key = owner_key(partition);
+    when.push(Compare::create_revision(
+        key.clone(),
+        CompareOp::Equal,
+        i64::try_from(epoch).unwrap_or(i64::MAX),
+    ));
+    otherwise.push(TxnOp::get(key, None));
+    Some(epoch)
+}
+
+impl EtcdStorage {
+    /// The cluster refused `epoch` for `partition` (its owner key's create revision is `now`,
+    /// 0 if gone): the partition is lost, nothing more is written under that epoch.
+    pub(super) fn refused_by_epoch(
+        &self,
+        partition: PartitionId,
+        epoch: u64,
+        now: i64,
+    ) -> AppendError {
+        self.inner
+            .stats
+            .epoch_refused
+            .fetch_add(1, Ordering::Relaxed);
+        let why = if now == 0 {
+            format!(
+                "the cluster refused epoch {epoch}: the partition has no owner key (the lease expired or it was handed over)"
+            )
+        } else {
+            format!("the cluster refused epoch {epoch}: another host owns it at epoch {now}")
+        };
+        self.inner.fences.lose(partition, &why);
+        AppendError::NotOwner {
+            partition,
+            epoch,
+            why,
+        }
     }
 }

@@ -53,6 +53,7 @@ impl EtcdStorage {
                 pack_shape: PackShape::new(),
                 quorum,
                 damage: DamageLatch::default(),
+                fences: Default::default(),
             }),
         })
     }

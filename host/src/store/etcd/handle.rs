@@ -6,6 +6,7 @@ use std::sync::Arc;
 use etcd_client::Client;
 
 use crate::store::etcd::config::EtcdConfig;
+use crate::store::etcd::ownership::fences::Fences;
 use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
@@ -30,6 +31,9 @@ pub(super) struct Inner {
     pub(super) quorum: Quorum,
     /// The first PLog event a replay refused for its checksum.
     pub(super) damage: DamageLatch,
+    /// The partitions this host owns and the lease's deadline (open while no lease is
+    /// registered).
+    pub(super) fences: Fences,
 }
 
 impl Drop for Inner {

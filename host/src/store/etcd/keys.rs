@@ -38,6 +38,21 @@ pub(super) fn next_key(p: PartitionId) -> String {
     format!("next/{p}")
 }
 
+/// The prefix of the hosts' keys: `hosts/<name>`, each under its host's lease.
+pub(super) const HOSTS_PREFIX: &str = "hosts/";
+
+/// The prefix of the partitions' owner keys: `owners/<partition>`, each under its owner's
+/// lease; its create revision is the owner's epoch.
+pub(super) const OWNERS_PREFIX: &str = "owners/";
+
+pub(super) fn host_key(name: &str) -> String {
+    format!("{HOSTS_PREFIX}{name}")
+}
+
+pub(super) fn owner_key(p: PartitionId) -> String {
+    format!("{OWNERS_PREFIX}{p}")
+}
+
 /// The end of a prefix range: the prefix with its last byte incremented ('/' + 1 is '0').
 pub(super) fn prefix_end(prefix: &str) -> Vec<u8> {
     let mut end = prefix.as_bytes().to_vec();

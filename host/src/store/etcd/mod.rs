@@ -35,6 +35,9 @@
 //!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
+//! - **Ownership** ([`ownership`]). Once a host registers its lease on the store, every append
+//!   and view write also compares the partition's epoch (the create revision of its owner
+//!   key), and nothing is written once the lease may have expired.
 //! - Requests that fail on the transport (a member died, no leader) are retried with backoff
 //!   until [`EtcdConfig::retry_for`] has passed, then reported as a one-line error.
 //!
@@ -62,12 +65,14 @@
 //! | `trim.rs` | the archive's trim of old packs, and compacting the history after it (feature `objects`) |
 //! | `storage.rs` | [`Storage`](crate::store::storage::Storage): each method on the store's runtime |
 //! | `stats.rs` | [`EtcdStats`]: counters for reports |
+//! | `ownership/` | many hosts: leases, partitions owned through them, the epoch fence, placement |
 
 mod append;
 mod config;
 mod connect;
 mod handle;
 mod keys;
+pub mod ownership;
 mod pack_shape;
 mod plog;
 mod quorum;

@@ -12,6 +12,12 @@ pub struct EtcdStats {
     pub append_txns: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
+    /// Appends and view writes the cluster refused for their epoch (another host owns the
+    /// partition now).
+    pub epoch_refused: AtomicU64,
+    /// Appends and view writes not sent: the partition is not owned, or the lease may have
+    /// expired.
+    pub not_sent: AtomicU64,
     /// Flusher writes (values and next offset) applied.
     pub writes: AtomicU64,
     /// Transactions sent (appends, view chunks, offsets), retries included.

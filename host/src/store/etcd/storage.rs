@@ -65,8 +65,13 @@ impl Storage for EtcdStorage {
             // One event more than asked for tells whether the PLog ends with the page.
             let want = max_events.min(PAGE_EVENTS - 1);
             let events = this.clone().events_async(partition, from, want + 1).await?;
-            PlogPage::of_stored(from, want, events)
-                .map_err(|e| this.inner.damage.refuse(&this.inner.label, partition, e))
+            let page = PlogPage::of_stored(from, want, events)
+                .map_err(|e| this.inner.damage.refuse(&this.inner.label, partition, e))?;
+            if page.end {
+                // The PLog's tail is read: an append whose outcome was unknown is settled.
+                this.inner.fences.settle(partition);
+            }
+            Ok(page)
         })
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, Txn, TxnOp, TxnOpResponse};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::store::etcd::append::epoch_compare;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, parse_u64, prefix_end, seq_prefix, ws_key};
 use crate::store::etcd::plog::PAGE_EVENTS;
@@ -241,7 +242,16 @@ impl EtcdStorage {
             if ops.is_empty() {
                 return Ok(());
             }
-            let write = Txn::new().when(compares).and_then(ops);
+            let fence = self.inner.fences.check(partition).map_err(|r| {
+                stats.not_sent.fetch_add(1, Ordering::Relaxed);
+                self.err(
+                    &format!("write the view of partition {partition}"),
+                    &format!("not this host's (epoch {}): {}", r.epoch, r.why),
+                )
+            })?;
+            let mut otherwise = Vec::new();
+            let epoch = epoch_compare(partition, fence, &mut compares, &mut otherwise);
+            let write = Txn::new().when(compares).and_then(ops).or_else(otherwise);
             let resp = self
                 .clone()
                 .retrying(
@@ -255,6 +265,21 @@ impl EtcdStorage {
                 .await?;
             if resp.succeeded() {
                 return Ok(());
+            }
+            if let Some(epoch) = epoch {
+                let now = match resp.op_responses().first() {
+                    Some(TxnOpResponse::Get(g)) => {
+                        g.kvs().first().map_or(0, |kv| kv.create_revision())
+                    }
+                    _ => 0,
+                };
+                if now != epoch as i64 {
+                    let refused = self.refused_by_epoch(partition, epoch, now);
+                    return Err(self.err(
+                        &format!("write the view of partition {partition}"),
+                        &refused.to_string(),
+                    ));
+                }
             }
             stats.view_conflicts.fetch_add(1, Ordering::Relaxed);
             if attempt > 0 {

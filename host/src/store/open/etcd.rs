@@ -48,6 +48,10 @@ impl Backend for EtcdStorage {
     fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
         Some(self)
     }
+
+    fn etcd(&self) -> Option<&EtcdStorage> {
+        Some(self)
+    }
 }
 
 /// Connects to the cluster at `url` and waits (bounded) for it to answer.

@@ -34,6 +34,11 @@ pub(super) trait Backend: Send + Sync {
     fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
         None
     }
+    /// The etcd store, for a membership of many hosts.
+    #[cfg(feature = "etcd")]
+    fn etcd(&self) -> Option<&crate::store::etcd::EtcdStorage> {
+        None
+    }
     /// The directory and the source a run serves readers from (`store::live`), if any.
     fn live(&self) -> Option<(std::path::PathBuf, Arc<dyn LiveSource>)> {
         None
@@ -76,6 +81,13 @@ impl Store {
     /// Whether this open created the store.
     pub fn created(&self) -> bool {
         self.created
+    }
+
+    /// The etcd store behind this one (a [`Membership`](crate::membership::Membership) of
+    /// many hosts opens on it); `None` for other backends.
+    #[cfg(feature = "etcd")]
+    pub fn etcd(&self) -> Option<&crate::store::etcd::EtcdStorage> {
+        self.backend.etcd()
     }
 
     /// Whether other hosts may append to the same PLog ([`StoreUrl::shared`]).
