@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{Checksum, StoredEvent, decode_event};
+use crate::store::layers::{Offsets, TailProbe};
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -353,6 +354,30 @@ impl Storage for MemoryStorage {
 
     fn append_limits(&self) -> AppendLimits {
         self.lock().append_limits.unwrap_or(AppendLimits::UNLIMITED)
+    }
+}
+
+/// The stored offset and the PLog's end under one lock: what `OwnTail` proves its tail with.
+impl TailProbe for MemoryStorage {
+    fn read_offsets(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<Offsets, StorageError>> {
+        let this = self.clone();
+        let gate = self.read_gate.wait();
+        async move {
+            gate.await;
+            let mut g = this.lock();
+            if let Some(e) = Self::take_read_fault(&mut g) {
+                return Err(e);
+            }
+            let p = g.partitions.get(&partition);
+            Ok(Offsets {
+                stored: p.map_or(0, |p| p.next_offset),
+                plog_next: p.map_or(1, plog_next),
+            })
+        }
+        .boxed()
     }
 }
 
