@@ -13,6 +13,7 @@
 //! | `members` | members killed and restarted, a majority lost and back |
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
+//! | `own_tail` | replays served from the host's own tail; a second writer seen, no number twice |
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
@@ -29,5 +30,6 @@ mod support;
 mod appends;
 mod damage;
 mod members;
+mod own_tail;
 mod runs;
 mod view;
