@@ -12,7 +12,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use sequencer_host::store::layers::{OwnTail, TailLimits};
 use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
 use sequencer_host::store::{AppendLimits, ObjectReader, ObjectStorage};
@@ -98,6 +100,48 @@ fn memory_storage_splitting_batches_into_small_writes_keeps_the_storage_contract
         limits: Some(limits),
     };
     kept_all_but(assert_contract(&mut maker), &["reopen"]);
+}
+
+/// Memory stores behind the layer that serves actualizations from the host's own tail (read
+/// back through the memory store under it), splitting batches into small writes.
+#[derive(Default)]
+struct MemoryOwnTail {
+    under: Option<MemoryStorage>,
+}
+
+impl StoreMaker for MemoryOwnTail {
+    type Store = OwnTail;
+
+    fn name(&self) -> String {
+        "OwnTail over MemoryStorage".into()
+    }
+
+    fn fresh(&mut self) -> Result<OwnTail, StorageError> {
+        let m = MemoryStorage::new();
+        m.set_append_limits(AppendLimits {
+            max_events: 4,
+            max_bytes: 4096,
+        });
+        self.under = Some(m.clone());
+        Ok(OwnTail::new(
+            Arc::new(m.clone()),
+            Arc::new(m),
+            TailLimits::default(),
+        ))
+    }
+
+    fn reader<'s>(
+        &'s self,
+        _: &'s OwnTail,
+    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+        let under = self.under.as_ref()?;
+        Some(Ok(Box::new(under)))
+    }
+}
+
+#[test]
+fn the_own_tail_layer_over_memory_keeps_the_storage_contract() {
+    kept_all_but(assert_contract(&mut MemoryOwnTail::default()), &["reopen"]);
 }
 
 /// redb stores in a temp dir: a bare `RedbStorage` read through itself, or a `DataDir` read

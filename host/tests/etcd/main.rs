@@ -13,6 +13,7 @@
 //! | `members` | members killed and restarted, a majority lost and back |
 //! | `appends` | the fence between two hosts, batches split to fit a request, requests too large |
 //! | `view` | the sequences view: many workspaces at once, the earlier layout, racing writers |
+//! | `own_tail` | replays served from the host's own tail; a second writer seen, no number twice |
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
 //! | `ownership` | partitions owned through leases: the epoch fence, the lease deadline |
 //! | `hosts` | many `run --host-name` processes: a host killed, paused past its TTL, two at once |
@@ -34,6 +35,7 @@ mod damage;
 mod host_faults;
 mod hosts;
 mod members;
+mod own_tail;
 mod ownership;
 mod runs;
 mod view;

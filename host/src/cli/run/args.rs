@@ -106,6 +106,10 @@ pub struct RunArgs {
     /// Events per bundle of a new archive.
     #[arg(long, default_value_t = sequencer_host::store::layers::archive::DEFAULT_ARCHIVE_BUNDLE_EVENTS, value_parser = clap::value_parser!(u64).range(2..=1_000_000))]
     pub archive_bundle_events: u64,
+    /// Serve actualizations from what this host appended, once one read proves no other host
+    /// appended after it (etcd; other stores read the store): on or off (to compare).
+    #[arg(long, env = "SEQUENCER_OWN_TAIL", default_value = "on", value_parser = clap::builder::BoolishValueParser::new())]
+    pub own_tail: bool,
 }
 
 fn parse_millis(s: &str) -> Result<f64, String> {
@@ -207,7 +211,8 @@ impl RunArgs {
             .layout(layout(self))
             .store_wait(Duration::from_secs(self.store_wait_s))
             .largest_event(self.largest_event())
-            .archive(archive);
+            .archive(archive)
+            .own_tail(self.own_tail);
         if let Some(n) = self.bundle_events {
             options = options.bundle_events(n);
         }

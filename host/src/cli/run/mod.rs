@@ -180,6 +180,7 @@ fn run_workload(
     };
     let counts_before = store.stats();
     let reads_before = read_ahead.counts();
+    let tail_before = store.own_tail().map(|t| t.counts());
     let started = Instant::now();
     let stop_archiving = AtomicBool::new(false);
     let (results, archived): (Vec<CliResult<Tally>>, _) = std::thread::scope(|scope| {
@@ -239,6 +240,7 @@ fn run_workload(
     }
     let during = store.stats().since(&counts_before);
     let reads = read_ahead.counts().since(&reads_before);
+    let tail = (store.own_tail().zip(tail_before)).map(|(t, before)| t.counts().since(&before));
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
@@ -250,6 +252,7 @@ fn run_workload(
         elapsed,
         during,
         reads,
+        tail,
         archived,
     })
 }

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use sequencer_host::store::layers::ReadCounts;
 use sequencer_host::store::layers::archive::ArchivePass;
+use sequencer_host::store::layers::{ReadCounts, TailCounts};
 use sequencer_host::store::{Counter, Store, StoreStats};
 
 use super::super::common::SEQS;
@@ -25,6 +25,9 @@ pub(super) struct Ran {
     /// The store's counters during the workload.
     pub(super) during: StoreStats,
     pub(super) reads: ReadCounts,
+    /// What the layer serving actualizations from the host's own tail did, if the store has
+    /// it.
+    pub(super) tail: Option<TailCounts>,
     /// What `--archive-every` did: passes, and their totals.
     pub(super) archived: Option<(u64, ArchivePass)>,
 }
@@ -41,6 +44,7 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
         elapsed,
         during,
         reads,
+        tail,
         archived,
     } = ran;
     let store_line = store.describe();
@@ -153,6 +157,7 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
             reads.missed
         ),
     ));
+    rows.push(("own tail".into(), own_tail_line(args, tail)));
     rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
     rows.push((
         "check".into(),
@@ -230,6 +235,24 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
         ));
     } else {
         rows.push(("flushes (view writes)".into(), "n/a in memory".into()));
+    }
+}
+
+/// What the actualizations from the host's own tail did, or why there were none.
+fn own_tail_line(args: &RunArgs, tail: Option<TailCounts>) -> String {
+    match tail {
+        Some(t) => format!(
+            "{} of {} offset reads proved the tail: {} PLog pages ({} events) served from memory, {} read from the store; numbers of {} workspaces served from memory, {} read from the store",
+            t.proofs_held,
+            t.proofs_held + t.proofs_failed,
+            t.pages_served,
+            t.events_served,
+            t.pages_read,
+            t.workspaces_served,
+            t.workspaces_read
+        ),
+        None if !args.own_tail => "off (--own-tail off)".into(),
+        None => "not used on this store (etcd proves its tail in one read; other stores read their PLog)".into(),
     }
 }
 

@@ -61,6 +61,7 @@
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
+//! | `tail_probe.rs` | [`TailProbe`](crate::store::layers::TailProbe): the stored offset and the PLog's end in one read |
 //! | `reader.rs` | [`StoreReader`](crate::store::reader::StoreReader): what `check` and `inspect` read |
 //! | `trim.rs` | the archive's trim of old packs, and compacting the history after it (feature `objects`) |
 //! | `storage.rs` | [`Storage`](crate::store::storage::Storage): each method on the store's runtime |
@@ -81,6 +82,7 @@ mod records;
 mod request;
 mod stats;
 mod storage;
+mod tail_probe;
 #[cfg(feature = "objects")]
 mod trim;
 mod view;

@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{Checksum, StoredEvent, decode_event};
+use crate::store::layers::{Offsets, TailProbe};
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -169,6 +170,25 @@ impl MemoryStorage {
         None
     }
 
+    /// An offset or PLog read: waits at the read gate, fails as the fault switches say, else
+    /// answers `read` of the data.
+    fn gated_read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Inner) -> T + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        let this = self.clone();
+        let gate = self.read_gate.wait();
+        async move {
+            gate.await;
+            let mut g = this.lock();
+            match Self::take_read_fault(&mut g) {
+                Some(e) => Err(e),
+                None => Ok(read(&g)),
+            }
+        }
+        .boxed()
+    }
+
     fn take_read_fault(g: &mut Inner) -> Option<StorageError> {
         if g.faults.down {
             return Some(StorageError("memory storage is down".into()));
@@ -274,17 +294,9 @@ impl Storage for MemoryStorage {
         &self,
         partition: PartitionId,
     ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
-        let this = self.clone();
-        let gate = self.read_gate.wait();
-        async move {
-            gate.await;
-            let mut g = this.lock();
-            if let Some(e) = Self::take_read_fault(&mut g) {
-                return Err(e);
-            }
-            Ok(g.partitions.get(&partition).map_or(0, |p| p.next_offset))
-        }
-        .boxed()
+        self.read_offsets(partition)
+            .map(|r| r.map(|o| o.stored))
+            .boxed()
     }
 
     fn write(
@@ -318,22 +330,14 @@ impl Storage for MemoryStorage {
         from: PLogOffset,
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
-        let this = self.clone();
-        let gate = self.read_gate.wait();
-        async move {
-            gate.await;
-            let mut g = this.lock();
-            if let Some(e) = Self::take_read_fault(&mut g) {
-                return Err(e);
-            }
+        self.gated_read(move |g| {
             let events = g
                 .partitions
                 .get(&partition)
                 .into_iter()
                 .flat_map(|p| p.plog.range(from..).map(|(&o, event)| (o, event)));
-            Ok(PlogPage::collect(from, max_events, events))
-        }
-        .boxed()
+            PlogPage::collect(from, max_events, events)
+        })
     }
 
     fn append_event(
@@ -353,6 +357,22 @@ impl Storage for MemoryStorage {
 
     fn append_limits(&self) -> AppendLimits {
         self.lock().append_limits.unwrap_or(AppendLimits::UNLIMITED)
+    }
+}
+
+/// The stored offset and the PLog's end under one lock: what `OwnTail` proves its tail with.
+impl TailProbe for MemoryStorage {
+    fn read_offsets(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<Offsets, StorageError>> {
+        self.gated_read(move |g| {
+            let p = g.partitions.get(&partition);
+            Offsets {
+                stored: p.map_or(0, |p| p.next_offset),
+                plog_next: p.map_or(1, plog_next),
+            }
+        })
     }
 }
 

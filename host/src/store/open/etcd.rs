@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::store::etcd::{EtcdConfig, EtcdStorage};
+use crate::store::layers::TailProbe;
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::{Storage, StorageError};
@@ -51,6 +52,10 @@ impl Backend for EtcdStorage {
 
     fn etcd(&self) -> Option<&EtcdStorage> {
         Some(self)
+    }
+
+    fn tail_probe(&self) -> Option<Arc<dyn TailProbe>> {
+        Some(Arc::new(self.clone()))
     }
 }
 

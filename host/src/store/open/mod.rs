@@ -53,7 +53,7 @@ pub fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Store, OpenError> {
         #[allow(unreachable_patterns)]
         _ => return Err(settle::not_built(url)),
     };
-    Ok(Store::new(url, opened))
+    Ok(Store::new(url, opened, options.own_tail))
 }
 
 /// Opens the store at `url` for reading only, with its recorded archive: what `check` and

@@ -18,6 +18,7 @@ pub struct OpenOptions {
     pub(crate) store_wait: Duration,
     pub(crate) largest_event: Option<usize>,
     pub(crate) archive: ArchiveUse,
+    pub(crate) own_tail: bool,
 }
 
 impl Default for OpenOptions {
@@ -28,7 +29,8 @@ impl Default for OpenOptions {
 
 impl OpenOptions {
     /// Open or create; the data directory [`DEFAULT_DATA_DIR`]; no layout; wait 60 s for a
-    /// store that lost its majority (etcd) or answers nothing (S3).
+    /// store that lost its majority (etcd) or answers nothing (S3); actualizations served
+    /// from the host's own tail where the store can prove it ([`own_tail`](Self::own_tail)).
     pub fn new() -> Self {
         Self {
             data: PathBuf::from(DEFAULT_DATA_DIR),
@@ -38,6 +40,7 @@ impl OpenOptions {
             store_wait: Duration::from_secs(60),
             largest_event: None,
             archive: ArchiveUse::default(),
+            own_tail: true,
         }
     }
 
@@ -79,6 +82,15 @@ impl OpenOptions {
     /// opener will append: a store that cannot take it in one write is refused at open.
     pub fn largest_event(mut self, bytes: usize) -> Self {
         self.largest_event = Some(bytes);
+        self
+    }
+
+    /// Whether [`Store::storage`](crate::store::Store::storage) serves actualizations from
+    /// what this host appended ([`OwnTail`](crate::store::layers::OwnTail)) on a store that
+    /// proves its PLog's end in one cheap read (etcd); on by default. Off, every
+    /// actualization reads the store (for comparisons).
+    pub fn own_tail(mut self, on: bool) -> Self {
+        self.own_tail = on;
         self
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use sequencer::{Number, SeqId};
 
 use crate::store::check::{CheckError, CheckReport, StoreCheck, check_store};
+use crate::store::layers::{OwnTail, TailLimits, TailProbe};
 use crate::store::layout::Layout;
 use crate::store::live::{LiveServer, LiveSource};
 use crate::store::reader::StoreReader;
@@ -43,6 +44,11 @@ pub(super) trait Backend: Send + Sync {
     fn live(&self) -> Option<(std::path::PathBuf, Arc<dyn LiveSource>)> {
         None
     }
+    /// The read that proves a kept tail, for a store where it is one cheap request and other
+    /// hosts may append (etcd): [`Store::storage`] is then layered with [`OwnTail`].
+    fn tail_probe(&self) -> Option<Arc<dyn TailProbe>> {
+        None
+    }
 }
 
 /// An open store: the backend, its settled layout and its archive.
@@ -53,13 +59,22 @@ pub struct Store {
     created: bool,
     archive: archive::Opened,
     storage: Arc<dyn Storage>,
+    own_tail: Option<Arc<OwnTail>>,
 }
 
 impl Store {
     /// The store as a [`Driver`](crate::Driver) runs on it: the backend, with its archive
-    /// layered under it when it has one (old PLog events read from there).
+    /// layered under it when it has one (old PLog events read from there), and over it the
+    /// actualizations from the host's own tail where the store proves them cheaply (etcd,
+    /// unless [`OpenOptions::own_tail`](super::OpenOptions::own_tail) turned it off).
     pub fn storage(&self) -> Arc<dyn Storage> {
         self.storage.clone()
+    }
+
+    /// The layer serving actualizations from the host's own tail, if [`storage`](Self::storage)
+    /// has it: what it served and read ([`OwnTail::counts`]).
+    pub fn own_tail(&self) -> Option<&OwnTail> {
+        self.own_tail.as_deref()
     }
 
     /// The store's read side (the hot store, without its archive).
@@ -193,15 +208,24 @@ pub(super) struct Opened {
 }
 
 impl Store {
-    /// The open store made of what a backend's opener handed back.
-    pub(super) fn new(url: &StoreUrl, opened: Opened) -> Self {
+    /// The open store made of what a backend's opener handed back, its storage layered with
+    /// [`OwnTail`] if `own_tail` and the backend has a [`TailProbe`].
+    pub(super) fn new(url: &StoreUrl, opened: Opened, own_tail: bool) -> Self {
         let Opened {
             backend,
             layout,
             created,
             archive,
-            storage,
+            mut storage,
         } = opened;
+        let own_tail = match backend.tail_probe() {
+            Some(probe) if own_tail => {
+                let layer = Arc::new(OwnTail::new(storage, probe, TailLimits::default()));
+                storage = layer.clone();
+                Some(layer)
+            }
+            _ => None,
+        };
         Self {
             url: url.clone(),
             backend,
@@ -209,6 +233,7 @@ impl Store {
             created,
             archive,
             storage,
+            own_tail,
         }
     }
 }

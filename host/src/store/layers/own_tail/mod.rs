@@ -1,0 +1,389 @@
+//! Actualization from the host's own tail: a layer that keeps, per partition, the PLog events
+//! past the stored offset that this host appended (or replayed), and the numbers it saw, and
+//! answers an actualization's reads from them when one read of the store proves nobody else
+//! appended after them. Why what it serves is never stale: [`OwnTail`].
+
+mod probe;
+mod state;
+
+pub use probe::{Offsets, TailProbe};
+pub use state::TailLimits;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::{BoxFuture, FutureExt};
+use hashbrown::HashMap;
+use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+
+use crate::store::codec::decode_event;
+use crate::store::storage::{
+    AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
+    StorageError,
+};
+use state::PartitionTail;
+
+/// Storage that serves actualizations from what this host appended. It wraps a [`Storage`]
+/// and a [`TailProbe`] of the same store, and keeps per partition (within [`TailLimits`]):
+///
+/// - the **tail**: the PLog's events from the stored offset on, as this host appended them
+///   (or read them in a replay), with the offset after the last one, where the PLog ended when
+///   last seen;
+/// - the **numbers** seen: read from the view, raised by every event appended or replayed and
+///   every flusher write.
+///
+/// An actualization begins with an offset read; the layer makes it one
+/// [`TailProbe::read_offsets`] instead, which also reads where the PLog ends. If the PLog ends
+/// exactly where the kept tail does, and nothing was appended meanwhile, no other writer
+/// appended after this host's last event: the replay that follows (from the stored offset to
+/// that end) is served from the tail, as a read at that instant would have answered. Otherwise
+/// everything kept is forgotten and the replay is read from the store, and followed: once it
+/// reaches the PLog's end, the tail continues from there.
+///
+/// Numbers are served (to `read_numbers` and `read_numbers_many`) once the replay of the
+/// current epoch reached the PLog's end, for keys read from the store in that epoch: the view
+/// read after the epoch's offset read holds every number of the events before the stored
+/// offset, every event from there on was seen here, so the largest of what was read and what
+/// was seen is the largest number the PLog holds, which is what the view holds for every key
+/// the sequencer asks for (it asks only for keys it does not hold).
+///
+/// A second writer is always seen: one that appended before an offset read makes the PLog
+/// longer than the tail (the store is read); one that appends after it takes the offset this
+/// host numbers next, so this host's append is refused by the fence before any number it gave
+/// reaches the PLog, and it actualizes again, from the store. Everything kept is forgotten on
+/// any error of the store, on an append whose outcome is unknown or refused, and on a flusher
+/// write that fails or is abandoned; the tail before a flusher write's stored offset is
+/// dropped when that write succeeds.
+///
+/// It counts what it served and read ([`OwnTail::counts`]).
+pub struct OwnTail {
+    inner: Arc<dyn Storage>,
+    probe: Arc<dyn TailProbe>,
+    limits: TailLimits,
+    partitions: Mutex<HashMap<PartitionId, Arc<Mutex<PartitionTail>>>>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    proofs_held: AtomicU64,
+    proofs_failed: AtomicU64,
+    pages_served: AtomicU64,
+    events_served: AtomicU64,
+    pages_read: AtomicU64,
+    workspaces_served: AtomicU64,
+    workspaces_read: AtomicU64,
+}
+
+/// What an [`OwnTail`] has served from memory and read from the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TailCounts {
+    /// Offset reads whose probe proved the kept tail: their replays were served from it.
+    pub proofs_held: u64,
+    /// Offset reads whose probe did not (another writer, nothing kept yet, an error): their
+    /// replays were read from the store.
+    pub proofs_failed: u64,
+    /// PLog pages served from the kept tail.
+    pub pages_served: u64,
+    /// PLog events in them.
+    pub events_served: u64,
+    /// PLog pages read from the store.
+    pub pages_read: u64,
+    /// Workspaces whose numbers were served from memory.
+    pub workspaces_served: u64,
+    /// Workspaces whose numbers were read from the store.
+    pub workspaces_read: u64,
+}
+
+impl TailCounts {
+    /// What was served and read between `before` and this.
+    pub fn since(&self, before: &Self) -> Self {
+        Self {
+            proofs_held: self.proofs_held - before.proofs_held,
+            proofs_failed: self.proofs_failed - before.proofs_failed,
+            pages_served: self.pages_served - before.pages_served,
+            events_served: self.events_served - before.events_served,
+            pages_read: self.pages_read - before.pages_read,
+            workspaces_served: self.workspaces_served - before.workspaces_served,
+            workspaces_read: self.workspaces_read - before.workspaces_read,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Ordering::Relaxed);
+}
+
+impl OwnTail {
+    /// Wraps `inner`, whose PLog's end `probe` reads (the same store, possibly under other
+    /// layers), keeping at most `limits` per partition.
+    pub fn new(inner: Arc<dyn Storage>, probe: Arc<dyn TailProbe>, limits: TailLimits) -> Self {
+        Self {
+            inner,
+            probe,
+            limits,
+            partitions: Mutex::new(HashMap::new()),
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// What it has served and read so far.
+    pub fn counts(&self) -> TailCounts {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TailCounts {
+            proofs_held: get(&c.proofs_held),
+            proofs_failed: get(&c.proofs_failed),
+            pages_served: get(&c.pages_served),
+            events_served: get(&c.events_served),
+            pages_read: get(&c.pages_read),
+            workspaces_served: get(&c.workspaces_served),
+            workspaces_read: get(&c.workspaces_read),
+        }
+    }
+
+    fn partition(&self, partition: PartitionId) -> Arc<Mutex<PartitionTail>> {
+        lock(&self.partitions)
+            .entry(partition)
+            .or_insert_with(|| Arc::new(Mutex::new(PartitionTail::new(self.limits))))
+            .clone()
+    }
+
+    /// Numbers of `ws` read from the store, recorded (or everything forgotten on an error).
+    fn read_numbers_from_store(
+        &self,
+        part: &Mutex<PartitionTail>,
+        ws: &[WsId],
+        seqs: &[SeqId],
+        read: impl FnOnce() -> Result<Vec<Number>, StorageError>,
+    ) -> Result<Vec<Number>, StorageError> {
+        let ticket = lock(part).read_ticket();
+        let found = read();
+        match &found {
+            Ok(numbers) => lock(part).numbers_read(ticket, ws, seqs, numbers),
+            Err(_) => lock(part).forget(),
+        }
+        bump(&self.counters.workspaces_read, ws.len() as u64);
+        found
+    }
+
+    /// Tells the partition's tail how an append of the events `first..next` ended.
+    fn append_ended(
+        part: &Mutex<PartitionTail>,
+        first: PLogOffset,
+        next: PLogOffset,
+        outcome: Option<Vec<(PLogOffset, SeqValue)>>,
+    ) {
+        match outcome {
+            Some(values) => lock(part).appended(first, next, values.into_iter()),
+            None => lock(part).append_failed(),
+        }
+    }
+}
+
+/// The values of a batch's events, each with its offset; `None` if one cannot be decoded (then
+/// the tail cannot hold it).
+fn batch_values(batch: &EventBatch) -> Option<Vec<(PLogOffset, SeqValue)>> {
+    let mut out = Vec::with_capacity(batch.len() * 3);
+    for (offset, bytes) in batch.whole().iter() {
+        let (values, _) = decode_event(offset, bytes).ok()?;
+        out.extend(values.into_iter().map(|v| (offset, v)));
+    }
+    Some(out)
+}
+
+/// Reports a flusher write's outcome to the partition's tail, also when its future is dropped
+/// before it ends (then the outcome is unknown).
+struct WriteWatch {
+    part: Arc<Mutex<PartitionTail>>,
+    values: Vec<SeqValue>,
+    stored: PLogOffset,
+    succeeded: bool,
+}
+
+impl Drop for WriteWatch {
+    fn drop(&mut self) {
+        let mut tail = lock(&self.part);
+        if self.succeeded {
+            tail.written(&self.values, self.stored);
+        } else {
+            tail.forget();
+        }
+    }
+}
+
+impl Storage for OwnTail {
+    fn read_numbers(
+        &self,
+        partition: PartitionId,
+        ws: WsId,
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        let part = self.partition(partition);
+        if let Some(numbers) = lock(&part).numbers(ws, seqs) {
+            bump(&self.counters.workspaces_served, 1);
+            return Ok(numbers);
+        }
+        self.read_numbers_from_store(&part, &[ws], seqs, || {
+            self.inner.read_numbers(partition, ws, seqs)
+        })
+    }
+
+    fn read_numbers_many(
+        &self,
+        partition: PartitionId,
+        ws: &[WsId],
+        seqs: &[SeqId],
+    ) -> Result<Vec<Number>, StorageError> {
+        let part = self.partition(partition);
+        let served: Vec<Option<Vec<Number>>> = {
+            let tail = lock(&part);
+            ws.iter().map(|&w| tail.numbers(w, seqs)).collect()
+        };
+        let missing: Vec<WsId> = (ws.iter().zip(&served))
+            .filter(|(_, s)| s.is_none())
+            .map(|(&w, _)| w)
+            .collect();
+        bump(
+            &self.counters.workspaces_served,
+            (ws.len() - missing.len()) as u64,
+        );
+        let read = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.read_numbers_from_store(&part, &missing, seqs, || {
+                self.inner.read_numbers_many(partition, &missing, seqs)
+            })?
+        };
+        let mut read = read.chunks_exact(seqs.len().max(1));
+        let mut out = Vec::with_capacity(ws.len() * seqs.len());
+        for s in served {
+            match s {
+                Some(numbers) => out.extend(numbers),
+                None => out.extend_from_slice(read.next().unwrap_or_default()),
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_next_offset(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let part = self.partition(partition);
+        let ticket = lock(&part).offset_read_began();
+        let counters = self.counters.clone();
+        self.probe
+            .read_offsets(partition)
+            .map(move |r| match r {
+                Ok(offsets) => {
+                    if lock(&part).offsets_read(ticket, offsets) {
+                        bump(&counters.proofs_held, 1);
+                    } else {
+                        bump(&counters.proofs_failed, 1);
+                    }
+                    Ok(offsets.stored)
+                }
+                Err(e) => {
+                    lock(&part).forget();
+                    bump(&counters.proofs_failed, 1);
+                    Err(e)
+                }
+            })
+            .boxed()
+    }
+
+    fn write(
+        &self,
+        partition: PartitionId,
+        values: Vec<SeqValue>,
+        next_offset: PLogOffset,
+    ) -> BoxFuture<'static, Result<(), StorageError>> {
+        let mut watch = WriteWatch {
+            part: self.partition(partition),
+            values: values.clone(),
+            stored: next_offset,
+            succeeded: false,
+        };
+        let write = self.inner.write(partition, values, next_offset);
+        async move {
+            let r = write.await;
+            watch.succeeded = r.is_ok();
+            drop(watch);
+            r
+        }
+        .boxed()
+    }
+
+    fn read_plog(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+        max_events: usize,
+    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+        let part = self.partition(partition);
+        let (served, ticket) = {
+            let tail = lock(&part);
+            (tail.page(from, max_events), tail.read_ticket())
+        };
+        let counters = self.counters.clone();
+        if let Some(page) = served {
+            bump(&counters.pages_served, 1);
+            bump(&counters.events_served, page.next - from);
+            return futures::future::ready(Ok(page)).boxed();
+        }
+        self.inner
+            .read_plog(partition, from, max_events)
+            .map(move |r| {
+                match &r {
+                    Ok(page) => lock(&part).page_read(ticket, from, page),
+                    Err(_) => lock(&part).forget(),
+                }
+                bump(&counters.pages_read, 1);
+                r
+            })
+            .boxed()
+    }
+
+    fn append_event(
+        &self,
+        partition: PartitionId,
+        offset: PLogOffset,
+        values: &[SeqValue],
+        payload: &[u8],
+    ) -> Result<(), AppendError> {
+        let part = self.partition(partition);
+        lock(&part).append_began();
+        let r = self.inner.append_event(partition, offset, values, payload);
+        let outcome = r
+            .is_ok()
+            .then(|| values.iter().map(|&v| (offset, v)).collect());
+        Self::append_ended(&part, offset, offset + 1, outcome);
+        r
+    }
+
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        let part = self.partition(partition);
+        lock(&part).append_began();
+        let r = self.inner.append_events(partition, batch);
+        let outcome = r.is_ok().then(|| batch_values(batch)).flatten();
+        Self::append_ended(&part, batch.first(), batch.next(), outcome);
+        r
+    }
+
+    fn append_limits(&self) -> AppendLimits {
+        self.inner.append_limits()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.failure()
+    }
+
+    fn damaged(&self) -> Option<DamagedEvent> {
+        self.inner.damaged()
+    }
+}

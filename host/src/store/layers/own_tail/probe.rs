@@ -1,0 +1,31 @@
+//! The one read of a store that proves a kept tail current ([`TailProbe`]): where the
+//! partition's PLog ends, with its stored offset. Each backend that can answer it cheaply
+//! implements it in its own folder (etcd: one read-only transaction); nothing here depends on a
+//! backend.
+
+use futures::future::BoxFuture;
+use sequencer::PLogOffset;
+
+use crate::store::storage::{PartitionId, StorageError};
+
+/// A partition's stored offset and the end of its PLog, read together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offsets {
+    /// The stored offset, as [`Storage::read_next_offset`](crate::Storage::read_next_offset)
+    /// answers it (0 if none).
+    pub stored: PLogOffset,
+    /// The PLog's next offset: its last event's offset + 1, 1 if it holds none.
+    pub plog_next: PLogOffset,
+}
+
+/// A store that can say, in one read, where a partition's PLog ends and what its stored offset
+/// is: what [`OwnTail`](super::OwnTail) needs to prove that no other writer appended after what
+/// it kept.
+pub trait TailProbe: Send + Sync + 'static {
+    /// The partition's [`Offsets`], read at one instant (or the stored offset first, then the
+    /// PLog's end), seeing every write and append that completed before the read began.
+    fn read_offsets(
+        &self,
+        partition: PartitionId,
+    ) -> BoxFuture<'static, Result<Offsets, StorageError>>;
+}

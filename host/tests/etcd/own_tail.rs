@@ -1,0 +1,165 @@
+//! Actualization from the host's own tail on the cluster: a store opened by `store::open` serves
+//! a replay of its own appends from memory, and a second writer that appends between the
+//! host's append and its actualization (or between its actualization and its next append) is
+//! seen: the host's numbers go on after the other writer's, none issued twice.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sequencer::{Number, SeqId, SeqValue, WsId};
+use sequencer_host::store::{OpenOptions, StoreUrl, open};
+use sequencer_host::{
+    AppendError, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime,
+    StartOutcome, Status, Storage,
+};
+
+use crate::common::component_path;
+use crate::common::etcd_cluster::EtcdCluster;
+use crate::support::{all_events, check_passes, params};
+
+const WS: WsId = 7;
+
+/// One host on partition 0: its storage, driver and sequencer.
+struct Host {
+    name: &'static str,
+    storage: Arc<dyn Storage>,
+    _driver: Driver,
+    seq: PartitionSequencer,
+}
+
+impl Host {
+    fn open(name: &'static str, storage: Arc<dyn Storage>, runtime: &Runtime) -> Self {
+        let driver = Driver::spawn(
+            storage.clone(),
+            Arc::new(MonotonicClock::new()),
+            DriverConfig::default(),
+        );
+        let seq = driver
+            .open(runtime, 0, &params())
+            .expect("open partition 0");
+        Self {
+            name,
+            storage,
+            _driver: driver,
+            seq,
+        }
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.seq.status() != Status::Ready {
+            assert!(
+                Instant::now() < deadline,
+                "{} never became ready",
+                self.name
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Commits `events` events on `WS`, one append each; an append refused by the fence
+    /// actualizes and tries again. Returns how many appends were refused.
+    fn commit(&self, events: usize) -> u32 {
+        let (mut done, mut fenced) = (0, 0);
+        while done < events {
+            self.wait_ready();
+            let (outcome, numbers) = self.seq.start_next(1, WS, &[1, 2, 3]).expect("start");
+            let StartOutcome::Started(offset) = outcome else {
+                continue;
+            };
+            let values: Vec<SeqValue> = (numbers.iter().zip([1u16, 2, 3]))
+                .map(|(&n, s)| SeqValue::new(WS, s, n))
+                .collect();
+            let payload = format!("{} {offset}", self.name);
+            match (self.storage).append_event(0, offset, &values, payload.as_bytes()) {
+                Ok(()) => {
+                    self.seq.flush().expect("flush");
+                    done += 1;
+                }
+                Err(AppendError::WrongOffset { .. }) => {
+                    fenced += 1;
+                    self.seq.actualize().expect("actualize");
+                }
+                Err(e) => panic!("{}: append failed: {e}", self.name),
+            }
+        }
+        fenced
+    }
+
+    /// A command that fails after `start`: the sequencer actualizes.
+    fn fail_a_command(&self) {
+        self.wait_ready();
+        let (outcome, _) = self.seq.start_next(1, WS, &[1, 2, 3]).expect("start");
+        assert!(matches!(outcome, StartOutcome::Started(_)), "{outcome:?}");
+        self.seq.actualize().expect("actualize");
+        self.wait_ready();
+    }
+}
+
+#[test]
+fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no_number_repeats() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let url: StoreUrl = cluster.url().parse().expect("etcd URL");
+    let store = open(&url, &OpenOptions::new()).expect("open the store");
+    let layer = store
+        .own_tail()
+        .expect("on etcd the tail layer is on by default");
+    let a = Host::open("A", store.storage(), &runtime);
+    let b = Host::open(
+        "B",
+        Arc::new(cluster.store(Duration::from_secs(10))),
+        &runtime,
+    );
+
+    // A alone: a failed command's replay of A's own appends is served from memory.
+    a.commit(5);
+    let before = layer.counts();
+    a.fail_a_command();
+    a.commit(1);
+    let alone = layer.counts().since(&before);
+    assert_eq!(
+        (alone.proofs_held, alone.proofs_failed),
+        (1, 0),
+        "{alone:?}"
+    );
+    assert!(alone.pages_served >= 1, "{alone:?}");
+
+    // B appends after A's append, before A actualizes: A's proof fails, the store is read.
+    assert!(b.commit(3) >= 1, "B was behind A: fenced first");
+    let before = layer.counts();
+    a.fail_a_command();
+    let overtaken = layer.counts().since(&before);
+    assert_eq!(overtaken.proofs_failed, 1, "{overtaken:?}");
+    assert_eq!(a.commit(2), 0, "A replayed B's events: not fenced");
+
+    // B appends after A's actualization, before A's next append: A's append is refused.
+    a.fail_a_command();
+    b.commit(2);
+    assert!(
+        a.commit(2) >= 1,
+        "A's append after B's is refused by the fence"
+    );
+    a.commit(3);
+
+    // Every number of WS once, in order, from its initial value; `check` agrees.
+    let mut last: BTreeMap<SeqId, Number> = BTreeMap::new();
+    let initial = |s: SeqId| if s == 2 { 1_000_000 } else { 1 };
+    let events = all_events(&cluster.store(Duration::from_secs(10)), 0);
+    assert_eq!(events.len(), 5 + 1 + 3 + 2 + 2 + 2 + 3, "18 events");
+    for e in &events {
+        for v in &e.values {
+            let expected = last.get(&v.key.seq).map_or(initial(v.key.seq), |n| n + 1);
+            assert_eq!(v.value, expected, "offset {}: {:?}", e.offset, v);
+            last.insert(v.key.seq, v.value);
+        }
+    }
+    let checked = check_passes(&cluster.url());
+    assert!(
+        checked.contains("1 partitions, 18 PLog events"),
+        "{checked}"
+    );
+}
