@@ -6,18 +6,22 @@
 # the machine does meanwhile falls on both alike. Each run starts from an empty store: a fresh
 # data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
 # store and mode: durable events/s, acknowledgement latency (numbering to durable ack) p50/p99,
-# and events per fsync (redb commit), per etcd append transaction or per event object, as medians
-# over the runs.
+# the mean time an actualization took (from `actualize` to the next start), and events per
+# fsync (redb commit), per etcd append transaction or per event object, as medians over the
+# runs.
 #
 #   bash scripts/bench-durable.sh                   # 3 rounds
 #   BENCH_RUNS=1 BENCH_SCALE=0.2 bash scripts/bench-durable.sh   # a quick smoke run
 #   bash scripts/bench-durable.sh --partitions 16   # arguments go to every run
 #
 # Knobs: BENCH_RUNS (rounds, 3), BENCH_SCALE (events factor, 1), BENCH_STORES ("redb etcd";
-# also "objects" and "s3"),
-# BENCH_BATCH (the batched runs' --batch-size; unset: the main job's default), BENCH_HOST (a
-# sequencer-host binary to measure instead of building one: to compare two builds, run the
-# script once with each, alternated).
+# also "objects", "s3", "etcd-tail-off": etcd with --own-tail off, the replays of
+# actualizations read from the cluster, and "etcd-alone": the etcd store alone with the main
+# job's transaction shape, no component, batched only, its packs as large as the etcd batched
+# run of the same round appended, `host/benches/store_alone.rs`),
+# BENCH_MODES ("one batched"), BENCH_BATCH (the batched runs' --batch-size; unset: the main
+# job's default), BENCH_HOST (a sequencer-host binary to measure instead of building one: to
+# compare two builds, run the script once with each, alternated).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
 # one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 25,000; s3 100 and 5,000.
 # Builds the component and the host (release, with the features the stores need: etcd brings
@@ -30,14 +34,17 @@ cd "$ROOT"
 runs="${BENCH_RUNS:-3}"
 scale="${BENCH_SCALE:-1}"
 stores="${BENCH_STORES:-redb etcd}"
+modes="${BENCH_MODES:-one batched}"
 events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
 
 # The host's features: etcd (which needs protoc) and s3 only for the stores measured.
 features=()
-[[ " $stores " == *" etcd "* ]] && features+=(etcd)
+etcd=""
+[[ " $stores " =~ \ etcd(-tail-off|-alone)?\  ]] && etcd=1
+[[ -n "$etcd" ]] && features+=(etcd)
 [[ " $stores " == *" s3 "* ]] && features+=(s3)
 step "build: the component, the host (release, features: ${features[*]:-default}), their servers"
-if [[ " $stores " == *" etcd "* ]]; then
+if [[ -n "$etcd" ]]; then
   PROTOC="$(bash scripts/protoc.sh)"
   export PROTOC
 fi
@@ -49,7 +56,10 @@ else
   cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
   host="$TARGET_DIR/release/sequencer-host"
 fi
-[[ " $stores " == *" etcd "* ]] && bash scripts/etcd-ensure.sh
+if [[ " $stores " == *" etcd-alone "* ]]; then
+  cargo bench --no-run -p plog-sequencer-host --features etcd --bench store_alone
+fi
+[[ -n "$etcd" ]] && bash scripts/etcd-ensure.sh
 [[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null
 
 work="$(mktemp -d)"
@@ -76,9 +86,10 @@ run() {
       [[ "$mode" == one ]] && n="$(events 2500)" || n="$(events 25000)"
       target=(--data "$work/data-$store-$mode-$round")
       ;;
-    etcd)
+    etcd | etcd-tail-off | etcd-alone)
       [[ "$mode" == one ]] && n="$(events 500)" || n="$(events 5000)"
-      cluster="$work/cluster-$mode-$round"
+      [[ "$store" == etcd-tail-off ]] && batch+=(--own-tail off)
+      cluster="$work/cluster-$store-$mode-$round"
       mkdir -p "$cluster"
       bash scripts/etcd-cluster.sh start "$cluster" >/dev/null
       target=(--store "etcd://$(sed 's#http://##g' "$cluster/endpoints")")
@@ -98,11 +109,18 @@ run() {
   if [[ "$store" == s3 ]]; then
     AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
       "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
+  elif [[ "$store" == etcd-alone ]]; then
+    # The packs the main job appended in this round's etcd batched run (90 without one).
+    per_append="$({ sed -n 's/^etcd transactions.*appends: \([0-9.]*\) events each.*/\1/p' \
+      "$work/etcd-batched-$round" 2>/dev/null || true; } | awk '{ printf "%d", $1 + 0.5 }')"
+    STORE_ALONE_URL="${target[1]}" STORE_ALONE_EVENTS="$n" \
+      STORE_ALONE_EVENTS_PER_APPEND="${per_append:-90}" \
+      cargo bench -q -p plog-sequencer-host --features etcd --bench store_alone >>"$out"
   else
     "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
   fi
   echo "load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
-  if [[ "$store" == etcd ]]; then
+  if [[ "$store" == etcd* ]]; then
     bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null
     cluster=""
   fi
@@ -110,7 +128,7 @@ run() {
     bash scripts/s3-server.sh stop "$s3dir" >/dev/null
     s3dir=""
   fi
-  printf '%-5s %-8s round %d: %s events/s\n' "$store" "$mode" "$round" \
+  printf '%-13s %-8s round %d: %s events/s\n' "$store" "$mode" "$round" \
     "$(sed -n 's/^durable events\/s *//p' "$out")" >&2
 }
 
@@ -119,7 +137,8 @@ start=$SECONDS
 step "measuring: $runs rounds of ${stores// /, }, one event per write and batched, interleaved"
 for ((round = 1; round <= runs; round++)); do
   for store in $stores; do
-    for mode in one batched; do
+    for mode in $modes; do
+      [[ "$store" == etcd-alone && "$mode" == one ]] && continue
       run "$store" "$mode" "$round" "${extra[@]}"
     done
   done
@@ -127,10 +146,11 @@ done
 
 # The table: medians over the rounds (and the range of events/s).
 echo
-printf '%-5s  %-22s  %6s  %20s  %10s  %10s  %26s  %s\n' store mode events "durable events/s" \
-  "ack p50" "ack p99" "events per write" "load (1 min, before-after)"
+printf '%-13s  %-27s  %6s  %20s  %10s  %10s  %13s  %26s  %s\n' store mode events "durable events/s" \
+  "ack p50" "ack p99" "actualization" "events per write" "load (1 min, before-after)"
 for store in $stores; do
-  for mode in one batched; do
+  for mode in $modes; do
+    [[ "$store" == etcd-alone && "$mode" == one ]] && continue
     cat "$work/$store-$mode-"* | awk -v store="$store" -v mode="$mode" '
       function median(a, n,   i, j, t) {
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -138,19 +158,21 @@ for store in $stores; do
       }
       /^events  / { ev = $2 }
       /^batches/ { label = ($2 == "one" ? "one event per write" : "batched (" $4 ")") }
+      /^shape / { label = "store alone (" $4 " per append)" }
       /^durable events\/s/ { r[++n] = $3 }
       /^ack latency/ { p50[n] = $4; p99[n] = $7 + 0 }
+      /^time actualizing/ { act[n] = $(NF - 2) }
       /^commits \(1 fsync each\)/ { sub(/.*\(/, ""); w[n] = $1; unit = "per fsync" }
       /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append txn" }
       /^event objects/ { w[n] = 1; if (/events per object/) { sub(/.*\(/, ""); w[n] = $1 }; unit = "per object" }
       /^load / { l[++nl] = $2 }
       END {
-        for (i = 1; i <= n; i++) { rr[i] = r[i]; a[i] = p50[i]; b[i] = p99[i]; c[i] = w[i] }
+        for (i = 1; i <= n; i++) { rr[i] = r[i]; a[i] = p50[i]; b[i] = p99[i]; c[i] = w[i]; m[i] = act[i] }
         lo = hi = r[1]; for (i = 1; i <= n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
         loads = ""; for (i = 1; i <= nl; i += 2) loads = loads (i > 1 ? ", " : "") l[i] "-" l[i + 1]
-        printf "%-5s  %-22s  %6d  %8d (%5d-%5d)  %7.1f ms  %7.1f ms  %12.1f %-13s  %s\n", store,
+        printf "%-13s  %-27s  %6d  %8d (%5d-%5d)  %7.1f ms  %7.1f ms  %7.1f ms mean  %12.1f %-13s  %s\n", store,
           label, ev, median(rr, n), lo, hi,
-          median(a, n), median(b, n), median(c, n), unit, loads
+          median(a, n), median(b, n), median(m, n), median(c, n), unit, loads
       }'
   done
 done

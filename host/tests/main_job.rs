@@ -104,6 +104,17 @@ fn the_memory_store_runs_the_workload_and_writes_no_data_dir() {
     assert!(stdout.contains("memory (nothing kept)"), "{stdout}");
     assert!(stdout.contains("ok: 400 PLog events"), "{stdout}");
     assert!(!data.exists());
+    assert!(
+        row(&stdout, "own tail").starts_with("not used on this store"),
+        "{stdout}"
+    );
+    let off = run_job(
+        &data,
+        &["--store", "memory", "--events", "10", "--own-tail", "off"],
+    );
+    let (stdout, stderr) = text(&off);
+    assert!(off.status.success(), "{stdout}{stderr}");
+    assert_eq!(row(&stdout, "own tail"), "off (--own-tail off)");
 }
 
 /// `run` on `data` with the test component, 2 partitions and `args`.

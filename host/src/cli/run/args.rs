@@ -108,7 +108,7 @@ pub struct RunArgs {
     pub archive_bundle_events: u64,
     /// Serve actualizations from what this host appended, once one read proves no other host
     /// appended after it (etcd; other stores read the store): on or off (to compare).
-    #[arg(long, env = "SEQUENCER_OWN_TAIL", default_value = "on", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "SEQUENCER_OWN_TAIL", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub own_tail: bool,
 }
 
