@@ -1,7 +1,7 @@
 //! Reading a store beside the live run that holds it: the run serves read-only requests on a
 //! local Unix socket in its data directory (`live.sock`), each session from one snapshot of
 //! the store, and `check` and `inspect` read through a [`LiveClient`], a
-//! [`StoreReader`](crate::store::StoreReader) like any other.
+//! [`StoreReader`](crate::store::reader::StoreReader) like any other.
 //!
 //! - The run's side ([`serve`], on a [`LiveSource`]; `Store::serve_readers` for a store that
 //!   has one) answers until its [`LiveServer`] is dropped, which removes the socket file; a
@@ -47,6 +47,6 @@ pub struct LiveServer {
 pub fn serve(
     _dir: &std::path::Path,
     _source: std::sync::Arc<dyn LiveSource>,
-) -> Result<Option<LiveServer>, crate::store::StorageError> {
+) -> Result<Option<LiveServer>, crate::store::storage::StorageError> {
     Ok(None)
 }
