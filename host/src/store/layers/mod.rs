@@ -8,6 +8,7 @@ pub mod archive;
 pub(crate) mod own_tail;
 pub(crate) mod read_ahead;
 pub(crate) mod trim;
+mod write_watch;
 
 pub use own_tail::{Offsets, OwnTail, TailCounts, TailLimits, TailProbe};
 pub use read_ahead::{ReadAhead, ReadCounts};

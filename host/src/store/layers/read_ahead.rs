@@ -9,6 +9,7 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::{HashMap, HashSet};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::store::layers::write_watch::watched;
 use crate::store::storage::{
     AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -169,25 +170,6 @@ fn raise(numbers: &mut HashMap<WsId, (Vec<SeqId>, Vec<Number>)>, v: &SeqValue) {
     }
 }
 
-/// Reports a flusher write's outcome to what is kept, also when its future is dropped first.
-struct WriteWatch {
-    partitions: Arc<Mutex<HashMap<PartitionId, Kept>>>,
-    partition: PartitionId,
-    values: Vec<SeqValue>,
-    succeeded: Option<bool>,
-}
-
-impl Drop for WriteWatch {
-    fn drop(&mut self) {
-        let mut g = lock(&self.partitions);
-        let kept = g.entry(self.partition).or_default();
-        match self.succeeded {
-            Some(true) => kept.written(&self.values),
-            _ => kept.unknown(&self.values),
-        }
-    }
-}
-
 impl ReadAhead {
     /// Wraps `inner`.
     pub fn new(inner: Arc<dyn Storage>) -> Self {
@@ -328,20 +310,20 @@ impl Storage for ReadAhead {
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
     ) -> BoxFuture<'static, Result<(), StorageError>> {
-        let mut watch = WriteWatch {
-            partitions: self.partitions.clone(),
-            partition,
-            values: values.clone(),
-            succeeded: None,
-        };
-        let write = self.inner.write(partition, values, next_offset);
-        async move {
-            let r = write.await;
-            watch.succeeded = Some(r.is_ok());
-            drop(watch);
-            r
-        }
-        .boxed()
+        let partitions = self.partitions.clone();
+        let written = values.clone();
+        watched(
+            self.inner.write(partition, values, next_offset),
+            move |ok| {
+                let mut g = lock(&partitions);
+                let kept = g.entry(partition).or_default();
+                if ok {
+                    kept.written(&written);
+                } else {
+                    kept.unknown(&written);
+                }
+            },
+        )
     }
 
     fn read_plog(

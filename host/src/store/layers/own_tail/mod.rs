@@ -17,6 +17,7 @@ use hashbrown::HashMap;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::decode_event;
+use crate::store::layers::write_watch::watched;
 use crate::store::storage::{
     AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
     StorageError,
@@ -196,26 +197,6 @@ fn batch_values(batch: &EventBatch) -> Option<Vec<(PLogOffset, SeqValue)>> {
     Some(out)
 }
 
-/// Reports a flusher write's outcome to the partition's tail, also when its future is dropped
-/// before it ends (then the outcome is unknown).
-struct WriteWatch {
-    part: Arc<Mutex<PartitionTail>>,
-    values: Vec<SeqValue>,
-    stored: PLogOffset,
-    succeeded: bool,
-}
-
-impl Drop for WriteWatch {
-    fn drop(&mut self) {
-        let mut tail = lock(&self.part);
-        if self.succeeded {
-            tail.written(&self.values, self.stored);
-        } else {
-            tail.forget();
-        }
-    }
-}
-
 impl Storage for OwnTail {
     fn read_numbers(
         &self,
@@ -303,20 +284,20 @@ impl Storage for OwnTail {
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
     ) -> BoxFuture<'static, Result<(), StorageError>> {
-        let mut watch = WriteWatch {
-            part: self.partition(partition),
-            values: values.clone(),
-            stored: next_offset,
-            succeeded: false,
-        };
-        let write = self.inner.write(partition, values, next_offset);
-        async move {
-            let r = write.await;
-            watch.succeeded = r.is_ok();
-            drop(watch);
-            r
-        }
-        .boxed()
+        let part = self.partition(partition);
+        let written = values.clone();
+        // An abandoned write's outcome is unknown: forgotten like a failed one.
+        watched(
+            self.inner.write(partition, values, next_offset),
+            move |ok| {
+                let mut tail = lock(&part);
+                if ok {
+                    tail.written(&written, next_offset);
+                } else {
+                    tail.forget();
+                }
+            },
+        )
     }
 
     fn read_plog(
