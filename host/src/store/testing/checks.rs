@@ -442,6 +442,11 @@ fn a_refused_part_leaves_a_dense_prefix_of_its_batch<M: StoreMaker>(
                 "{when}: refused with \"{e}\", though each part was offered at the PLog's next offset"
             )));
         }
+        Err(e @ AppendError::NotOwner { .. }) => {
+            return Err(Seen(format!(
+                "{when}: refused with \"{e}\", though no host owns partitions here"
+            )));
+        }
         Err(AppendError::Storage(e)) => {
             ensure(part_ends.contains(&end), || {
                 format!(
