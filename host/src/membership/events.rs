@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::driver::PartitionSequencer;
 use crate::store::storage::PartitionId;
 
+use super::wakeup::Wakeup;
+
 /// An event of a [`Membership`](super::Membership)'s stream.
 pub enum MembershipEvent {
     /// This host owns `partition` from now on: its sequencer is open (actualizing from the
@@ -89,9 +91,19 @@ struct ClaimFlags {
     handover: AtomicBool,
     released: AtomicBool,
     lost: AtomicBool,
+    /// The membership's thread, woken by a release so the key goes at once.
+    wake: Option<Arc<Wakeup>>,
 }
 
 impl Claim {
+    /// A claim whose release wakes the membership's thread.
+    pub(super) fn new(wake: Arc<Wakeup>) -> Self {
+        Self(Arc::new(ClaimFlags {
+            wake: Some(wake),
+            ..ClaimFlags::default()
+        }))
+    }
+
     /// Whether the membership wants the partition handed over: finish the batch in flight,
     /// then [`release`](Self::release); start no new one.
     pub fn handover_requested(&self) -> bool {
@@ -102,6 +114,9 @@ impl Claim {
     /// the membership closes its sequencer and deletes its owner key.
     pub fn release(&self) {
         self.0.released.store(true, Ordering::Release);
+        if let Some(wake) = &self.0.wake {
+            wake.notify();
+        }
     }
 
     /// Whether the partition is lost (its sequencer closed): the embedder stops using it.

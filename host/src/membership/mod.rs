@@ -8,8 +8,10 @@
 //! [`PartitionSequencer`](crate::PartitionSequencer) opened through the given driver and its
 //! epoch, or lost, and why. A command processor routes commands by it.
 //!
-//! Every round (a tenth of the TTL, 100 to 300 ms) the membership reads the live hosts and the
-//! owners in one snapshot, and
+//! Every round the membership reads the live hosts and the owners in one snapshot. A round
+//! runs when a watch on the hosts' and owners' keys sees a change (a host joined or left, a
+//! partition let go), when an embedder releases a partition, and at the latest a tenth of the
+//! TTL (100 to 300 ms) after the last one; the snapshot, not the watch, decides. A round
 //! - takes a partition without an owner: at once if placement ([`placement`]) prefers
 //!   this host among the live ones, else after a short random delay (so the preferred survivor
 //!   wins, and another takes it if that one does not);
@@ -28,11 +30,13 @@
 //! | `events.rs` | [`MembershipEvent`], [`LostReason`], [`Claim`] |
 //! | `round.rs` | one round: placement over a snapshot, takeovers, handovers, losses |
 //! | `stats.rs` | [`MembershipStats`]: takeovers and handovers, with their times |
+//! | `wakeup.rs` | what wakes the thread before its next round is due |
 
 mod config;
 mod events;
 mod round;
 mod stats;
+mod wakeup;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

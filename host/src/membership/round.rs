@@ -17,6 +17,10 @@ use crate::store::storage::PartitionId;
 use super::config::{MembershipConfig, MembershipParts, Shared};
 use super::events::{Claim, LostReason, MembershipEvent};
 use super::stats::Transfer;
+use super::wakeup::Wakeup;
+
+/// The least time between two rounds, however often the thread is woken.
+const MIN_ROUND_GAP: Duration = Duration::from_millis(10);
 
 /// A partition this host owns.
 struct Held {
@@ -40,7 +44,11 @@ pub(super) struct Rounds {
     last_owner: HashMap<PartitionId, String>,
     rng: Rng,
     next_keepalive: Instant,
-    rounds: u64,
+    /// When the first round ran: it only looks, and nothing is taken until a round interval
+    /// after it (hosts started together see each other first).
+    first_round: Option<Instant>,
+    /// Raised by the watch and by released claims: the next round runs at once.
+    wake: Arc<Wakeup>,
 }
 
 impl Rounds {
@@ -68,7 +76,8 @@ impl Rounds {
             last_owner: HashMap::new(),
             rng: Rng::new(seed),
             next_keepalive: Instant::now(),
-            rounds: 0,
+            first_round: None,
+            wake: Arc::new(Wakeup::default()),
         }
     }
 
@@ -79,7 +88,11 @@ impl Rounds {
     /// Rounds until `stop`, then leaves.
     pub(super) fn run(&mut self, stop: &AtomicBool) {
         let every = self.config.round();
+        let wake = self.wake.clone();
+        // Without a watch (the store is closing) the rounds poll as often as they are due.
+        let _watch = (self.lease.store()).watch_ownership(Arc::new(move || wake.notify()));
         while !stop.load(Ordering::Acquire) {
+            let started = Instant::now();
             if let Err(e) = self.round() {
                 tracing::error!("{e}");
                 self.lose_all(LostReason::LeaseExpired(e.to_string()));
@@ -87,7 +100,9 @@ impl Rounds {
                 return;
             }
             self.publish();
-            std::thread::sleep(self.bounded(every));
+            self.wake
+                .wait(self.bounded(every).saturating_sub(started.elapsed()));
+            std::thread::sleep(MIN_ROUND_GAP.saturating_sub(started.elapsed()));
         }
         self.leave();
         self.publish();
@@ -99,7 +114,7 @@ impl Rounds {
     /// No request of a round outlasts the lease's deadline: each is bounded by the time left,
     /// and the deadline is checked after each, so partitions are dropped when it passes.
     fn round(&mut self) -> Result<(), OwnershipError> {
-        self.rounds += 1;
+        self.first_round.get_or_insert_with(Instant::now);
         let ttl = self.lease.ttl();
         if self.lease.may_have_expired() {
             return self.expired();
@@ -191,9 +206,9 @@ impl Rounds {
                             LostReason::LeaseExpired("its owner key is gone".into()),
                         );
                     }
-                    // The first round only looks: hosts started together see each other
-                    // before anyone takes a partition.
-                    if self.rounds < 2 {
+                    // The first round interval only looks: hosts started together see each
+                    // other before anyone takes a partition.
+                    if (self.first_round).is_some_and(|f| f.elapsed() < self.config.round()) {
                         continue;
                     }
                     let delay = if preferred == Some(me.as_str()) {
@@ -244,7 +259,7 @@ impl Rounds {
             }
         }
         tracing::debug!("partition {p}: acquired at epoch {epoch} (previous owner {previous:?})");
-        let claim = Claim::default();
+        let claim = Claim::new(self.wake.clone());
         self.held.insert(
             p,
             Held {

@@ -214,3 +214,69 @@ fn an_embedder_gets_acquired_and_lost_events_as_a_host_joins_and_leaves() {
     let stats = a.leave();
     assert_eq!(stats.takeovers.len(), 1, "{stats:?}");
 }
+
+/// Waits (bounded) until `seen` passes `above`; returns the count.
+fn seen_above(seen: &std::sync::atomic::AtomicU64, above: u64, what: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = seen.load(Ordering::SeqCst);
+        if now > above {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "no callback after {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_ownership_watch_calls_back_when_a_host_joins_a_partition_is_taken_and_let_go() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let store = cluster.store(Duration::from_secs(5));
+    let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = seen.clone();
+    let watch = store
+        .watch_ownership(Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }))
+        .expect("a watch on a live store");
+    // The set-up calls back once per prefix (changes may have been missed before it).
+    let mut now = seen_above(&seen, 1, "the watch was set up");
+    std::thread::sleep(Duration::from_millis(200));
+    now = now.max(seen.load(Ordering::SeqCst));
+    // A lease that outlives the test: its expiry would call back.
+    let a = (cluster.store(Duration::from_secs(5)))
+        .register_host("a", Duration::from_secs(30), Arc::new(ManualClock::new()))
+        .expect("register the host");
+    now = seen_above(&seen, now, "a host key was created");
+    let epoch = a.acquire(3).expect("acquire").expect("free");
+    now = seen_above(&seen, now, "an owner key was created");
+    a.release(3, epoch).expect("release");
+    seen_above(&seen, now, "an owner key was deleted");
+    // Other keys (the PLog) call nothing back.
+    std::thread::sleep(Duration::from_millis(200));
+    let quiet = seen.load(Ordering::SeqCst);
+    let epoch = a.acquire(0).expect("acquire").expect("free");
+    a.store()
+        .append_events(0, &event_batch(1, 3, 10))
+        .expect("the owner appends");
+    let after_take = seen_above(&seen, quiet, "partition 0 was taken");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        after_take,
+        "an append called the ownership watch back"
+    );
+    // Dropped, it calls nothing more.
+    drop(watch);
+    std::thread::sleep(Duration::from_millis(100));
+    let stopped = seen.load(Ordering::SeqCst);
+    a.release(0, epoch).expect("release");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        stopped,
+        "a dropped watch called back"
+    );
+}

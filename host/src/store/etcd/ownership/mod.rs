@@ -24,14 +24,17 @@
 //! | `lease.rs` | [`HostLease`]: granting, registering the host, keepalives, the deadline |
 //! | `claims.rs` | taking and handing back partitions; [`Owners`], the cluster's view |
 //! | `placement.rs` | [`placement`]: rendezvous hashing of (partition, host), even shares |
+//! | `watch.rs` | [`OwnershipWatch`]: a callback on every change of the hosts' and owners' keys |
 
 mod claims;
 mod error;
 pub(crate) mod fences;
 mod lease;
 mod placement;
+mod watch;
 
 pub use claims::{Owner, Owners};
 pub use error::OwnershipError;
 pub use lease::{HostLease, MIN_LEASE_TTL, lease_margin};
 pub use placement::{placement, placement_weight, preferred_host};
+pub use watch::{OnChange, OwnershipWatch};
