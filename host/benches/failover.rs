@@ -405,8 +405,11 @@ fn main() {
                 brief(&t.handovers[before..])
             );
         }
+        let before = timings.lock().expect("timings").handovers.len();
         hosts.start(&name);
         wait_balanced(&hosts, "the restarted host owning its share");
+        let t = timings.lock().expect("timings");
+        eprintln!("        {name} back; handovers {}", brief(&t.handovers[before..]));
     }
 
     for name in &names {

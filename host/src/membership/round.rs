@@ -44,8 +44,8 @@ pub(super) struct Rounds {
     last_owner: HashMap<PartitionId, String>,
     rng: Rng,
     next_keepalive: Instant,
-    /// When the first round ran: it only looks, and nothing is taken until a round interval
-    /// after it (hosts started together see each other first).
+    /// When the first round ran: a partition never seen owned is not taken until a round
+    /// interval after it (hosts started together see each other first).
     first_round: Option<Instant>,
     /// Raised by the watch and by released claims: the next round runs at once.
     wake: Arc<Wakeup>,
@@ -206,9 +206,13 @@ impl Rounds {
                             LostReason::LeaseExpired("its owner key is gone".into()),
                         );
                     }
-                    // The first round interval only looks: hosts started together see each
-                    // other before anyone takes a partition.
-                    if (self.first_round).is_some_and(|f| f.elapsed() < self.config.round()) {
+                    // The first round interval only looks at partitions never seen owned:
+                    // hosts started together see each other before anyone takes one. A
+                    // partition seen owned and free now was let go (handed over to this host
+                    // that just joined, or its owner's lease expired): taken as usual.
+                    let looking =
+                        (self.first_round).is_some_and(|f| f.elapsed() < self.config.round());
+                    if looking && !self.last_owner.contains_key(&p) {
                         continue;
                     }
                     let delay = if preferred == Some(me.as_str()) {
