@@ -409,7 +409,10 @@ fn main() {
         hosts.start(&name);
         wait_balanced(&hosts, "the restarted host owning its share");
         let t = timings.lock().expect("timings");
-        eprintln!("        {name} back; handovers {}", brief(&t.handovers[before..]));
+        eprintln!(
+            "        {name} back; handovers {}",
+            brief(&t.handovers[before..])
+        );
     }
 
     for name in &names {
