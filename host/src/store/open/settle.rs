@@ -84,7 +84,9 @@ pub(super) fn settle_open(
         Settled::Record => {
             let holds = record(wanted)?;
             layout::settle(Some(&holds), wanted, &[]).map_err(refused)?;
-            if !created && recorded.is_none() {
+            // A store that holds partitions but no layout was made before layouts were
+            // recorded; an empty one (an etcd cluster a first host opens) is simply new.
+            if !created && recorded.is_none() && !held.is_empty() {
                 tracing::info!(
                     "{}: recorded the numbering layout ({} partitions) of a store made before layouts were recorded",
                     store(),
