@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::WatchOptions;
+use sequencer::testkit::Rng;
 
 use crate::store::etcd::EtcdStorage;
 use crate::store::etcd::keys::{HOSTS_PREFIX, OWNERS_PREFIX};
@@ -48,7 +49,7 @@ impl EtcdStorage {
 /// Watches `prefix` until aborted, set up again after each failure.
 async fn watch_prefix(store: EtcdStorage, prefix: &'static str, on_change: OnChange) {
     let mut backoff = Duration::from_millis(100);
-    let mut jitter = u64::from(std::process::id()) ^ (prefix.len() as u64 * 0x9e37_79b9);
+    let mut rng = Rng::new(u64::from(std::process::id()) ^ (prefix.len() as u64 * 0x9e37_79b9));
     loop {
         let mut client = store.inner.client.clone();
         let result = async {
@@ -69,11 +70,8 @@ async fn watch_prefix(store: EtcdStorage, prefix: &'static str, on_change: OnCha
             Ok(()) => tracing::debug!("{}: the watch on {prefix} ended", store.label()),
             Err(e) => tracing::debug!("{}: the watch on {prefix} failed: {e}", store.label()),
         }
-        jitter ^= jitter << 13;
-        jitter ^= jitter >> 7;
-        jitter ^= jitter << 17;
-        let wait =
-            backoff / 2 + Duration::from_millis(jitter % (backoff.as_millis() as u64 / 2 + 1));
+        let half = backoff.as_millis() as u64 / 2;
+        let wait = Duration::from_millis(half + rng.below(half + 1));
         tokio::time::sleep(wait).await;
         backoff = (backoff * 2).min(Duration::from_secs(2));
     }
