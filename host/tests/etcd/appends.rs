@@ -1,5 +1,6 @@
 //! Appends on the cluster: two hosts on one partition (the fence), a batch beyond the request
-//! limit split into parts, an event larger than a request, and a request the cluster refuses.
+//! limit split into parts, an event larger than a request, a request the cluster refuses, and
+//! the PLog's end as each read of it finds it (another writer's keys, a wiped store).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -8,6 +9,7 @@ use std::time::{Duration, Instant};
 use sequencer::SeqValue;
 use sequencer_host::StoreReader as _;
 use sequencer_host::store::etcd::{EtcdConfig, EtcdStorage};
+use sequencer_host::store::layers::TailProbe as _;
 use sequencer_host::{
     AppendError, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime, Storage,
 };
@@ -220,4 +222,63 @@ fn a_request_the_cluster_refuses_as_too_large_is_not_retried_and_becomes_the_sto
     assert!(again.to_string().contains("--max-request-bytes"), "{again}");
     let fresh = cluster.store(Duration::from_secs(10));
     assert_eq!(fresh.partitions().expect("partitions"), Vec::<u32>::new());
+}
+
+#[test]
+fn every_read_of_the_plog_end_sees_another_writers_keys_and_a_store_wiped_under_it() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let (a, b) = (
+        cluster.store(Duration::from_secs(10)),
+        cluster.store(Duration::from_secs(10)),
+    );
+    let end = |s: &EtcdStorage| s.plog_bounds(0).expect("bounds").map_or(0, |b| b.1);
+    let probed = |s: &EtcdStorage| {
+        futures::executor::block_on(s.read_offsets(0))
+            .expect("probe")
+            .plog_next
+    };
+    for first in (1..=40).step_by(4) {
+        a.append_events(0, &event_batch(first, 4, 16))
+            .expect("A appends");
+    }
+    assert_eq!((end(&a), probed(&a)), (40, 41), "A's own appends");
+    // B appends after the last key A has seen: every read of A's finds B's keys.
+    b.append_events(0, &event_batch(41, 3, 16))
+        .expect("B appends");
+    b.append_events(0, &event_batch(44, 1, 16))
+        .expect("B appends");
+    assert_eq!(probed(&a), 45, "A's probe sees B's keys");
+    match a.append_events(0, &event_batch(41, 1, 16)) {
+        Err(AppendError::WrongOffset { expected, offered }) => {
+            assert_eq!(
+                (expected, offered),
+                (45, 41),
+                "the fence names the real end"
+            );
+        }
+        other => panic!("A's stale append: {other:?}"),
+    }
+    assert_eq!(end(&a), 44);
+    // The store wiped and rebuilt shorter: no key at or after what A saw last.
+    cluster.wipe();
+    b.append_events(0, &event_batch(1, 2, 16))
+        .expect("B appends anew");
+    assert_eq!(end(&a), 2, "A's end read falls back to the whole PLog");
+    b.append_events(0, &event_batch(3, 1, 16))
+        .expect("B appends");
+    assert_eq!(probed(&a), 4, "A's probe too");
+    cluster.wipe();
+    b.append_events(0, &event_batch(1, 1, 16))
+        .expect("B appends anew");
+    match a.append_events(0, &event_batch(9, 1, 16)) {
+        Err(AppendError::WrongOffset { expected, .. }) => {
+            assert_eq!(
+                expected, 2,
+                "the fence's else branch falls back to the whole PLog"
+            );
+        }
+        other => panic!("A's stale append: {other:?}"),
+    }
 }

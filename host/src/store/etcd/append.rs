@@ -3,14 +3,12 @@
 
 use std::sync::atomic::Ordering;
 
-use etcd_client::{
-    Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
-};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use sequencer::PLogOffset;
 
 use crate::store::codec::encode_pack;
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{offset_of, owner_key, plog_key, plog_prefix, prefix_end};
+use crate::store::etcd::keys::{owner_key, plog_key, plog_prefix, prefix_end};
 use crate::store::etcd::ownership::fences::Fence;
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId};
 
@@ -128,18 +126,10 @@ impl EtcdStorage {
                 0,
             ));
         }
+        let end_read = self.last_key_read(partition);
         let mut otherwise = vec![
             TxnOp::get(key.clone(), None),
-            TxnOp::get(
-                prefix.clone(),
-                Some(
-                    GetOptions::new()
-                        .with_range(prefix_end(&prefix))
-                        .with_sort(SortTarget::Key, SortOrder::Descend)
-                        .with_limit(1)
-                        .with_keys_only(),
-                ),
-            ),
+            TxnOp::get(end_read.start.clone(), Some(end_read.options.clone())),
         ];
         let epoch = epoch_compare(partition, fence, &mut when, &mut otherwise);
         let txn = Txn::new()
@@ -165,22 +155,17 @@ impl EtcdStorage {
             .map_err(AppendError::Storage)?;
         if resp.succeeded() {
             stats.appends.fetch_add(count, Ordering::Relaxed);
+            self.inner.plog_ends.saw(partition, last);
             return Ok(());
         }
         let mut at_last: Option<Vec<u8>> = None;
-        let mut plog_last: PLogOffset = 0;
+        let mut end_key: Option<Vec<u8>> = None;
         let mut owner_now: Option<i64> = None;
         for (i, r) in resp.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(g) = r {
                 match i {
                     0 => at_last = g.kvs().first().map(|kv| kv.value().to_vec()),
-                    1 => {
-                        plog_last = g
-                            .kvs()
-                            .first()
-                            .and_then(|kv| offset_of(kv.key()))
-                            .unwrap_or(0);
-                    }
+                    1 => end_key = g.kvs().first().map(|kv| kv.key().to_vec()),
                     _ => owner_now = Some(g.kvs().first().map_or(0, |kv| kv.create_revision())),
                 }
             }
@@ -191,6 +176,7 @@ impl EtcdStorage {
         if attempts > 1 && at_last.as_deref() == Some(pack.as_slice()) {
             stats.read_backs.fetch_add(1, Ordering::Relaxed);
             stats.appends.fetch_add(count, Ordering::Relaxed);
+            self.inner.plog_ends.saw(partition, last);
             return Ok(());
         }
         if let Some(epoch) = epoch
@@ -200,6 +186,16 @@ impl EtcdStorage {
             return Err(self.refused_by_epoch(partition, epoch, now));
         }
         stats.fenced.fetch_add(1, Ordering::Relaxed);
+        let plog_last = match self.last_key_found(partition, &end_read, end_key.as_deref()) {
+            Ok(Some(last)) => last,
+            // The hint found nothing (the PLog is not what it was): read its whole end.
+            Ok(None) => self
+                .clone()
+                .plog_last_async(partition)
+                .await
+                .map_err(AppendError::Storage)?,
+            Err(e) => return Err(AppendError::Storage(e)),
+        };
         Err(AppendError::WrongOffset {
             expected: plog_last + 1,
             offered: first,

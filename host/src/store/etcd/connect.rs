@@ -54,6 +54,7 @@ impl EtcdStorage {
                 quorum,
                 damage: DamageLatch::default(),
                 fences: Default::default(),
+                plog_ends: Default::default(),
             }),
         })
     }

@@ -8,6 +8,7 @@ use etcd_client::Client;
 use crate::store::etcd::config::EtcdConfig;
 use crate::store::etcd::ownership::fences::Fences;
 use crate::store::etcd::pack_shape::PackShape;
+use crate::store::etcd::plog_end::PlogEnds;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
 use crate::store::storage::DamageLatch;
@@ -34,6 +35,8 @@ pub(super) struct Inner {
     /// The partitions this host owns and the lease's deadline (open while no lease is
     /// registered).
     pub(super) fences: Fences,
+    /// The last PLog key seen of each partition: where a read of the PLog's end starts.
+    pub(super) plog_ends: PlogEnds,
 }
 
 impl Drop for Inner {

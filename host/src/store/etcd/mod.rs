@@ -57,7 +57,8 @@
 //! | `request.rs` | the tokio bridge (spawn, block) and running one request with retries and backoff |
 //! | `quorum.rs` | what the store does when requests keep failing: the majority, the store's failure |
 //! | `append.rs` | fenced appends, split to fit a request, an ambiguous outcome read back |
-//! | `plog.rs` | PLog reads in pages sized by what earlier reads met, and the PLog's end |
+//! | `plog.rs` | PLog reads in pages sized by what earlier reads met |
+//! | `plog_end.rs` | the PLog's end (last key), read from the last key this store has seen |
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
@@ -76,6 +77,7 @@ mod keys;
 pub mod ownership;
 mod pack_shape;
 mod plog;
+mod plog_end;
 mod quorum;
 mod reader;
 mod records;

@@ -1,8 +1,7 @@
 //! Reading the PLog: range reads in pages of at most [`PAGE_EVENTS`] events, as many keys
 //! (packs) per request as should hold what is wanted, sized by what earlier reads met; and the
-//! PLog's end (its last key).
+//! PLog's next offset (its end, read as `plog_end` reads it).
 
-use etcd_client::{SortOrder, SortTarget};
 use sequencer::PLogOffset;
 
 use crate::store::codec::{StoredEvent, split_pack};
@@ -14,32 +13,12 @@ use crate::store::storage::{PartitionId, StorageError};
 pub const PAGE_EVENTS: usize = 1024;
 
 impl EtcdStorage {
+    /// The PLog's next offset of `partition` (1 if empty): its last key's, plus one.
     pub(super) async fn next_plog_offset_async(
         self,
         partition: PartitionId,
     ) -> Result<PLogOffset, StorageError> {
-        let prefix = plog_prefix(partition);
-        let opts = self
-            .get_options()
-            .with_range(prefix_end(&prefix))
-            .with_sort(SortTarget::Key, SortOrder::Descend)
-            .with_limit(1);
-        let resp = self
-            .clone()
-            .retrying(
-                format!("read the PLog end of partition {partition}"),
-                |mut kv| {
-                    let (prefix, opts) = (prefix.clone(), opts.clone());
-                    async move { kv.get(prefix, Some(opts)).await }
-                },
-            )
-            .await?;
-        Ok(resp
-            .kvs()
-            .first()
-            .and_then(|kv| offset_of(kv.key()))
-            .unwrap_or(0)
-            + 1)
+        Ok(self.plog_last_async(partition).await? + 1)
     }
 
     pub(super) async fn events_async(
@@ -73,7 +52,7 @@ impl EtcdStorage {
                     },
                 )
                 .await?;
-            let (mut events_read, mut largest) = (0u64, 0u64);
+            let (mut events_read, mut largest, mut last_key) = (0u64, 0u64, 0);
             for kv in resp.kvs() {
                 let last = offset_of(kv.key()).ok_or_else(|| {
                     self.err("PLog key is not ours", &String::from_utf8_lossy(kv.key()))
@@ -90,6 +69,7 @@ impl EtcdStorage {
                     .ok_or_else(corrupt)?;
                 events_read += pack.len() as u64;
                 largest = largest.max(kv.value().len() as u64);
+                last_key = last;
                 for (offset, bytes) in (first..).zip(pack) {
                     if offset < from || out.len() >= max {
                         continue;
@@ -100,6 +80,7 @@ impl EtcdStorage {
                 }
             }
             shape.met(resp.kvs().len(), events_read, largest);
+            self.inner.plog_ends.saw(partition, last_key);
             match resp.kvs().last() {
                 Some(last) if resp.more() => {
                     let mut next = last.key().to_vec();

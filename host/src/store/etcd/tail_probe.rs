@@ -1,12 +1,15 @@
 //! [`TailProbe`] on etcd: the stored offset and the PLog's last key of a partition in one
-//! read-only transaction (one round trip, one revision), which proves an
+//! read-only transaction (one round trip, one revision; the end read from the last key this
+//! store has seen, see `plog_end`), which proves an
 //! [`OwnTail`](crate::store::layers::OwnTail)'s kept tail current.
 
-use etcd_client::{SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Txn, TxnOp, TxnOpResponse};
 use futures::future::BoxFuture;
+use sequencer::PLogOffset;
 
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{next_key, offset_of, parse_u64, plog_prefix, prefix_end};
+use crate::store::etcd::keys::{next_key, parse_u64};
+use crate::store::etcd::plog_end::LastKeyRead;
 use crate::store::layers::{Offsets, TailProbe};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -21,16 +24,28 @@ impl TailProbe for EtcdStorage {
 
 impl EtcdStorage {
     async fn offsets_async(self, partition: PartitionId) -> Result<Offsets, StorageError> {
-        let prefix = plog_prefix(partition);
-        let last_key = self
-            .get_options()
-            .with_range(prefix_end(&prefix))
-            .with_sort(SortTarget::Key, SortOrder::Descend)
-            .with_limit(1)
-            .with_keys_only();
+        let hinted = self.last_key_read(partition);
+        let (mut stored, mut last) = self.clone().offsets_read(partition, &hinted).await?;
+        if last.is_none() {
+            let whole = self.last_key_read_from(partition, 0);
+            (stored, last) = self.offsets_read(partition, &whole).await?;
+        }
+        Ok(Offsets {
+            stored,
+            plog_next: last.unwrap_or(0) + 1,
+        })
+    }
+
+    /// One read-only transaction: the stored offset and `last`'s read of the PLog's last
+    /// offset (`None` if a hinted read found no key: to be read again over the whole PLog).
+    async fn offsets_read(
+        self,
+        partition: PartitionId,
+        last: &LastKeyRead,
+    ) -> Result<(PLogOffset, Option<PLogOffset>), StorageError> {
         let txn = Txn::new().and_then(vec![
             TxnOp::get(next_key(partition), Some(self.get_options())),
-            TxnOp::get(prefix, Some(last_key)),
+            TxnOp::get(last.start.clone(), Some(last.options.clone())),
         ]);
         let what = format!("read the stored offset and the PLog end of partition {partition}");
         let resp = self
@@ -52,18 +67,10 @@ impl EtcdStorage {
             Some((_, value)) => parse_u64(&value)
                 .ok_or_else(|| self.err(&what, "the stored offset is not a number"))?,
         };
-        let last = match answers.next().flatten() {
-            None => 0,
-            Some((key, _)) => offset_of(&key).ok_or_else(|| {
-                self.err(
-                    &what,
-                    &format!("PLog key is not ours: {}", String::from_utf8_lossy(&key)),
-                )
-            })?,
-        };
-        Ok(Offsets {
+        let key = answers.next().flatten().map(|(key, _)| key);
+        Ok((
             stored,
-            plog_next: last + 1,
-        })
+            self.last_key_found(partition, last, key.as_deref())?,
+        ))
     }
 }
