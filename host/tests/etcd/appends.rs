@@ -281,4 +281,14 @@ fn every_read_of_the_plog_end_sees_another_writers_keys_and_a_store_wiped_under_
         }
         other => panic!("A's stale append: {other:?}"),
     }
+    // A new store takes the stored offset as its first hint; one past the PLog's end (never
+    // written so by a host) is not trusted either.
+    futures::executor::block_on(b.write(0, vec![], 50)).expect("B writes the offset");
+    let c = cluster.store(Duration::from_secs(10));
+    assert_eq!(
+        probed(&c),
+        2,
+        "C's first probe, hinted by the stored offset"
+    );
+    assert_eq!(end(&c), 1);
 }

@@ -4,12 +4,14 @@
 //! etcd has no reverse scan: a range read sorted by key descending fetches every key of the
 //! range (values too) and sorts them before its limit applies, so "the last key under
 //! `plog/P/`" cost as many keys as the partition holds (34,061 keys: 90-140 ms, against
-//! 20-40 ms for an ascending read). The store remembers the last PLog key it has seen of each
-//! partition (its own appends, every read of the end, the keys PLog reads return). Keys at the
-//! end of a PLog are never deleted (a trim removes old keys, a pack key is named by its last
-//! offset), so the last key is at or after the hint and the descending read ranges only from
-//! there. A hinted range that comes back empty (the store was wiped or rebuilt under a running
-//! host) is read again over the whole partition.
+//! 20-40 ms for an ascending read). The store remembers, for each partition, an offset the
+//! PLog's last key is at or after: the last PLog key it has seen (its own appends, every read
+//! of the end, the keys PLog reads return), or the stored next offset less one (the view's
+//! offset is written after the events it covers). Keys at the end of a PLog are never deleted
+//! (a trim removes old keys and keeps the last; a pack key is named by its last offset), so
+//! the descending read ranges only from there. Before a first hint the stored offset is read
+//! (one small read instead of every key). A hinted range that comes back empty (the store was
+//! wiped or rebuilt under a running host) is read again over the whole partition.
 
 use std::sync::Mutex;
 
@@ -18,21 +20,21 @@ use hashbrown::HashMap;
 use sequencer::PLogOffset;
 
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{offset_of, plog_key, plog_prefix, prefix_end};
+use crate::store::etcd::keys::{next_key, offset_of, plog_key, plog_prefix, prefix_end};
 use crate::store::storage::{PartitionId, StorageError};
 
-/// The last PLog offset seen of each partition: a key whose name is that offset existed.
+/// For each partition, an offset that the PLog's last key was seen at or after.
 #[derive(Default)]
 pub(super) struct PlogEnds(Mutex<HashMap<PartitionId, PLogOffset>>);
 
 impl PlogEnds {
-    /// The last offset seen of `partition` (0: none, read the whole PLog).
+    /// The hint of `partition` (0: none, read the whole PLog).
     pub(super) fn hint(&self, partition: PartitionId) -> PLogOffset {
         let ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
         ends.get(&partition).copied().unwrap_or(0)
     }
 
-    /// A key named `last` exists in `partition`'s PLog (never moves the hint back).
+    /// `partition`'s PLog has a key at or after `last` (never moves the hint back).
     pub(super) fn saw(&self, partition: PartitionId, last: PLogOffset) {
         if last == 0 {
             return;
@@ -59,7 +61,30 @@ pub(super) struct LastKeyRead {
 }
 
 impl EtcdStorage {
-    /// The read of `partition`'s last PLog key, from the last key this store has seen.
+    /// `partition`'s stored next offset is `stored`: its PLog holds the events before it.
+    pub(super) fn saw_stored_offset(&self, partition: PartitionId, stored: PLogOffset) {
+        self.inner
+            .plog_ends
+            .saw(partition, stored.saturating_sub(1));
+    }
+
+    /// Before a first read of `partition`'s PLog end: its stored next offset read as the hint,
+    /// so that the read of the end does not range over the whole PLog.
+    pub(super) async fn hint_plog_end(self, partition: PartitionId) -> Result<(), StorageError> {
+        if self.inner.plog_ends.hint(partition) == 0 {
+            let stored = self
+                .clone()
+                .get_u64(
+                    next_key(partition),
+                    format!("read the next offset of partition {partition}"),
+                )
+                .await?;
+            self.saw_stored_offset(partition, stored.unwrap_or(0));
+        }
+        Ok(())
+    }
+
+    /// The read of `partition`'s last PLog key, from its hint.
     pub(super) fn last_key_read(&self, partition: PartitionId) -> LastKeyRead {
         self.last_key_read_from(partition, self.inner.plog_ends.hint(partition))
     }
@@ -121,6 +146,7 @@ impl EtcdStorage {
         self,
         partition: PartitionId,
     ) -> Result<PLogOffset, StorageError> {
+        self.clone().hint_plog_end(partition).await?;
         let hinted = self.last_key_read(partition);
         if let Some(last) = self.clone().run_last_key_read(partition, &hinted).await? {
             return Ok(last);

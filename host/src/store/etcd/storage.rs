@@ -38,11 +38,16 @@ impl Storage for EtcdStorage {
         &self,
         partition: PartitionId,
     ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+        let this = self.clone();
         let fut = self.clone().get_u64(
             next_key(partition),
             format!("read the next offset of partition {partition}"),
         );
-        self.spawn(async move { fut.await.map(Option::unwrap_or_default) })
+        self.spawn(async move {
+            let stored = fut.await?.unwrap_or_default();
+            this.saw_stored_offset(partition, stored);
+            Ok(stored)
+        })
     }
 
     fn write(

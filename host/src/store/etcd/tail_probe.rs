@@ -24,6 +24,7 @@ impl TailProbe for EtcdStorage {
 
 impl EtcdStorage {
     async fn offsets_async(self, partition: PartitionId) -> Result<Offsets, StorageError> {
+        self.clone().hint_plog_end(partition).await?;
         let hinted = self.last_key_read(partition);
         let (mut stored, mut last) = self.clone().offsets_read(partition, &hinted).await?;
         if last.is_none() {
@@ -67,6 +68,7 @@ impl EtcdStorage {
             Some((_, value)) => parse_u64(&value)
                 .ok_or_else(|| self.err(&what, "the stored offset is not a number"))?,
         };
+        self.saw_stored_offset(partition, stored);
         let key = answers.next().flatten().map(|(key, _)| key);
         Ok((
             stored,
