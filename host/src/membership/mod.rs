@@ -12,7 +12,7 @@
 //! runs when a watch on the hosts' and owners' keys sees a change (a host joined or left, a
 //! partition let go), when an embedder releases a partition, and at the latest a tenth of the
 //! TTL (100 to 300 ms) after the last one; the snapshot, not the watch, decides. A round
-//! - takes a partition without an owner: at once if placement ([`placement`]) prefers
+//! - takes a partition without an owner: at once if placement ([`placement_keeping`]) prefers
 //!   this host among the live ones, else after a short random delay (so the preferred survivor
 //!   wins, and another takes it if that one does not);
 //! - hands over, gracefully, a partition placement prefers another live host for (one that
@@ -50,7 +50,7 @@ pub use events::{Claim, LostReason, MembershipEvent};
 pub use stats::{MembershipStats, Transfer};
 
 #[cfg(doc)]
-use crate::store::etcd::ownership::placement;
+use crate::store::etcd::ownership::placement_keeping;
 use crate::store::etcd::ownership::{OwnershipError, lease_margin};
 
 use crate::store::storage::PartitionId;

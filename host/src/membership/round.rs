@@ -11,7 +11,9 @@ use futures::channel::mpsc::UnboundedSender;
 use sequencer::testkit::Rng;
 
 use crate::driver::PartitionSequencer;
-use crate::store::etcd::ownership::{HostLease, Owners, OwnershipError, lease_margin, placement};
+use crate::store::etcd::ownership::{
+    HostLease, Owners, OwnershipError, lease_margin, placement_keeping,
+};
 use crate::store::storage::PartitionId;
 
 use super::config::{MembershipConfig, MembershipParts, Shared};
@@ -177,7 +179,15 @@ impl Rounds {
         let now = Instant::now();
         let me = self.config.host_name.clone();
         let live: Vec<&str> = owners.hosts.keys().map(String::as_str).collect();
-        let placed = placement(self.config.partitions, &live);
+        // An owner counts if its key is under its host's live lease (not one left by an
+        // earlier process of the same name, which expires).
+        let current: Vec<Option<&str>> = (0..self.config.partitions)
+            .map(|p| {
+                let o = owners.owners.get(&p)?;
+                (owners.hosts.get(&o.host) == Some(&o.lease)).then_some(o.host.as_str())
+            })
+            .collect();
+        let placed = placement_keeping(self.config.partitions, &live, &current);
         for p in 0..self.config.partitions {
             let preferred = placed[p as usize];
             match owners.owners.get(&p) {

@@ -14,8 +14,8 @@
 //!   clock it was given, without waiting for the cluster to say so.
 //! - An append whose outcome is unknown (its answer lost after the retries) is settled by a
 //!   read of the PLog's tail before the next append of the partition.
-//! - [`placement`]: the rendezvous hash that places partitions on live hosts, each host
-//!   taking at most its even share.
+//! - [`placement_keeping`]: the rendezvous hash that places partitions on live hosts, each
+//!   host taking at most its even share, owners keeping what they own within it.
 //!
 //! | file | what it does |
 //! |---|---|
@@ -23,7 +23,7 @@
 //! | `fences.rs` | what each write checks: the epoch, the lease's deadline, an unsettled append |
 //! | `lease.rs` | [`HostLease`]: granting, registering the host, keepalives, the deadline |
 //! | `claims.rs` | taking and handing back partitions; [`Owners`], the cluster's view |
-//! | `placement.rs` | [`placement`]: rendezvous hashing of (partition, host), even shares |
+//! | `placement.rs` | [`placement_keeping`]: rendezvous hashing of (partition, host), even shares, sticky |
 //! | `watch.rs` | [`OwnershipWatch`]: a callback on every change of the hosts' and owners' keys |
 
 mod claims;
@@ -36,5 +36,5 @@ mod watch;
 pub use claims::{Owner, Owners};
 pub use error::OwnershipError;
 pub use lease::{HostLease, MIN_LEASE_TTL, lease_margin};
-pub use placement::{placement, placement_weight, preferred_host};
+pub use placement::{placement, placement_keeping, placement_weight, preferred_host};
 pub use watch::{OnChange, OwnershipWatch};
