@@ -121,6 +121,9 @@ impl Rounds {
         if self.lease.may_have_expired() {
             return self.expired();
         }
+        // A claim released (what most often wakes a round) is handed over before the round's
+        // requests, which can take long on a loaded cluster.
+        self.finish_handovers();
         if Instant::now() >= self.next_keepalive {
             self.next_keepalive = Instant::now() + ttl / 3;
             match self.lease.keep_alive_within(self.bounded(ttl / 3)) {
