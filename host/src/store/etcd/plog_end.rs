@@ -23,22 +23,20 @@ use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, offset_of, plog_key, plog_prefix, prefix_end};
 use crate::store::storage::{PartitionId, StorageError};
 
-/// For each partition, an offset that the PLog's last key was seen at or after.
+/// For each partition, an offset that the PLog's last key was seen at or after (0: the PLog
+/// was seen empty or short, read it whole); none before a first read.
 #[derive(Default)]
 pub(super) struct PlogEnds(Mutex<HashMap<PartitionId, PLogOffset>>);
 
 impl PlogEnds {
-    /// The hint of `partition` (0: none, read the whole PLog).
-    pub(super) fn hint(&self, partition: PartitionId) -> PLogOffset {
+    /// The hint of `partition`, if any.
+    pub(super) fn hint(&self, partition: PartitionId) -> Option<PLogOffset> {
         let ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        ends.get(&partition).copied().unwrap_or(0)
+        ends.get(&partition).copied()
     }
 
     /// `partition`'s PLog has a key at or after `last` (never moves the hint back).
     pub(super) fn saw(&self, partition: PartitionId, last: PLogOffset) {
-        if last == 0 {
-            return;
-        }
         let mut ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let end = ends.entry(partition).or_insert(0);
         *end = (*end).max(last);
@@ -69,9 +67,10 @@ impl EtcdStorage {
     }
 
     /// Before a first read of `partition`'s PLog end: its stored next offset read as the hint,
-    /// so that the read of the end does not range over the whole PLog.
+    /// so that the read of the end does not range over the whole PLog (once: a partition with
+    /// no stored offset keeps hint 0).
     pub(super) async fn hint_plog_end(self, partition: PartitionId) -> Result<(), StorageError> {
-        if self.inner.plog_ends.hint(partition) == 0 {
+        if self.inner.plog_ends.hint(partition).is_none() {
             let stored = self
                 .clone()
                 .get_u64(
@@ -86,7 +85,8 @@ impl EtcdStorage {
 
     /// The read of `partition`'s last PLog key, from its hint.
     pub(super) fn last_key_read(&self, partition: PartitionId) -> LastKeyRead {
-        self.last_key_read_from(partition, self.inner.plog_ends.hint(partition))
+        let hint = self.inner.plog_ends.hint(partition).unwrap_or(0);
+        self.last_key_read_from(partition, hint)
     }
 
     /// The read of `partition`'s last PLog key among the keys from `hint` on.
