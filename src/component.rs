@@ -266,6 +266,10 @@ calls! {
     fn stage() -> Result<(), wit::Error>;
     fn start_batch(kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad) -> Result<wit::BatchNumbers, wit::Error>;
     fn flush_start_batch(kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad) -> Result<wit::BatchNumbers, wit::Error>;
+    fn start_ahead(kind: u16, ws: u64, seqs: wit::SeqQuad) -> Result<wit::AheadNumbers, wit::Error>;
+    fn take(taken: wit::SeqQuad) -> Result<(), wit::Error>;
+    fn take_next(taken: wit::SeqQuad, seq: u16) -> Result<u64, wit::Error>;
+    fn take_flush(taken: wit::SeqQuad) -> Result<wit::Status, wit::Error>;
 }
 
 impl Seq {
@@ -447,6 +451,49 @@ impl Seq {
         let batch =
             self.with(|s, h| s.flush_start_batch(kind, &ws, &seqs[..count], &mut numbers, h))?;
         batch_numbers(batch, numbers)
+    }
+
+    fn start_ahead(
+        &self,
+        kind: u16,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::AheadNumbers, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut n = [0; 4];
+        let (outcome, status) = self.with(|s, h| {
+            let (start, status) = s.start_ahead(kind, ws, &seqs[..count], &mut n, h)?;
+            Ok((start_outcome(start)?, to_wit_status(status)))
+        })?;
+        Ok(wit::AheadNumbers {
+            outcome,
+            status,
+            n0: n[0],
+            n1: n[1],
+            n2: n[2],
+            n3: n[3],
+        })
+    }
+
+    fn take(&self, taken: wit::SeqQuad) -> Result<(), wit::Error> {
+        let (taken, count) = quad_seqs(&taken)?;
+        self.0
+            .borrow_mut()
+            .take(&taken[..count])
+            .map_err(to_wit_error)
+    }
+
+    fn take_next(&self, taken: wit::SeqQuad, seq: u16) -> Result<u64, wit::Error> {
+        let (taken, count) = quad_seqs(&taken)?;
+        self.0
+            .borrow_mut()
+            .take_next(&taken[..count], seq)
+            .map_err(to_wit_error)
+    }
+
+    fn take_flush(&self, taken: wit::SeqQuad) -> Result<wit::Status, wit::Error> {
+        let (taken, count) = quad_seqs(&taken)?;
+        self.with(|s, h| s.take_flush(&taken[..count], h).map(to_wit_status))
     }
 }
 

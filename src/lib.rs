@@ -35,6 +35,7 @@
 #![cfg_attr(not(any(feature = "component", feature = "js")), forbid(unsafe_code))]
 #![warn(missing_docs)]
 
+pub mod ahead;
 mod cache;
 // The glues are additive: each is compiled where it can run (the component for a WASI target,
 // the wasm-bindgen build for a browser or Node target), both natively (to type-check them with
@@ -61,6 +62,7 @@ mod vocab;
 mod work;
 mod ws_numbers;
 
+pub use ahead::{AHEAD_SEQS, Ahead, Taken};
 pub use error::Error;
 pub use params::{
     ContractLimits, DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE,

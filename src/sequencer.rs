@@ -349,6 +349,49 @@ impl Sequencer {
         Ok(n)
     }
 
+    /// The number [`next`](Self::next) would hand out for `seq` now, without taking it; `None`
+    /// where `next` would refuse (no transaction, an unknown sequence, an exhausted one).
+    pub fn peek_next(&self, seq: SeqId) -> Option<Number> {
+        if self.tx.is_none() || matches!(self.phase, Phase::CleanedUp) {
+            return None;
+        }
+        let slot = self.slots.iter().find(|s| s.seq == seq)?;
+        slot.last.checked_add(1)
+    }
+
+    /// [`next`](Self::next) of each of `seqs`, in order, all or nothing: refused, with nothing
+    /// changed, where any of them would be. The last one's number; no `seqs` take nothing and
+    /// need no transaction (`None`).
+    /// What a caller that handed out numbers [`peek_next`](Self::peek_next) gave reports them
+    /// with, so that they are taken as `next` would have taken them.
+    pub fn next_each(&mut self, seqs: &[SeqId]) -> Result<Option<Number>, Error> {
+        self.check_alive()?;
+        if seqs.is_empty() {
+            return Ok(None);
+        }
+        let tx = self.tx.as_ref().ok_or(Error::NoTransaction)?;
+        for (i, &seq) in seqs.iter().enumerate() {
+            // Checked once per distinct sequence, for all its occurrences at once.
+            if seqs[..i].contains(&seq) {
+                continue;
+            }
+            let times = seqs[i..].iter().filter(|&&s| s == seq).count() as u64;
+            let slot = self
+                .slots
+                .iter()
+                .find(|s| s.seq == seq)
+                .ok_or(Error::UnknownSeqId { kind: tx.kind, seq })?;
+            if slot.last.checked_add(times).is_none() {
+                return Err(Error::SequenceExhausted { kind: tx.kind, seq });
+            }
+        }
+        let mut last = None;
+        for &seq in seqs {
+            last = Some(self.next(seq)?);
+        }
+        Ok(last)
+    }
+
     /// Whether a transaction of kind `kind` may take numbers of every one of `seqs`: the error
     /// `start` or `next` would give otherwise. Changes nothing (for callers that number many
     /// events at once and must refuse a bad request before the first).

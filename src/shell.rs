@@ -239,6 +239,51 @@ impl Shell {
         .map(|((), status)| status)
     }
 
+    /// `start-ahead`: [`start_status`](Self::start_status), and, if it started, into the same
+    /// places of `numbers`, the number the first `next` of each of `seqs` would hand out, not
+    /// taken (0 where `next` would refuse). A caller may hand each out once as its sequence's
+    /// `next` if it reports it with its next call ([`take_next`](Self::take_next),
+    /// [`take_flush`](Self::take_flush), [`take`](Self::take); see [`crate::ahead`]).
+    pub fn start_ahead<H: Host + ?Sized>(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<(Start, Status), Error> {
+        let r = self.with_status(host, |s, h| s.start_core(kind, ws, h))?;
+        if let (Start::Started(_), _) = r {
+            for (n, &seq) in numbers.iter_mut().zip(seqs) {
+                *n = self.core.peek_next(seq).unwrap_or(0);
+            }
+        }
+        Ok(r)
+    }
+
+    /// `take`: `next` of each of `taken` (numbers a caller handed out ahead), all or nothing.
+    pub fn take(&mut self, taken: &[SeqId]) -> Result<(), Error> {
+        self.core.next_each(taken).map(drop)
+    }
+
+    /// `take-next`: `next` of each of `taken` (all or nothing), then `next(seq)`: `seq`'s
+    /// number. A refused `next(seq)` leaves `taken` taken: they were handed out already.
+    pub fn take_next(&mut self, taken: &[SeqId], seq: SeqId) -> Result<Number, Error> {
+        self.core.next_each(taken)?;
+        self.core.next(seq)
+    }
+
+    /// `take-flush`: `next` of each of `taken`, then [`flush_status`](Self::flush_status); a
+    /// refused take changes nothing.
+    pub fn take_flush<H: Host + ?Sized>(
+        &mut self,
+        taken: &[SeqId],
+        host: &mut H,
+    ) -> Result<Status, Error> {
+        self.core.next_each(taken)?;
+        self.flush_status(host)
+    }
+
     /// `stage`: ends the open event but not the transaction.
     pub fn stage(&mut self) -> Result<(), Error> {
         self.core.stage()

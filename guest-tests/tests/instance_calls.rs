@@ -258,3 +258,85 @@ fn a_second_create_makes_the_new_sequencer_the_instances() {
         Status::CleanedUp
     ));
 }
+
+/// `seqs` as a `seq-quad` (at most four).
+fn quad(seqs: &[u16]) -> sequencer_host::runtime::SeqQuad {
+    sequencer_host::runtime::SeqQuad::of(seqs).expect("at most four")
+}
+
+#[test]
+fn start_ahead_answers_what_next_would_and_the_take_calls_take_just_those() {
+    let mut i = ready();
+    let api = i.plugin.sequencer_plugin_instance();
+    // Sequence 9 is not kind 1's: no number ahead for it (0), as `next` would refuse it.
+    let a = api
+        .call_start_ahead(&mut i.store, 1, 7, quad(&[2, 1, 9]))
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(a.outcome, StartOutcome::Started(1)));
+    assert!(matches!(a.status, Status::InTransaction));
+    assert_eq!((a.n0, a.n1, a.n2, a.n3), (50, 1, 0, 0));
+    // Nothing was taken: `next` hands out the same numbers.
+    assert!(matches!(
+        api.call_next(&mut i.store, 1).expect("no trap"),
+        Ok(1)
+    ));
+    // A take naming an unknown sequence is refused and takes nothing, not even sequence 2.
+    assert!(matches!(
+        api.call_take(&mut i.store, quad(&[2, 9])).expect("no trap"),
+        Err(Refusal::UnknownSeqId)
+    ));
+    // Sequence 2's 50 was handed out ahead: `take-next` takes it, then numbers 2 again.
+    assert!(matches!(
+        api.call_take_next(&mut i.store, quad(&[2]), 2)
+            .expect("no trap"),
+        Ok(51)
+    ));
+    // A refused `next` after the take keeps the take: 1's number 2 stays taken.
+    assert!(matches!(
+        api.call_take_next(&mut i.store, quad(&[1]), 9)
+            .expect("no trap"),
+        Err(Refusal::UnknownSeqId)
+    ));
+    assert!(matches!(
+        api.call_take_flush(&mut i.store, quad(&[]))
+            .expect("no trap"),
+        Ok(Status::Ready)
+    ));
+    // The flush consumed 1 → 2 and 2 → 51: the next transaction goes on after them.
+    let a = api
+        .call_start_ahead(&mut i.store, 1, 7, quad(&[1, 2]))
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(a.outcome, StartOutcome::Started(2)));
+    assert_eq!((a.n0, a.n1), (3, 52));
+    assert!(matches!(
+        api.call_take_flush(&mut i.store, quad(&[1, 2]))
+            .expect("no trap"),
+        Ok(Status::Ready)
+    ));
+    // With no transaction: nothing ahead, and a take of a sequence is refused.
+    assert!(matches!(
+        api.call_take(&mut i.store, quad(&[1])).expect("no trap"),
+        Err(Refusal::NoTransaction)
+    ));
+    // More than four sequences is refused before anything is done.
+    let five = sequencer_host::runtime::SeqQuad {
+        count: 5,
+        s0: 1,
+        s1: 2,
+        s2: 1,
+        s3: 2,
+    };
+    assert!(matches!(
+        api.call_start_ahead(&mut i.store, 1, 7, five)
+            .expect("no trap"),
+        Err(Refusal::InvalidParams)
+    ));
+    let a = api
+        .call_start_ahead(&mut i.store, 1, 7, quad(&[1]))
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(a.outcome, StartOutcome::Started(3)));
+    assert_eq!(a.n0, 4);
+}

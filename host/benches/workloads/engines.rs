@@ -32,7 +32,8 @@ pub enum Path {
     Slices,
     /// `start_next` (the slice API), then `flush`: two calls.
     StartNext,
-    /// `start`, `next` per sequence, `flush`: five calls.
+    /// `start`, `next` per sequence, `flush`: five steps, two calls (the host hands out the
+    /// numbers `start` gave ahead).
     PerStep,
 }
 
@@ -62,8 +63,8 @@ impl Path {
         match self {
             Path::Batch => 1.0 / BATCH as f64,
             Path::Quad | Path::Slices => 1.0,
-            Path::StartNext => 2.0,
-            Path::PerStep => 5.0,
+            // Per step: `start-ahead` and `take-flush`; the three `next`s are handed out ahead.
+            Path::StartNext | Path::PerStep => 2.0,
         }
     }
 

@@ -58,14 +58,22 @@ impl PartitionSequencer {
     }
 
     /// Begins a transaction: the PLog offset of its event, or "not now".
+    ///
+    /// The per-step path (`start`, a `next` per number, `flush`) crosses into the guest twice
+    /// per transaction, not once per step: `start-ahead` also answers what the first `next` of
+    /// each sequence the last transaction asked for would hand out; [`next`](Self::next) hands
+    /// those out without a call, and [`flush`](Self::flush) (or whatever call comes next)
+    /// reports them to the guest, which takes them as `next` would have (`sequencer::ahead`).
+    /// The status comes back in the result, as `start-status` gives it.
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        // `start-status`: the status comes back in the result (no observer import call) and
-        // is taken in as the observer's report would be.
         self.shared.call(|i| {
-            let r = sequencer_call!(i, call_start_status(kind, ws))?;
-            Ok(r.map(|(outcome, status)| {
-                i.store.data_mut().host.status = Some(core_status(status));
-                outcome
+            let seqs = SeqQuad::of_question(i.store.data().host.ahead.question());
+            let r = sequencer_call!(i, call_start_ahead(kind, ws, seqs))?;
+            Ok(r.map(|a| {
+                let host = &mut i.store.data_mut().host;
+                host.status = Some(core_status(a.status));
+                host.ahead.started([a.n0, a.n1, a.n2, a.n3]);
+                a.outcome
             }))
         })
     }
@@ -165,18 +173,37 @@ impl PartitionSequencer {
             .call(|i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)))
     }
 
-    /// The next number of sequence `seq` in the transaction.
+    /// The next number of sequence `seq` in the transaction: the one the guest gave ahead at
+    /// [`start`](Self::start) if it has one for `seq` (no call), else from the guest, with the
+    /// numbers handed out ahead reported in the same call (`take-next`).
     pub fn next(&self, seq: u16) -> Result<u64, HostError> {
-        self.shared.call(|i| sequencer_call!(i, call_next(seq)))
+        let mut slot = self.shared.lock();
+        let ahead = slot
+            .instance
+            .as_mut()
+            .and_then(|i| i.store.data_mut().host.ahead.next(seq));
+        let result = match ahead {
+            Some(n) => Ok(n),
+            None => self.shared.call_locked(&mut slot, |i| {
+                let taken = i.store.data_mut().host.ahead.report_with_next(seq);
+                sequencer_call!(i, call_take_next(SeqQuad::of_taken(taken), seq))
+            }),
+        };
+        self.shared.let_go(slot);
+        result
     }
 
-    /// Completes the transaction: its event is in the PLog.
+    /// Completes the transaction: its event is in the PLog. The numbers handed out ahead are
+    /// reported in the same call (`take-flush`), and the status comes back in its result.
     pub fn flush(&self) -> Result<(), HostError> {
-        // `flush-status`, as in `start`.
-        self.shared.call(|i| {
-            let r = sequencer_call!(i, call_flush_status())?;
+        let mut slot = self.shared.lock();
+        let result = self.shared.call_locked(&mut slot, |i| {
+            let taken = i.store.data_mut().host.ahead.end();
+            let r = sequencer_call!(i, call_take_flush(SeqQuad::of_taken(taken)))?;
             Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
-        })
+        });
+        self.shared.let_go(slot);
+        result
     }
 
     /// Drops the transaction and recovers from storage and the PLog.

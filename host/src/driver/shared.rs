@@ -14,7 +14,7 @@ use sequencer::facade::SequenceStatus as Status02;
 
 use crate::driver::clock::Clock;
 use crate::driver::spin::spin_for;
-use crate::runtime::bindings::{Explained, GuestError, GuestParams, Outcome};
+use crate::runtime::bindings::{Explained, GuestError, GuestParams, Outcome, SeqQuad};
 use crate::runtime::error::HostError;
 use crate::runtime::host_state::Op;
 use crate::runtime::{Instance, RuntimeInner};
@@ -55,6 +55,15 @@ macro_rules! sequencer_call {
     }};
 }
 pub(crate) use sequencer_call;
+
+/// Reports the numbers handed out ahead in `i` (if any) with `take`, and ends the numbers ahead.
+fn report_ahead(i: &mut Instance) -> wasmtime::Result<Result<(), GuestError>> {
+    let taken = i.store.data_mut().host.ahead.end();
+    if taken.is_empty() {
+        return Ok(Ok(()));
+    }
+    sequencer_call!(i, call_take(SeqQuad::of_taken(taken)))
+}
 
 /// A storage outcome on its way to the guest.
 pub(crate) enum Delivery {
@@ -187,12 +196,23 @@ impl Shared {
     /// guest asked for during the call (storage work, a wake-up, a status change) is taken in
     /// while the instance is still held, so the task driver cannot slip a change in between.
     /// The driver's mail posted meanwhile is applied before the instance is let go.
+    ///
+    /// Numbers handed out ahead without a call (see [`PartitionSequencer::next`]) are reported
+    /// to the guest first, in the same hold of the instance: the call may end or change the
+    /// transaction they belong to.
+    ///
+    /// [`PartitionSequencer::next`]: super::PartitionSequencer::next
     pub(super) fn call<R>(
         &self,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
-        let result = self.call_locked(&mut slot, f);
+        let result = self.call_locked(&mut slot, |i| {
+            if let Err(refused) = report_ahead(i)? {
+                return Ok(Err(refused));
+            }
+            f(i)
+        });
         self.let_go(slot);
         result
     }
@@ -208,8 +228,8 @@ impl Shared {
         self.apply_mail_if_free();
     }
 
-    /// [`call`](Self::call) on the instance already held.
-    fn call_locked<R>(
+    /// [`call`](Self::call) on the instance already held, with nothing reported first.
+    pub(super) fn call_locked<R>(
         &self,
         slot: &mut Slot,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,

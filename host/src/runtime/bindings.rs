@@ -64,6 +64,29 @@ impl SeqQuad {
             s3: s[3],
         })
     }
+
+    /// The sequences whose numbers were handed out ahead, to report with `take`.
+    pub fn of_taken(taken: ::sequencer::Taken) -> SeqQuad {
+        let [s0, s1, s2, s3] = taken.seqs;
+        SeqQuad {
+            count: taken.len,
+            s0,
+            s1,
+            s2,
+            s3,
+        }
+    }
+
+    /// The sequences to ask ahead about at a start (at most four: `Ahead`'s question).
+    pub fn of_question(seqs: &[u16]) -> SeqQuad {
+        SeqQuad::of(&seqs[..seqs.len().min(::sequencer::AHEAD_SEQS)]).unwrap_or(SeqQuad {
+            count: 0,
+            s0: 0,
+            s1: 0,
+            s2: 0,
+            s3: 0,
+        })
+    }
 }
 
 impl QuadNumbers {

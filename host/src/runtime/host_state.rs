@@ -55,6 +55,9 @@ pub struct HostState {
     pub(crate) wake: Option<Option<Instant>>,
     /// `Some` when the guest reported a status change during the call.
     pub(crate) status: Option<Status>,
+    /// The numbers `start-ahead` gave and which were handed out without a call (the per-step
+    /// path; see `sequencer::ahead`). Lives with the instance: a replaced one starts afresh.
+    pub(crate) ahead: sequencer::Ahead,
 }
 
 impl HostState {
@@ -70,6 +73,7 @@ impl HostState {
             outbox: Vec::new(),
             wake: None,
             status: None,
+            ahead: sequencer::Ahead::new(),
         }
     }
 }

@@ -1,0 +1,217 @@
+//! The per-step path (`start`, a `next` per number, `flush`) through the component: the
+//! numbers the guest gives ahead at `start` and the host hands out without a call are exactly
+//! the ones a call per `next` would have handed out, whatever calls come between (a repeated
+//! or unknown sequence, `status`, `stage`, `actualize`, a trap), and a transaction crosses
+//! into the guest about twice instead of five times. A number that reached the PLog is never
+//! handed out again, across traps and a restart.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use common::ready;
+use sequencer::{Params, SeqValue};
+use sequencer_host::store::PlogChecker;
+use sequencer_host::{
+    Driver, DriverConfig, HostError, Limits, MemoryStorage, MonotonicClock, PartitionSequencer,
+    Runtime, StartOutcome, Status,
+};
+
+/// Kind 1's sequences and the first number each hands out.
+const SEQS: [(u16, u64); 3] = [(1, 1), (2, 100), (3, 1000)];
+/// A sequence kind 1 does not define.
+const UNKNOWN: u16 = 9;
+
+fn params() -> Params {
+    SEQS.iter()
+        .fold(Params::new(), |p, &(seq, first)| p.with_seq(1, seq, first))
+}
+
+fn first(seq: u16) -> u64 {
+    SEQS.iter().find(|s| s.0 == seq).map_or(1, |s| s.1)
+}
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// The numbers as a command processor sees them: the last number of each key in the PLog, and
+/// the ones the open transaction took.
+#[derive(Default)]
+struct Model {
+    durable: HashMap<(u64, u16), u64>,
+    open: HashMap<(u64, u16), u64>,
+}
+
+impl Model {
+    fn next(&mut self, ws: u64, seq: u16) -> u64 {
+        let last = self.open.get(&(ws, seq)).or(self.durable.get(&(ws, seq)));
+        let n = last.map_or(first(seq), |l| l + 1);
+        self.open.insert((ws, seq), n);
+        n
+    }
+}
+
+fn started(seq: &PartitionSequencer, ws: u64) -> u64 {
+    for _ in 0..100_000 {
+        match seq.start(1, ws).expect("start") {
+            StartOutcome::Started(offset) => return offset,
+            StartOutcome::NotNow(_) => std::thread::yield_now(),
+        }
+    }
+    panic!("start stayed 'not now'");
+}
+
+#[test]
+fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_comes_again() {
+    let runtime = Runtime::from_file(&common::component_path(), Limits::default()).expect("load");
+    let m = MemoryStorage::new();
+    let driver = Driver::spawn(
+        Arc::new(m.clone()),
+        Arc::new(MonotonicClock::new()),
+        DriverConfig::default(),
+    );
+    let mut seq = driver.open(&runtime, 0, &params()).expect("open");
+    ready(&driver, &seq);
+    let mut model = Model::default();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut flushed, mut cancelled, mut traps, mut staged) = (0, 0, 0, 0);
+    // Events staged in the open transaction, appended with its last one.
+    let mut pending: Vec<(u64, Vec<SeqValue>)> = Vec::new();
+
+    for tx in 0..3000 {
+        let ws = 1 + rng.below(5);
+        let offset = started(&seq, ws);
+        let mut values = Vec::new();
+        // Mostly the same three sequences (what the numbers ahead are asked for), sometimes
+        // others, repeats and an unknown one, with other calls between.
+        let steps = if rng.below(4) == 0 { rng.below(7) } else { 3 };
+        for step in 0..steps {
+            let s = match rng.below(10) {
+                0 => UNKNOWN,
+                1 | 2 => 1 + rng.below(3) as u16,
+                _ => 1 + step as u16 % 3,
+            };
+            match rng.below(20) {
+                0 => assert_eq!(seq.status(), Status::InTransaction),
+                1 => {
+                    seq.held_numbers().expect("held numbers");
+                }
+                _ => {}
+            }
+            let got = seq.next(s);
+            if s == UNKNOWN {
+                assert!(matches!(got, Err(HostError::Sequencer(_))), "{got:?}");
+                continue;
+            }
+            let want = model.next(ws, s);
+            assert_eq!(got.expect("next"), want, "tx {tx}, ws {ws}, seq {s}");
+            values.push(SeqValue::new(ws, s, want));
+        }
+        match rng.below(10) {
+            // The command failed: its numbers (and the staged events') come back.
+            0 => {
+                seq.actualize().expect("actualize");
+                model.open.clear();
+                pending.clear();
+                cancelled += 1;
+                ready(&driver, &seq);
+            }
+            // The event is in the PLog but the flush traps: the new instance recovers the
+            // numbers from the PLog.
+            1 => {
+                pending.push((offset, values));
+                for (o, v) in pending.drain(..) {
+                    seq.append(o, &v).expect("append");
+                }
+                model.durable.extend(model.open.drain());
+                // Nothing in flight, so the next guest call (the one that traps) is the flush.
+                driver.idle();
+                seq.set_next_call_fuel(1);
+                let r = seq.flush();
+                assert!(matches!(r, Err(HostError::Trapped { .. })), "{r:?}");
+                traps += 1;
+                ready(&driver, &seq);
+            }
+            // The next event joins the same transaction.
+            2 => {
+                seq.stage().expect("stage");
+                pending.push((offset, values));
+                staged += 1;
+            }
+            _ => {
+                pending.push((offset, values));
+                for (o, v) in pending.drain(..) {
+                    seq.append(o, &v).expect("append");
+                }
+                model.durable.extend(model.open.drain());
+                seq.flush().expect("flush");
+                flushed += 1;
+            }
+        }
+    }
+    assert!(flushed > 2000 && cancelled > 200 && traps > 200 && staged > 200);
+    if !pending.is_empty() {
+        for (o, v) in pending.drain(..) {
+            seq.append(o, &v).expect("append");
+        }
+        model.durable.extend(model.open.drain());
+        seq.flush().expect("flush");
+    }
+
+    // A transaction of the usual three sequences crosses into the guest about twice (the
+    // task driver's deliveries are counted too); one call per step would be five.
+    let calls_before = seq.guest_calls();
+    let n = 500;
+    for i in 0..n {
+        let ws = 1 + i % 5;
+        let offset = started(&seq, ws);
+        let values: Vec<SeqValue> = (1..=3)
+            .map(|s| {
+                let got = seq.next(s).expect("next");
+                assert_eq!(got, model.next(ws, s));
+                SeqValue::new(ws, s, got)
+            })
+            .collect();
+        seq.append(offset, &values).expect("append");
+        model.durable.extend(model.open.drain());
+        seq.flush().expect("flush");
+    }
+    let per_tx = (seq.guest_calls() - calls_before) as f64 / n as f64;
+    assert!(per_tx < 3.5, "{per_tx} guest calls per transaction");
+
+    // A restart on the same storage goes on after every number in the PLog.
+    driver.idle();
+    seq.cleanup();
+    driver.sync();
+    seq = driver.open(&runtime, 0, &params()).expect("reopen");
+    ready(&driver, &seq);
+    for ws in 1..=5 {
+        started(&seq, ws);
+        for (s, _) in SEQS {
+            assert_eq!(seq.next(s).expect("next"), model.next(ws, s));
+        }
+        seq.actualize().expect("actualize");
+        model.open.clear();
+        ready(&driver, &seq);
+    }
+    seq.cleanup();
+
+    let mut c = PlogChecker::new(0, m.stored_next_offset(0), |s| Some(first(s)));
+    for (offset, values) in m.plog(0) {
+        c.event(offset, &values).expect("dense, no number twice");
+    }
+    eprintln!(
+        "{flushed} flushed, {staged} staged, {cancelled} cancelled, {traps} traps; \
+         {per_tx:.2} calls/tx"
+    );
+}

@@ -1,0 +1,403 @@
+//! Numbers handed out ahead: the bookkeeping of a caller that hands out `next` numbers without
+//! a call into the sequencer.
+//!
+//! Where a call costs a boundary crossing (the component's per-step path: `start`, a `next` per
+//! number, `flush`), the host asks at `start` for the number each of up to four sequences would
+//! get from its first `next` ([`Sequencer::peek_next`](crate::Sequencer::peek_next)), hands
+//! those out itself, and reports the ones it handed out with its next call into the sequencer,
+//! which takes them as `next` would have ([`Sequencer::next_each`](crate::Sequencer::next_each)).
+//! The sequencer decides every number; this type only remembers which of the numbers it gave
+//! were handed out, so every front-end keeps that the same way:
+//!
+//! - a number ahead is handed out at most once, for the first `next` of its sequence;
+//! - a `next` with no number ahead goes to the sequencer, with the ones handed out before it
+//!   ([`report_with_next`](Ahead::report_with_next)); the other numbers ahead stay good;
+//! - any other call first reports what was handed out and ends the numbers ahead
+//!   ([`end`](Ahead::end));
+//! - the sequences to ask about at a start are the ones the last transaction asked for, first
+//!   four distinct, in order ([`question`](Ahead::question)).
+
+use crate::types::{Number, SeqId};
+
+/// How many sequences a start asks ahead about (a `seq-quad`).
+pub const AHEAD_SEQS: usize = 4;
+
+/// Sequences handed out ahead, to report to the sequencer: the first `len` of `seqs`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// The sequences, in the order of the question.
+    pub seqs: [SeqId; AHEAD_SEQS],
+    /// How many of `seqs` count.
+    pub len: u8,
+}
+
+impl Taken {
+    /// The sequences as a slice.
+    pub fn as_slice(&self) -> &[SeqId] {
+        &self.seqs[..usize::from(self.len)]
+    }
+
+    /// True if nothing was handed out.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The numbers a start gave ahead and which of them were handed out. See the module
+/// documentation.
+#[derive(Clone, Debug, Default)]
+pub struct Ahead {
+    /// The sequences asked about at the last start (`len` of them).
+    seqs: [SeqId; AHEAD_SEQS],
+    len: u8,
+    /// `numbers[i]`: what the first `next(seqs[i])` gets; 0 for none.
+    numbers: [Number; AHEAD_SEQS],
+    /// Bit `i`: `numbers[i]` was handed out and is not reported yet.
+    taken: u8,
+    /// Bit `i`: `numbers[i]` is no longer good (handed out, or its sequence went to the
+    /// sequencer).
+    spent: u8,
+    /// The distinct sequences this transaction asked `next` for, in order (up to four).
+    asked: [SeqId; AHEAD_SEQS],
+    asked_len: u8,
+}
+
+impl Ahead {
+    /// Nothing ahead, nothing learned.
+    pub const fn new() -> Self {
+        Self {
+            seqs: [0; AHEAD_SEQS],
+            len: 0,
+            numbers: [0; AHEAD_SEQS],
+            taken: 0,
+            spent: 0,
+            asked: [0; AHEAD_SEQS],
+            asked_len: 0,
+        }
+    }
+
+    /// The sequences to ask ahead about at the next start: those the last transaction asked
+    /// `next` for (first four distinct, in order), else those asked about last time.
+    pub fn question(&self) -> &[SeqId] {
+        if self.asked_len > 0 {
+            &self.asked[..usize::from(self.asked_len)]
+        } else {
+            &self.seqs[..usize::from(self.len)]
+        }
+    }
+
+    /// A start was asked about [`question`](Self::question) and answered: `numbers[i]` is what
+    /// the first `next` of its `i`-th sequence gets, 0 for none (all 0 if it did not start).
+    /// Anything ahead before is forgotten: end it first.
+    pub fn started(&mut self, numbers: [Number; AHEAD_SEQS]) {
+        if self.asked_len > 0 {
+            self.seqs = self.asked;
+            self.len = self.asked_len;
+        }
+        self.numbers = numbers;
+        for n in &mut self.numbers[usize::from(self.len)..] {
+            *n = 0;
+        }
+        self.taken = 0;
+        self.spent = 0;
+        self.asked_len = 0;
+    }
+
+    /// `next(seq)` without a call: the number ahead for `seq`, if one is good (it is then
+    /// handed out and spent); `None`: ask the sequencer, with
+    /// [`report_with_next`](Self::report_with_next).
+    #[inline]
+    pub fn next(&mut self, seq: SeqId) -> Option<Number> {
+        self.learn(seq);
+        let i = self.seqs[..usize::from(self.len)]
+            .iter()
+            .position(|&s| s == seq)?;
+        let bit = 1 << i;
+        if self.spent & bit != 0 || self.numbers[i] == 0 {
+            return None;
+        }
+        self.spent |= bit;
+        self.taken |= bit;
+        Some(self.numbers[i])
+    }
+
+    /// What to report with a call of `next(seq)` into the sequencer (which asked for it: see
+    /// [`next`](Self::next)): the numbers handed out so far. They are reported then, and
+    /// `seq`'s number ahead, if any, is spent; the others stay good.
+    pub fn report_with_next(&mut self, seq: SeqId) -> Taken {
+        if let Some(i) = self.seqs[..usize::from(self.len)]
+            .iter()
+            .position(|&s| s == seq)
+        {
+            self.spent |= 1 << i;
+        }
+        self.reported()
+    }
+
+    /// What to report before any call other than `next`: the numbers handed out so far. None
+    /// is ahead afterwards (that call may end or change the transaction).
+    pub fn end(&mut self) -> Taken {
+        let taken = self.reported();
+        self.numbers = [0; AHEAD_SEQS];
+        self.spent = 0;
+        taken
+    }
+
+    /// True if numbers were handed out and not reported.
+    pub fn has_taken(&self) -> bool {
+        self.taken != 0
+    }
+
+    /// Forgets the numbers ahead and the ones handed out, unreported: for a sequencer that
+    /// is gone (replaced after a trap, or cleaned up).
+    pub fn forget(&mut self) {
+        self.numbers = [0; AHEAD_SEQS];
+        self.taken = 0;
+        self.spent = 0;
+    }
+
+    /// The handed-out sequences, in question order, now reported.
+    fn reported(&mut self) -> Taken {
+        let mut taken = Taken::default();
+        for i in 0..usize::from(self.len) {
+            if self.taken & (1 << i) != 0 {
+                taken.seqs[usize::from(taken.len)] = self.seqs[i];
+                taken.len += 1;
+            }
+        }
+        self.taken = 0;
+        taken
+    }
+
+    fn learn(&mut self, seq: SeqId) {
+        let asked = &self.asked[..usize::from(self.asked_len)];
+        if usize::from(self.asked_len) < AHEAD_SEQS && !asked.contains(&seq) {
+            self.asked[usize::from(self.asked_len)] = seq;
+            self.asked_len += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Instant, Params, PlogPage, Sequencer, Start, Work};
+
+    /// A ready sequencer with kind 1's sequences 1, 2, 3 (from 10, 20, 30).
+    fn ready() -> Sequencer {
+        let params = Params::new()
+            .with_seq(1, 1, 10)
+            .with_seq(1, 2, 20)
+            .with_seq(1, 3, 30);
+        let mut s = Sequencer::new(params).unwrap();
+        let now = Instant::from_nanos(0);
+        let Some(Work::ReadNextOffset { ticket }) = s.poll_work(now) else {
+            unreachable!()
+        };
+        s.complete_next_offset(ticket, 0).unwrap();
+        let Some(Work::ReadPlog { ticket, from }) = s.poll_work(now) else {
+            unreachable!()
+        };
+        let page = PlogPage {
+            values: &[],
+            next: from,
+            end: true,
+        };
+        s.complete_plog_read(ticket, page, now).unwrap();
+        s
+    }
+
+    fn start(s: &mut Sequencer, ws: u64) {
+        match s.start(1, ws).unwrap() {
+            Start::Load(read) => {
+                let zeros = vec![0; read.seqs.len()];
+                assert!(matches!(
+                    s.complete_numbers(read.ticket, &zeros),
+                    Ok(Start::Started(_))
+                ));
+            }
+            Start::Started(_) => {}
+            Start::NotNow(r) => panic!("not now: {r:?}"),
+        }
+    }
+
+    /// The per-step path as a host with `Ahead` runs it: the numbers `peek_next` gave are
+    /// handed out without a call, the rest go to the sequencer with the report.
+    struct AheadCaller {
+        s: Sequencer,
+        ahead: Ahead,
+        /// Calls into the sequencer made by the transaction steps.
+        calls: usize,
+    }
+
+    impl AheadCaller {
+        fn start(&mut self, ws: u64) {
+            let q: Vec<SeqId> = self.ahead.question().to_vec();
+            start(&mut self.s, ws);
+            self.calls += 1;
+            let mut numbers = [0; AHEAD_SEQS];
+            for (n, &seq) in numbers.iter_mut().zip(&q) {
+                *n = self.s.peek_next(seq).unwrap_or(0);
+            }
+            self.ahead.started(numbers);
+        }
+
+        fn next(&mut self, seq: SeqId) -> Result<Number, crate::Error> {
+            if let Some(n) = self.ahead.next(seq) {
+                return Ok(n);
+            }
+            self.calls += 1;
+            let taken = self.ahead.report_with_next(seq);
+            self.s.next_each(taken.as_slice()).unwrap();
+            self.s.next(seq)
+        }
+
+        fn flush(&mut self) {
+            self.calls += 1;
+            let taken = self.ahead.end();
+            self.s.next_each(taken.as_slice()).unwrap();
+            self.s.flush().unwrap();
+        }
+    }
+
+    #[test]
+    fn numbers_handed_out_ahead_are_the_ones_next_would_have_handed_out() {
+        let mut plain = ready();
+        let mut caller = AheadCaller {
+            s: ready(),
+            ahead: Ahead::new(),
+            calls: 0,
+        };
+        // Transactions asking for different sequences, some twice, one unknown.
+        let steps: &[&[SeqId]] = &[
+            &[1, 2, 3],
+            &[1, 2, 3],
+            &[3, 1],
+            &[1, 1, 2, 2, 3],
+            &[],
+            &[2, 9, 2],
+            &[1, 2, 3],
+            &[1, 2, 3],
+        ];
+        for (i, seqs) in steps.iter().enumerate() {
+            let ws = 1 + i as u64 % 3;
+            start(&mut plain, ws);
+            caller.start(ws);
+            for &seq in *seqs {
+                assert_eq!(caller.next(seq), plain.next(seq), "tx {i}, seq {seq}");
+            }
+            plain.flush().unwrap();
+            caller.flush();
+        }
+        // Both sequencers hold the same numbers afterwards.
+        for ws in 1..=3 {
+            start(&mut plain, ws);
+            start(&mut caller.s, ws);
+            for seq in 1..=3 {
+                assert_eq!(caller.s.next(seq), plain.next(seq));
+            }
+            plain.flush().unwrap();
+            caller.s.flush().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_repeated_transaction_takes_two_calls_whatever_its_numbers() {
+        let mut caller = AheadCaller {
+            s: ready(),
+            ahead: Ahead::new(),
+            calls: 0,
+        };
+        // The first transaction learns the question.
+        caller.start(1);
+        for seq in [1, 2, 3] {
+            caller.next(seq).unwrap();
+        }
+        caller.flush();
+        assert_eq!(caller.calls, 5);
+        caller.calls = 0;
+        for ws in 1..=10 {
+            caller.start(ws);
+            for seq in [1, 2, 3] {
+                caller.next(seq).unwrap();
+            }
+            caller.flush();
+        }
+        assert_eq!(caller.calls, 20);
+    }
+
+    #[test]
+    fn a_number_ahead_is_handed_out_once() {
+        let mut a = Ahead::new();
+        a.next(5);
+        a.end();
+        a.started([40, 0, 0, 0]);
+        assert_eq!(a.next(5), Some(40));
+        assert_eq!(a.next(5), None);
+        assert_eq!(a.report_with_next(5).as_slice(), &[5]);
+        assert_eq!(a.next(5), None);
+        assert!(a.end().is_empty());
+    }
+
+    #[test]
+    fn ending_reports_what_was_handed_out_and_leaves_nothing_ahead() {
+        let mut a = Ahead::new();
+        for s in [1, 2, 3] {
+            a.next(s);
+        }
+        a.started([11, 21, 31, 0]);
+        assert_eq!(a.next(2), Some(21));
+        assert_eq!(a.next(3), Some(31));
+        let taken = a.end();
+        assert_eq!(taken.as_slice(), &[2, 3]);
+        assert_eq!(a.next(1), None);
+        assert!(!a.has_taken());
+    }
+
+    #[test]
+    fn a_sequence_sent_to_the_sequencer_leaves_the_others_ahead() {
+        let mut a = Ahead::new();
+        for s in [1, 2] {
+            a.next(s);
+        }
+        a.started([11, 0, 0, 0]);
+        // Sequence 2 has no number ahead (0): it goes to the sequencer, with 1 reported.
+        assert_eq!(a.next(1), Some(11));
+        assert_eq!(a.next(2), None);
+        assert_eq!(a.report_with_next(2).as_slice(), &[1]);
+        assert!(!a.has_taken());
+    }
+
+    #[test]
+    fn forgetting_drops_unreported_numbers() {
+        let mut a = Ahead::new();
+        a.next(1);
+        a.started([11, 0, 0, 0]);
+        assert_eq!(a.next(1), Some(11));
+        a.forget();
+        assert!(!a.has_taken());
+        assert!(a.end().is_empty());
+        // The question survives: the next start asks about sequence 1 again.
+        assert_eq!(a.question(), &[1]);
+    }
+
+    #[test]
+    fn next_each_is_all_or_nothing() {
+        let mut s = ready();
+        start(&mut s, 1);
+        assert_eq!(s.peek_next(1), Some(10));
+        assert_eq!(s.peek_next(9), None);
+        assert_eq!(
+            s.next_each(&[1, 9]),
+            Err(crate::Error::UnknownSeqId { kind: 1, seq: 9 })
+        );
+        // Nothing was taken by the refused call.
+        assert_eq!(s.peek_next(1), Some(10));
+        assert_eq!(s.next_each(&[1, 2, 1]), Ok(Some(11)));
+        assert_eq!(s.next(2), Ok(21));
+        s.flush().unwrap();
+        assert_eq!(s.peek_next(1), None);
+        assert_eq!(s.next_each(&[]), Ok(None));
+        assert_eq!(s.next_each(&[1]), Err(crate::Error::NoTransaction));
+    }
+}
