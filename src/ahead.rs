@@ -9,13 +9,14 @@
 //! The sequencer decides every number; this type only remembers which of the numbers it gave
 //! were handed out, so every front-end keeps that the same way:
 //!
-//! - a number ahead is handed out at most once, for the first `next` of its sequence;
+//! - a number ahead is handed out at most once, for the `next` of its sequence it was asked
+//!   for (a sequence asked about twice has the numbers of its first two `next`s);
 //! - a `next` with no number ahead goes to the sequencer, with the ones handed out before it
 //!   ([`report_with_next`](Ahead::report_with_next)); the other numbers ahead stay good;
 //! - any other call first reports what was handed out and ends the numbers ahead
 //!   ([`end`](Ahead::end));
-//! - the sequences to ask about at a start are the ones the last transaction asked for, first
-//!   four distinct, in order ([`question`](Ahead::question)).
+//! - the sequences to ask about at a start are the ones the last transaction's first four
+//!   `next`s asked for, in order, repeats included ([`question`](Ahead::question)).
 
 use crate::types::{Number, SeqId};
 
@@ -50,14 +51,14 @@ pub struct Ahead {
     /// The sequences asked about at the last start (`len` of them).
     seqs: [SeqId; AHEAD_SEQS],
     len: u8,
-    /// `numbers[i]`: what the first `next(seqs[i])` gets; 0 for none.
+    /// `numbers[i]`: what the `next(seqs[i])` it was asked for gets; 0 for none.
     numbers: [Number; AHEAD_SEQS],
     /// Bit `i`: `numbers[i]` was handed out and is not reported yet.
     taken: u8,
     /// Bit `i`: `numbers[i]` is no longer good (handed out, or its sequence went to the
     /// sequencer).
     spent: u8,
-    /// The distinct sequences this transaction asked `next` for, in order (up to four).
+    /// The sequences of this transaction's first four `next`s, in order.
     asked: [SeqId; AHEAD_SEQS],
     asked_len: u8,
 }
@@ -76,8 +77,8 @@ impl Ahead {
         }
     }
 
-    /// The sequences to ask ahead about at the next start: those the last transaction asked
-    /// `next` for (first four distinct, in order), else those asked about last time.
+    /// The sequences to ask ahead about at the next start: those of the last transaction's
+    /// first four `next`s (in order, repeats included), else those asked about last time.
     pub fn question(&self) -> &[SeqId] {
         if self.asked_len > 0 {
             &self.asked[..usize::from(self.asked_len)]
@@ -103,17 +104,19 @@ impl Ahead {
         self.asked_len = 0;
     }
 
-    /// `next(seq)` without a call: the number ahead for `seq`, if one is good (it is then
+    /// `next(seq)` without a call: the first good number ahead for `seq`, if any (it is then
     /// handed out and spent); `None`: ask the sequencer, with
     /// [`report_with_next`](Self::report_with_next).
     #[inline]
     pub fn next(&mut self, seq: SeqId) -> Option<Number> {
         self.learn(seq);
+        let spent = self.spent;
         let i = self.seqs[..usize::from(self.len)]
             .iter()
-            .position(|&s| s == seq)?;
+            .enumerate()
+            .position(|(i, &s)| s == seq && spent & (1 << i) == 0)?;
         let bit = 1 << i;
-        if self.spent & bit != 0 || self.numbers[i] == 0 {
+        if self.numbers[i] == 0 {
             return None;
         }
         self.spent |= bit;
@@ -123,13 +126,13 @@ impl Ahead {
 
     /// What to report with a call of `next(seq)` into the sequencer (which asked for it: see
     /// [`next`](Self::next)): the numbers handed out so far. They are reported then, and
-    /// `seq`'s number ahead, if any, is spent; the others stay good.
+    /// `seq`'s numbers ahead, if any, are spent (that `next` takes one of them); the others
+    /// stay good.
     pub fn report_with_next(&mut self, seq: SeqId) -> Taken {
-        if let Some(i) = self.seqs[..usize::from(self.len)]
-            .iter()
-            .position(|&s| s == seq)
-        {
-            self.spent |= 1 << i;
+        for i in 0..usize::from(self.len) {
+            if self.seqs[i] == seq {
+                self.spent |= 1 << i;
+            }
         }
         self.reported()
     }
@@ -170,9 +173,8 @@ impl Ahead {
     }
 
     fn learn(&mut self, seq: SeqId) {
-        let asked = &self.asked[..usize::from(self.asked_len)];
-        if usize::from(self.asked_len) < AHEAD_SEQS && !asked.contains(&seq) {
-            self.asked[usize::from(self.asked_len)] = seq;
+        if let Some(slot) = self.asked.get_mut(usize::from(self.asked_len)) {
+            *slot = seq;
             self.asked_len += 1;
         }
     }
@@ -236,8 +238,9 @@ mod tests {
             start(&mut self.s, ws);
             self.calls += 1;
             let mut numbers = [0; AHEAD_SEQS];
-            for (n, &seq) in numbers.iter_mut().zip(&q) {
-                *n = self.s.peek_next(seq).unwrap_or(0);
+            for (i, (n, &seq)) in numbers.iter_mut().zip(&q).enumerate() {
+                let before = q[..i].iter().filter(|&&s| s == seq).count() as u64;
+                *n = self.s.peek_nth(seq, before).unwrap_or(0);
             }
             self.ahead.started(numbers);
         }
@@ -324,6 +327,30 @@ mod tests {
             caller.flush();
         }
         assert_eq!(caller.calls, 20);
+    }
+
+    #[test]
+    fn a_sequence_asked_for_twice_gets_both_numbers_ahead() {
+        let mut plain = ready();
+        let mut caller = AheadCaller {
+            s: ready(),
+            ahead: Ahead::new(),
+            calls: 0,
+        };
+        for ws in 1..=6 {
+            if ws == 2 {
+                caller.calls = 0;
+            }
+            start(&mut plain, ws % 2);
+            caller.start(ws % 2);
+            for seq in [2, 3, 2, 3] {
+                assert_eq!(caller.next(seq), plain.next(seq));
+            }
+            plain.flush().unwrap();
+            caller.flush();
+        }
+        // Learned from the first transaction: two calls each for the next five.
+        assert_eq!(caller.calls, 10);
     }
 
     #[test]

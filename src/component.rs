@@ -602,6 +602,18 @@ fn to_wit_params(p: &Params) -> wit::Params {
     }
 }
 
+/// The WIT event start; a load cannot come back here (see `start_outcome`).
+fn to_wit_event_start(start: EventStart) -> Result<wit_events::EventStart, Error> {
+    match start {
+        EventStart::Started(o) => Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
+            plog_offset: o.plog_offset,
+            wlog_offset: o.wlog_offset,
+        })),
+        EventStart::NotNow(reason) => Ok(wit_events::EventStart::NotNow(to_wit_reason(reason))),
+        EventStart::Load(_) => Err(not_answered()),
+    }
+}
+
 fn to_wit_error(e: Error) -> wit::Error {
     match e {
         Error::InvalidParams(p) => wit::Error::InvalidParams(p.to_string()),
@@ -633,18 +645,26 @@ impl GuestEvents for Component {
     fn start_event(s: SequencerBorrow<'_>, ws: u64) -> Result<wit_events::EventStart, wit::Error> {
         s.get::<Plugin>()
             .0
-            .with(|s, h| match s.start_event(ws, h)? {
-                EventStart::Started(o) => {
-                    Ok(wit_events::EventStart::Started(wit_events::EventOffsets {
-                        plog_offset: o.plog_offset,
-                        wlog_offset: o.wlog_offset,
-                    }))
-                }
-                EventStart::NotNow(reason) => {
-                    Ok(wit_events::EventStart::NotNow(to_wit_reason(reason)))
-                }
-                EventStart::Load(_) => Err(not_answered()),
-            })
+            .with(|s, h| to_wit_event_start(s.start_event(ws, h)?))
+    }
+
+    fn start_event_ahead(
+        s: SequencerBorrow<'_>,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit_events::EventAhead, wit::Error> {
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut n = [0; 4];
+        let start = s.get::<Plugin>().0.with(|s, h| {
+            to_wit_event_start(s.start_event_ahead(ws, &seqs[..count], &mut n, h)?)
+        })?;
+        Ok(wit_events::EventAhead {
+            start,
+            n0: n[0],
+            n1: n[1],
+            n2: n[2],
+            n3: n[3],
+        })
     }
 
     fn next_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {

@@ -352,11 +352,17 @@ impl Sequencer {
     /// The number [`next`](Self::next) would hand out for `seq` now, without taking it; `None`
     /// where `next` would refuse (no transaction, an unknown sequence, an exhausted one).
     pub fn peek_next(&self, seq: SeqId) -> Option<Number> {
+        self.peek_nth(seq, 0)
+    }
+
+    /// What the `n`-th [`next`](Self::next) of `seq` from now (0: the next one) would hand
+    /// out, without taking anything; `None` where it would be refused.
+    pub fn peek_nth(&self, seq: SeqId, n: u64) -> Option<Number> {
         if self.tx.is_none() || matches!(self.phase, Phase::CleanedUp) {
             return None;
         }
         let slot = self.slots.iter().find(|s| s.seq == seq)?;
-        slot.last.checked_add(1)
+        slot.last.checked_add(n)?.checked_add(1)
     }
 
     /// [`next`](Self::next) of each of `seqs`, in order, all or nothing: refused, with nothing

@@ -240,8 +240,9 @@ impl Shell {
     }
 
     /// `start-ahead`: [`start_status`](Self::start_status), and, if it started, into the same
-    /// places of `numbers`, the number the first `next` of each of `seqs` would hand out, not
-    /// taken (0 where `next` would refuse). A caller may hand each out once as its sequence's
+    /// places of `numbers`, the number the first `next` of each of `seqs` would hand out (the
+    /// second for a sequence named a second time, ...), not taken (0 where `next` would
+    /// refuse). A caller may hand each out once as its sequence's
     /// `next` if it reports it with its next call ([`take_next`](Self::take_next),
     /// [`take_flush`](Self::take_flush), [`take`](Self::take); see [`crate::ahead`]).
     pub fn start_ahead<H: Host + ?Sized>(
@@ -254,11 +255,18 @@ impl Shell {
     ) -> Result<(Start, Status), Error> {
         let r = self.with_status(host, |s, h| s.start_core(kind, ws, h))?;
         if let (Start::Started(_), _) = r {
-            for (n, &seq) in numbers.iter_mut().zip(seqs) {
-                *n = self.core.peek_next(seq).unwrap_or(0);
-            }
+            self.peek_into(seqs, numbers);
         }
         Ok(r)
+    }
+
+    /// The numbers ahead of `seqs` into the same places of `numbers` (0 where `next` would
+    /// refuse): a sequence named again gets the number after, as a second `next` would.
+    fn peek_into(&self, seqs: &[SeqId], numbers: &mut [Number]) {
+        for (i, (n, &seq)) in numbers.iter_mut().zip(seqs).enumerate() {
+            let before = seqs[..i].iter().filter(|&&s| s == seq).count() as u64;
+            *n = self.core.peek_nth(seq, before).unwrap_or(0);
+        }
     }
 
     /// `take`: `next` of each of `taken` (numbers a caller handed out ahead), all or nothing.
@@ -445,6 +453,23 @@ impl Shell {
     /// `next-rec-id` (the facade's `NextRecID`, docs/DESIGN.md §5.1).
     pub fn next_rec_id(&mut self) -> Result<Number, Error> {
         self.core.next_rec_id()
+    }
+
+    /// `start-event-ahead`: [`start_event`](Self::start_event), and, if it began, the numbers
+    /// ahead of `seqs` into the same places of `numbers`, as
+    /// [`start_ahead`](Self::start_ahead) gives them.
+    pub fn start_event_ahead<H: Host + ?Sized>(
+        &mut self,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<EventStart, Error> {
+        let r = self.start_event(ws, host)?;
+        if let EventStart::Started(_) = r {
+            self.peek_into(seqs, numbers);
+        }
+        Ok(r)
     }
 
     /// `next-c-rec-id` (the facade's `NextCRecID`, docs/DESIGN.md §5.1).

@@ -340,3 +340,56 @@ fn start_ahead_answers_what_next_would_and_the_take_calls_take_just_those() {
     assert!(matches!(a.outcome, StartOutcome::Started(3)));
     assert_eq!(a.n0, 4);
 }
+
+#[test]
+fn start_event_ahead_answers_the_record_ids_the_facade_would_hand_out() {
+    use sequencer::facade::{self, FIRST_CREC_ID, FIRST_REC_ID, SEQ_CREC_ID, SEQ_REC_ID};
+    use sequencer_host::runtime::bindings::{EventOffsets, EventStart};
+    let mut i = linked()
+        .create(
+            Io::default(),
+            &guest_params(&facade::system_params(Params::new())),
+        )
+        .expect("no trap")
+        .expect("created");
+    actualize_empty(&mut i);
+    let events = i.plugin.sequencer_plugin_events();
+    let api = i.plugin.sequencer_plugin_instance();
+    let quad = quad(&[SEQ_REC_ID, SEQ_CREC_ID, SEQ_REC_ID]);
+    let a = events
+        .call_start_event_ahead(&mut i.store, i.handle, 7, quad)
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(
+        a.start,
+        EventStart::Started(EventOffsets {
+            plog_offset: 1,
+            wlog_offset: 1
+        })
+    ));
+    assert_eq!(
+        (a.n0, a.n1, a.n2, a.n3),
+        (FIRST_REC_ID, FIRST_CREC_ID, FIRST_REC_ID + 1, 0)
+    );
+    // Nothing was taken: the facade's call hands out the first record id.
+    assert!(matches!(
+        events.call_next_rec_id(&mut i.store, i.handle).expect("no trap"),
+        Ok(n) if n == FIRST_REC_ID
+    ));
+    // The C record id handed out ahead, reported with the finish.
+    assert!(matches!(
+        api.call_take_flush(&mut i.store, self::quad(&[SEQ_CREC_ID]))
+            .expect("no trap"),
+        Ok(Status::Ready)
+    ));
+    let a = events
+        .call_start_event_ahead(
+            &mut i.store,
+            i.handle,
+            7,
+            self::quad(&[SEQ_REC_ID, SEQ_CREC_ID]),
+        )
+        .expect("no trap")
+        .expect("started");
+    assert_eq!((a.n0, a.n1), (FIRST_REC_ID + 1, FIRST_CREC_ID + 1));
+}

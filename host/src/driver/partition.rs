@@ -250,11 +250,25 @@ impl PartitionSequencer {
     /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
     /// that to change; `None` if it does not.
     pub fn start_event(&self, wait: Duration, ws: u64) -> Result<Option<EventOffsets>, HostError> {
+        // As `start`: the numbers the first `next_rec_id` / `next_c_rec_id` would hand out come
+        // back ahead (`start-event-ahead`), for the sequences the last transaction used.
         self.until_started(wait, || {
             let outcome = self.shared.call(|i| {
-                i.plugin
-                    .sequencer_plugin_events()
-                    .call_start_event(&mut i.store, i.handle, ws)
+                let seqs = SeqQuad::of_question(i.store.data().host.ahead.question());
+                let r = i.plugin.sequencer_plugin_events().call_start_event_ahead(
+                    &mut i.store,
+                    i.handle,
+                    ws,
+                    seqs,
+                )?;
+                Ok(r.map(|a| {
+                    i.store
+                        .data_mut()
+                        .host
+                        .ahead
+                        .started([a.n0, a.n1, a.n2, a.n3]);
+                    a.start
+                }))
             })?;
             Ok(match outcome {
                 EventStart::Started(offsets) => Some(offsets),
@@ -308,22 +322,16 @@ impl PartitionSequencer {
         }
     }
 
-    /// `NextRecID` (docs/DESIGN.md §5.1): the next O/W document or record id.
+    /// `NextRecID` (docs/DESIGN.md §5.1): the next O/W document or record id: `next` of the
+    /// facade's sequence, handed out ahead like any `next`.
     pub fn next_rec_id(&self) -> Result<u64, HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_events()
-                .call_next_rec_id(&mut i.store, i.handle)
-        })
+        self.next(sequencer::facade::SEQ_REC_ID)
     }
 
-    /// `NextCRecID` (docs/DESIGN.md §5.1): the next C document or record id.
+    /// `NextCRecID` (docs/DESIGN.md §5.1): the next C document or record id (as
+    /// [`next_rec_id`](Self::next_rec_id)).
     pub fn next_c_rec_id(&self) -> Result<u64, HostError> {
-        self.shared.call(|i| {
-            i.plugin
-                .sequencer_plugin_events()
-                .call_next_c_rec_id(&mut i.store, i.handle)
-        })
+        self.next(sequencer::facade::SEQ_CREC_ID)
     }
 
     /// `FinishEvent` (docs/DESIGN.md §5.1): the event is in the PLog.
