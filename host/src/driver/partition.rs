@@ -60,8 +60,8 @@ impl PartitionSequencer {
     /// Begins a transaction: the PLog offset of its event, or "not now".
     ///
     /// The per-step path (`start`, a `next` per number, `flush`) crosses into the guest twice
-    /// per transaction, not once per step: `start-ahead` also answers what the first `next` of
-    /// each sequence the last transaction asked for would hand out; [`next`](Self::next) hands
+    /// per transaction, not once per step: `start-ahead` also answers what the `next`s the
+    /// last transaction made (its first four) would hand out now; [`next`](Self::next) hands
     /// those out without a call, and [`flush`](Self::flush) (or whatever call comes next)
     /// reports them to the guest, which takes them as `next` would have (`sequencer::ahead`).
     /// The status comes back in the result, as `start-status` gives it.
@@ -250,8 +250,8 @@ impl PartitionSequencer {
     /// sequencer recovers (or too many values wait), waits on the host's clock up to `wait` for
     /// that to change; `None` if it does not.
     pub fn start_event(&self, wait: Duration, ws: u64) -> Result<Option<EventOffsets>, HostError> {
-        // As `start`: the numbers the first `next_rec_id` / `next_c_rec_id` would hand out come
-        // back ahead (`start-event-ahead`), for the sequences the last transaction used.
+        // As `start`: the record ids the last event's first four `next`s would hand out now
+        // come back ahead (`start-event-ahead`).
         self.until_started(wait, || {
             let outcome = self.shared.call(|i| {
                 let seqs = SeqQuad::of_question(i.store.data().host.ahead.question());
