@@ -3,7 +3,7 @@
 //!
 //! Where a call costs a boundary crossing (the component's per-step path: `start`, a `next` per
 //! number, `flush`), the host asks at `start` for the number each of up to four sequences would
-//! get from its first `next` ([`Sequencer::peek_next`](crate::Sequencer::peek_next)), hands
+//! get from its first `next` ([`Sequencer::peek_nth`](crate::Sequencer::peek_nth)), hands
 //! those out itself, and reports the ones it handed out with its next call into the sequencer,
 //! which takes them as `next` would have ([`Sequencer::next_each`](crate::Sequencer::next_each)).
 //! The sequencer decides every number; this type only remembers which of the numbers it gave
@@ -146,19 +146,6 @@ impl Ahead {
         taken
     }
 
-    /// True if numbers were handed out and not reported.
-    pub fn has_taken(&self) -> bool {
-        self.taken != 0
-    }
-
-    /// Forgets the numbers ahead and the ones handed out, unreported: for a sequencer that
-    /// is gone (replaced after a trap, or cleaned up).
-    pub fn forget(&mut self) {
-        self.numbers = [0; AHEAD_SEQS];
-        self.taken = 0;
-        self.spent = 0;
-    }
-
     /// The handed-out sequences, in question order, now reported.
     fn reported(&mut self) -> Taken {
         let mut taken = Taken::default();
@@ -223,7 +210,7 @@ mod tests {
         }
     }
 
-    /// The per-step path as a host with `Ahead` runs it: the numbers `peek_next` gave are
+    /// The per-step path as a host with `Ahead` runs it: the numbers `peek_nth` gave are
     /// handed out without a call, the rest go to the sequencer with the report.
     struct AheadCaller {
         s: Sequencer,
@@ -233,6 +220,14 @@ mod tests {
     }
 
     impl AheadCaller {
+        fn new() -> Self {
+            Self {
+                s: ready(),
+                ahead: Ahead::new(),
+                calls: 0,
+            }
+        }
+
         fn start(&mut self, ws: u64) {
             let q: Vec<SeqId> = self.ahead.question().to_vec();
             start(&mut self.s, ws);
@@ -266,11 +261,7 @@ mod tests {
     #[test]
     fn numbers_handed_out_ahead_are_the_ones_next_would_have_handed_out() {
         let mut plain = ready();
-        let mut caller = AheadCaller {
-            s: ready(),
-            ahead: Ahead::new(),
-            calls: 0,
-        };
+        let mut caller = AheadCaller::new();
         // Transactions asking for different sequences, some twice, one unknown.
         let steps: &[&[SeqId]] = &[
             &[1, 2, 3],
@@ -306,11 +297,7 @@ mod tests {
 
     #[test]
     fn a_repeated_transaction_takes_two_calls_whatever_its_numbers() {
-        let mut caller = AheadCaller {
-            s: ready(),
-            ahead: Ahead::new(),
-            calls: 0,
-        };
+        let mut caller = AheadCaller::new();
         // The first transaction learns the question.
         caller.start(1);
         for seq in [1, 2, 3] {
@@ -332,11 +319,7 @@ mod tests {
     #[test]
     fn a_sequence_asked_for_twice_gets_both_numbers_ahead() {
         let mut plain = ready();
-        let mut caller = AheadCaller {
-            s: ready(),
-            ahead: Ahead::new(),
-            calls: 0,
-        };
+        let mut caller = AheadCaller::new();
         for ws in 1..=6 {
             if ws == 2 {
                 caller.calls = 0;
@@ -378,7 +361,7 @@ mod tests {
         let taken = a.end();
         assert_eq!(taken.as_slice(), &[2, 3]);
         assert_eq!(a.next(1), None);
-        assert!(!a.has_taken());
+        assert!(a.end().is_empty());
     }
 
     #[test]
@@ -392,38 +375,25 @@ mod tests {
         assert_eq!(a.next(1), Some(11));
         assert_eq!(a.next(2), None);
         assert_eq!(a.report_with_next(2).as_slice(), &[1]);
-        assert!(!a.has_taken());
-    }
-
-    #[test]
-    fn forgetting_drops_unreported_numbers() {
-        let mut a = Ahead::new();
-        a.next(1);
-        a.started([11, 0, 0, 0]);
-        assert_eq!(a.next(1), Some(11));
-        a.forget();
-        assert!(!a.has_taken());
         assert!(a.end().is_empty());
-        // The question survives: the next start asks about sequence 1 again.
-        assert_eq!(a.question(), &[1]);
     }
 
     #[test]
     fn next_each_is_all_or_nothing() {
         let mut s = ready();
         start(&mut s, 1);
-        assert_eq!(s.peek_next(1), Some(10));
-        assert_eq!(s.peek_next(9), None);
+        assert_eq!(s.peek_nth(1, 0), Some(10));
+        assert_eq!(s.peek_nth(9, 0), None);
         assert_eq!(
             s.next_each(&[1, 9]),
             Err(crate::Error::UnknownSeqId { kind: 1, seq: 9 })
         );
         // Nothing was taken by the refused call.
-        assert_eq!(s.peek_next(1), Some(10));
+        assert_eq!(s.peek_nth(1, 0), Some(10));
         assert_eq!(s.next_each(&[1, 2, 1]), Ok(Some(11)));
         assert_eq!(s.next(2), Ok(21));
         s.flush().unwrap();
-        assert_eq!(s.peek_next(1), None);
+        assert_eq!(s.peek_nth(1, 0), None);
         assert_eq!(s.next_each(&[]), Ok(None));
         assert_eq!(s.next_each(&[1]), Err(crate::Error::NoTransaction));
     }

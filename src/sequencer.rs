@@ -349,14 +349,9 @@ impl Sequencer {
         Ok(n)
     }
 
-    /// The number [`next`](Self::next) would hand out for `seq` now, without taking it; `None`
-    /// where `next` would refuse (no transaction, an unknown sequence, an exhausted one).
-    pub fn peek_next(&self, seq: SeqId) -> Option<Number> {
-        self.peek_nth(seq, 0)
-    }
-
     /// What the `n`-th [`next`](Self::next) of `seq` from now (0: the next one) would hand
-    /// out, without taking anything; `None` where it would be refused.
+    /// out, without taking anything; `None` where it would be refused (no transaction, an
+    /// unknown sequence, an exhausted one).
     pub fn peek_nth(&self, seq: SeqId, n: u64) -> Option<Number> {
         if self.tx.is_none() || matches!(self.phase, Phase::CleanedUp) {
             return None;
@@ -368,7 +363,7 @@ impl Sequencer {
     /// [`next`](Self::next) of each of `seqs`, in order, all or nothing: refused, with nothing
     /// changed, where any of them would be. The last one's number; no `seqs` take nothing and
     /// need no transaction (`None`).
-    /// What a caller that handed out numbers [`peek_next`](Self::peek_next) gave reports them
+    /// What a caller that handed out numbers [`peek_nth`](Self::peek_nth) gave reports them
     /// with, so that they are taken as `next` would have taken them.
     pub fn next_each(&mut self, seqs: &[SeqId]) -> Result<Option<Number>, Error> {
         self.check_alive()?;

@@ -45,19 +45,66 @@ impl Rng {
 }
 
 /// The numbers as a command processor sees them: the last number of each key in the PLog, and
-/// the ones the open transaction took.
-#[derive(Default)]
+/// the ones the open transaction took; `first` gives each sequence's first number.
 struct Model {
+    first: fn(u16) -> u64,
     durable: HashMap<(u64, u16), u64>,
     open: HashMap<(u64, u16), u64>,
 }
 
 impl Model {
+    fn new(first: fn(u16) -> u64) -> Self {
+        Self {
+            first,
+            durable: HashMap::new(),
+            open: HashMap::new(),
+        }
+    }
+
     fn next(&mut self, ws: u64, seq: u16) -> u64 {
         let last = self.open.get(&(ws, seq)).or(self.durable.get(&(ws, seq)));
-        let n = last.map_or(first(seq), |l| l + 1);
+        let n = last.map_or((self.first)(seq), |l| l + 1);
         self.open.insert((ws, seq), n);
         n
+    }
+
+    /// The open transaction's numbers reached the PLog.
+    fn commit(&mut self) {
+        self.durable.extend(self.open.drain());
+    }
+}
+
+/// A sequencer of partition 0 over `params`, on a memory store, driven.
+struct Setup {
+    runtime: Runtime,
+    m: MemoryStorage,
+    driver: Driver,
+    seq: PartitionSequencer,
+}
+
+fn setup(params: &Params) -> Setup {
+    let runtime = Runtime::from_file(&common::component_path(), Limits::default()).expect("load");
+    let m = MemoryStorage::new();
+    let driver = Driver::spawn(
+        Arc::new(m.clone()),
+        Arc::new(MonotonicClock::new()),
+        DriverConfig::default(),
+    );
+    let seq = driver.open(&runtime, 0, params).expect("open");
+    ready(&driver, &seq);
+    Setup {
+        runtime,
+        m,
+        driver,
+        seq,
+    }
+}
+
+/// Partition 0's PLog is dense and holds no number twice.
+fn assert_plog_checks(m: &MemoryStorage, first: fn(u16) -> u64) {
+    let mut c = PlogChecker::new(0, m.stored_next_offset(0), |s| Some(first(s)));
+    for (offset, values) in m.plog(0) {
+        c.event(offset, &values).expect("dense, no number twice");
     }
 }
 
@@ -73,16 +120,13 @@ fn started(seq: &PartitionSequencer, ws: u64) -> u64 {
 
 #[test]
 fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_comes_again() {
-    let runtime = Runtime::from_file(&common::component_path(), Limits::default()).expect("load");
-    let m = MemoryStorage::new();
-    let driver = Driver::spawn(
-        Arc::new(m.clone()),
-        Arc::new(MonotonicClock::new()),
-        DriverConfig::default(),
-    );
-    let mut seq = driver.open(&runtime, 0, &params()).expect("open");
-    ready(&driver, &seq);
-    let mut model = Model::default();
+    let Setup {
+        runtime,
+        m,
+        driver,
+        mut seq,
+    } = setup(&params());
+    let mut model = Model::new(first);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut flushed, mut cancelled, mut traps, mut staged) = (0, 0, 0, 0);
     // Events staged in the open transaction, appended with its last one.
@@ -133,7 +177,7 @@ fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_come
                 for (o, v) in pending.drain(..) {
                     seq.append(o, &v).expect("append");
                 }
-                model.durable.extend(model.open.drain());
+                model.commit();
                 // Nothing in flight, so the next guest call (the one that traps) is the flush.
                 driver.idle();
                 seq.set_next_call_fuel(1);
@@ -153,7 +197,7 @@ fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_come
                 for (o, v) in pending.drain(..) {
                     seq.append(o, &v).expect("append");
                 }
-                model.durable.extend(model.open.drain());
+                model.commit();
                 seq.flush().expect("flush");
                 flushed += 1;
             }
@@ -164,7 +208,7 @@ fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_come
         for (o, v) in pending.drain(..) {
             seq.append(o, &v).expect("append");
         }
-        model.durable.extend(model.open.drain());
+        model.commit();
         seq.flush().expect("flush");
     }
 
@@ -183,7 +227,7 @@ fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_come
             })
             .collect();
         seq.append(offset, &values).expect("append");
-        model.durable.extend(model.open.drain());
+        model.commit();
         seq.flush().expect("flush");
     }
     let per_tx = (seq.guest_calls() - calls_before) as f64 / n as f64;
@@ -206,10 +250,7 @@ fn per_step_numbers_are_the_ones_a_call_per_step_gives_and_none_in_the_plog_come
     }
     seq.cleanup();
 
-    let mut c = PlogChecker::new(0, m.stored_next_offset(0), |s| Some(first(s)));
-    for (offset, values) in m.plog(0) {
-        c.event(offset, &values).expect("dense, no number twice");
-    }
+    assert_plog_checks(&m, first);
     eprintln!(
         "{flushed} flushed, {staged} staged, {cancelled} cancelled, {traps} traps; \
          {per_tx:.2} calls/tx"
@@ -223,23 +264,15 @@ fn facade_events_take_their_record_ids_ahead_and_the_ids_are_the_ones_a_call_per
     use sequencer::facade::{self, SEQ_CREC_ID, SEQ_REC_ID};
     use std::time::Duration;
 
-    let runtime = Runtime::from_file(&common::component_path(), Limits::default()).expect("load");
-    let m = MemoryStorage::new();
-    let driver = Driver::spawn(
-        Arc::new(m.clone()),
-        Arc::new(MonotonicClock::new()),
-        DriverConfig::default(),
-    );
-    let params = facade::system_params(Params::new());
-    let seq = driver.open(&runtime, 0, &params).expect("open");
-    // The last id of each key in the PLog, and the ones the open event took.
-    let mut last: HashMap<(u64, u16), u64> = HashMap::new();
-    let mut open: HashMap<(u64, u16), u64> = HashMap::new();
-    let first_of = |s: u16| match s {
-        SEQ_REC_ID => facade::FIRST_REC_ID,
-        SEQ_CREC_ID => facade::FIRST_CREC_ID,
-        _ => facade::FIRST_WLOG_OFFSET,
-    };
+    let Setup { m, driver, seq, .. } = setup(&facade::system_params(Params::new()));
+    fn first_of(s: u16) -> u64 {
+        match s {
+            SEQ_REC_ID => facade::FIRST_REC_ID,
+            SEQ_CREC_ID => facade::FIRST_CREC_ID,
+            _ => facade::FIRST_WLOG_OFFSET,
+        }
+    }
+    let mut model = Model::new(first_of);
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut calls_before = 0;
     let n = 1000;
@@ -263,19 +296,17 @@ fn facade_events_take_their_record_ids_ahead_and_the_ids_are_the_ones_a_call_per
                 (SEQ_REC_ID, seq.next_rec_id()),
                 (SEQ_CREC_ID, seq.next_c_rec_id()),
             ] {
-                let prev = open.get(&(ws, s)).or(last.get(&(ws, s)));
-                let want = prev.map_or(first_of(s), |l| l + 1);
+                let want = model.next(ws, s);
                 assert_eq!(got.expect("record id"), want, "event {event}, seq {s}");
-                open.insert((ws, s), want);
                 values.push(SeqValue::new(ws, s, want));
             }
         }
         if cancel {
             seq.cancel_event().expect("cancel");
-            open.clear();
+            model.open.clear();
             continue;
         }
-        last.extend(open.drain());
+        model.commit();
         seq.append(offsets.plog_offset, &values).expect("append");
         seq.finish_event().expect("finish");
     }
@@ -285,9 +316,6 @@ fn facade_events_take_their_record_ids_ahead_and_the_ids_are_the_ones_a_call_per
     assert!(per_event < 4.5, "{per_event} guest calls per event");
     driver.idle();
     seq.cleanup();
-    let mut c = PlogChecker::new(0, m.stored_next_offset(0), |s| Some(first_of(s)));
-    for (offset, values) in m.plog(0) {
-        c.event(offset, &values).expect("dense, no number twice");
-    }
+    assert_plog_checks(&m, first_of);
     eprintln!("facade: {per_event:.2} calls/event");
 }
