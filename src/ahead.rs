@@ -16,8 +16,15 @@
 //! - any other call first reports what was handed out and ends the numbers ahead
 //!   ([`end`](Ahead::end));
 //! - the sequences to ask about at a start are the ones the last transaction's first four
-//!   `next`s asked for, in order, repeats included ([`question`](Ahead::question)).
+//!   `next`s asked for, in order, repeats included ([`question`](Ahead::question));
+//! - a `flush` of a transaction the last start opened (no call since could have ended it)
+//!   needs no call either ([`defer_flush`](Ahead::defer_flush)): it is reported, with what
+//!   was handed out, by the caller's next call, the next `start` above all
+//!   (`take-flush-start-ahead`): one call per transaction. The flush cannot be refused there
+//!   (the transaction is open) and leaves the sequencer [`FLUSHED`]; its event is in the PLog
+//!   already, so a flush lost with an instance (a trap) is recovered by actualization.
 
+use crate::sequencer::Status;
 use crate::types::{Number, SeqId};
 
 /// How many sequences a start asks ahead about (a `seq-quad`).
@@ -44,6 +51,24 @@ impl Taken {
     }
 }
 
+/// The status a deferred flush leaves (see [`Ahead::defer_flush`]): the flush of an open
+/// transaction always leaves the sequencer ready, its phase having been ready for the start to
+/// open it and the flush ending the transaction with its staged events.
+pub const FLUSHED: Status = Status::Ready;
+
+/// What a caller reports to the sequencer before a call other than `next`
+/// ([`Ahead::end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Nothing was handed out and no flush waits.
+    Nothing,
+    /// Numbers handed out, for `take`.
+    Take(Taken),
+    /// A deferred flush, with the numbers handed out before it, for `take-flush` (or
+    /// `take-flush-start-ahead`).
+    Flush(Taken),
+}
+
 /// The numbers a start gave ahead and which of them were handed out. See the module
 /// documentation.
 #[derive(Clone, Debug, Default)]
@@ -61,6 +86,10 @@ pub struct Ahead {
     /// The sequences of this transaction's first four `next`s, in order.
     asked: [SeqId; AHEAD_SEQS],
     asked_len: u8,
+    /// The last start opened a transaction and no call since could have ended it.
+    open: bool,
+    /// A flush the caller deferred, with what was handed out before it.
+    flush: Option<Taken>,
 }
 
 impl Ahead {
@@ -74,6 +103,8 @@ impl Ahead {
             spent: 0,
             asked: [0; AHEAD_SEQS],
             asked_len: 0,
+            open: false,
+            flush: None,
         }
     }
 
@@ -88,9 +119,10 @@ impl Ahead {
     }
 
     /// A start was asked about [`question`](Self::question) and answered: `numbers[i]` is what
-    /// the first `next` of its `i`-th sequence gets, 0 for none (all 0 if it did not start).
-    /// Anything ahead before is forgotten: end it first.
-    pub fn started(&mut self, numbers: [Number; AHEAD_SEQS]) {
+    /// the first `next` of its `i`-th sequence gets, 0 for none (all 0 if it did not start);
+    /// `open`: it opened a transaction. Anything ahead before is forgotten: end it first.
+    pub fn started(&mut self, numbers: [Number; AHEAD_SEQS], open: bool) {
+        self.open = open;
         if self.asked_len > 0 {
             self.seqs = self.asked;
             self.len = self.asked_len;
@@ -137,12 +169,44 @@ impl Ahead {
         self.reported()
     }
 
-    /// What to report before any call other than `next`: the numbers handed out so far. None
-    /// is ahead afterwards (that call may end or change the transaction).
-    pub fn end(&mut self) -> Taken {
+    /// What to report before any call other than `next`: a deferred flush with the numbers
+    /// handed out before it, else the numbers handed out so far. None is ahead afterwards (that
+    /// call may end or change the transaction).
+    pub fn end(&mut self) -> Report {
+        if let Some(taken) = self.flush.take() {
+            return Report::Flush(taken);
+        }
+        let taken = self.close();
+        match taken.is_empty() {
+            true => Report::Nothing,
+            false => Report::Take(taken),
+        }
+    }
+
+    /// `flush` without a call, if it can be: true when the last start opened a transaction
+    /// and no call since could have ended it. The flush then waits, with the numbers handed
+    /// out, for the caller's next call ([`end`](Self::end) gives it as [`Report::Flush`]);
+    /// nothing is ahead meanwhile. False: make the call (after [`end`](Self::end)).
+    pub fn defer_flush(&mut self) -> bool {
+        if !self.open || self.flush.is_some() {
+            return false;
+        }
+        self.flush = Some(self.close());
+        true
+    }
+
+    /// True while a deferred flush waits to be reported.
+    pub fn flush_deferred(&self) -> bool {
+        self.flush.is_some()
+    }
+
+    /// Ends the numbers ahead and the transaction as far as this type knows: what was handed
+    /// out, now reported.
+    fn close(&mut self) -> Taken {
         let taken = self.reported();
         self.numbers = [0; AHEAD_SEQS];
         self.spent = 0;
+        self.open = false;
         taken
     }
 
@@ -230,6 +294,8 @@ mod tests {
 
         fn start(&mut self, ws: u64) {
             let q: Vec<SeqId> = self.ahead.question().to_vec();
+            // One call: the deferred flush (if any), then the start.
+            self.settle();
             start(&mut self.s, ws);
             self.calls += 1;
             let mut numbers = [0; AHEAD_SEQS];
@@ -237,7 +303,7 @@ mod tests {
                 let before = q[..i].iter().filter(|&&s| s == seq).count() as u64;
                 *n = self.s.peek_nth(seq, before).unwrap_or(0);
             }
-            self.ahead.started(numbers);
+            self.ahead.started(numbers, true);
         }
 
         fn next(&mut self, seq: SeqId) -> Result<Number, crate::Error> {
@@ -251,10 +317,23 @@ mod tests {
         }
 
         fn flush(&mut self) {
-            self.calls += 1;
-            let taken = self.ahead.end();
-            self.s.next_each(taken.as_slice()).unwrap();
-            self.s.flush().unwrap();
+            assert!(
+                self.ahead.defer_flush(),
+                "a started transaction's flush waits"
+            );
+        }
+
+        /// Reports a deferred flush (a host does it with its next call).
+        fn settle(&mut self) {
+            match self.ahead.end() {
+                Report::Flush(taken) => {
+                    self.s.next_each(taken.as_slice()).unwrap();
+                    self.s.flush().unwrap();
+                    assert_eq!(self.s.status(), FLUSHED);
+                }
+                Report::Take(taken) => panic!("{taken:?} handed out outside a transaction"),
+                Report::Nothing => {}
+            }
         }
     }
 
@@ -284,6 +363,7 @@ mod tests {
             caller.flush();
         }
         // Both sequencers hold the same numbers afterwards.
+        caller.settle();
         for ws in 1..=3 {
             start(&mut plain, ws);
             start(&mut caller.s, ws);
@@ -296,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_transaction_takes_two_calls_whatever_its_numbers() {
+    fn a_repeated_transaction_takes_one_call_whatever_its_numbers() {
         let mut caller = AheadCaller::new();
         // The first transaction learns the question.
         caller.start(1);
@@ -304,7 +384,7 @@ mod tests {
             caller.next(seq).unwrap();
         }
         caller.flush();
-        assert_eq!(caller.calls, 5);
+        assert_eq!(caller.calls, 4);
         caller.calls = 0;
         for ws in 1..=10 {
             caller.start(ws);
@@ -313,7 +393,7 @@ mod tests {
             }
             caller.flush();
         }
-        assert_eq!(caller.calls, 20);
+        assert_eq!(caller.calls, 10);
     }
 
     #[test]
@@ -332,8 +412,8 @@ mod tests {
             plain.flush().unwrap();
             caller.flush();
         }
-        // Learned from the first transaction: two calls each for the next five.
-        assert_eq!(caller.calls, 10);
+        // Learned from the first transaction: one call each for the next five.
+        assert_eq!(caller.calls, 5);
     }
 
     #[test]
@@ -341,12 +421,12 @@ mod tests {
         let mut a = Ahead::new();
         a.next(5);
         a.end();
-        a.started([40, 0, 0, 0]);
+        a.started([40, 0, 0, 0], true);
         assert_eq!(a.next(5), Some(40));
         assert_eq!(a.next(5), None);
         assert_eq!(a.report_with_next(5).as_slice(), &[5]);
         assert_eq!(a.next(5), None);
-        assert!(a.end().is_empty());
+        assert_eq!(a.end(), Report::Nothing);
     }
 
     #[test]
@@ -355,13 +435,17 @@ mod tests {
         for s in [1, 2, 3] {
             a.next(s);
         }
-        a.started([11, 21, 31, 0]);
+        a.started([11, 21, 31, 0], true);
         assert_eq!(a.next(2), Some(21));
         assert_eq!(a.next(3), Some(31));
-        let taken = a.end();
+        let Report::Take(taken) = a.end() else {
+            panic!("nothing to take")
+        };
         assert_eq!(taken.as_slice(), &[2, 3]);
         assert_eq!(a.next(1), None);
-        assert!(a.end().is_empty());
+        assert_eq!(a.end(), Report::Nothing);
+        // The call after `end` may have ended the transaction: a flush is not deferred.
+        assert!(!a.defer_flush());
     }
 
     #[test]
@@ -370,12 +454,61 @@ mod tests {
         for s in [1, 2] {
             a.next(s);
         }
-        a.started([11, 0, 0, 0]);
+        a.started([11, 0, 0, 0], true);
         // Sequence 2 has no number ahead (0): it goes to the sequencer, with 1 reported.
         assert_eq!(a.next(1), Some(11));
         assert_eq!(a.next(2), None);
         assert_eq!(a.report_with_next(2).as_slice(), &[1]);
-        assert!(a.end().is_empty());
+        assert_eq!(a.end(), Report::Nothing);
+    }
+
+    #[test]
+    fn a_deferred_flush_is_reported_once_with_what_was_handed_out_before_it() {
+        let mut a = Ahead::new();
+        for s in [1, 2] {
+            a.next(s);
+        }
+        a.started([11, 21, 0, 0], true);
+        assert_eq!(a.next(1), Some(11));
+        assert!(a.defer_flush());
+        assert!(a.flush_deferred());
+        // The transaction is over: nothing is ahead, and a second flush goes to the sequencer
+        // (which refuses it) after the first is reported.
+        assert_eq!(a.next(2), None);
+        assert!(!a.defer_flush());
+        let Report::Flush(taken) = a.end() else {
+            panic!("no flush")
+        };
+        assert_eq!(taken.as_slice(), &[1]);
+        assert!(!a.flush_deferred());
+        assert_eq!(a.end(), Report::Nothing);
+    }
+
+    #[test]
+    fn a_flush_is_deferred_only_after_a_start_that_opened_a_transaction() {
+        let mut a = Ahead::new();
+        assert!(!a.defer_flush());
+        a.started([0; AHEAD_SEQS], false);
+        assert!(!a.defer_flush());
+        a.started([0; AHEAD_SEQS], true);
+        a.end();
+        assert!(!a.defer_flush(), "another call came between");
+    }
+
+    #[test]
+    fn an_open_transactions_flush_leaves_the_sequencer_flushed_whatever_it_staged() {
+        for stage in [false, true] {
+            let mut s = ready();
+            start(&mut s, 1);
+            s.next(1).unwrap();
+            if stage {
+                s.stage().unwrap();
+                start(&mut s, 2);
+            }
+            assert_ne!(s.status(), FLUSHED);
+            s.flush().unwrap();
+            assert_eq!(s.status(), FLUSHED);
+        }
     }
 
     #[test]

@@ -270,6 +270,7 @@ calls! {
     fn take(taken: wit::SeqQuad) -> Result<(), wit::Error>;
     fn take_next(taken: wit::SeqQuad, seq: u16) -> Result<u64, wit::Error>;
     fn take_flush(taken: wit::SeqQuad) -> Result<wit::Status, wit::Error>;
+    fn take_flush_start_ahead(taken: wit::SeqQuad, kind: u16, ws: u64, seqs: wit::SeqQuad) -> Result<wit::AheadNumbers, wit::Error>;
 }
 
 impl Seq {
@@ -461,18 +462,25 @@ impl Seq {
     ) -> Result<wit::AheadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut n = [0; 4];
-        let (outcome, status) = self.with(|s, h| {
-            let (start, status) = s.start_ahead(kind, ws, &seqs[..count], &mut n, h)?;
-            Ok((start_outcome(start)?, to_wit_status(status)))
+        let answer = self.with(|s, h| s.start_ahead(kind, ws, &seqs[..count], &mut n, h))?;
+        ahead_numbers(answer, n)
+    }
+
+    fn take_flush_start_ahead(
+        &self,
+        taken: wit::SeqQuad,
+        kind: u16,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit::AheadNumbers, wit::Error> {
+        let (taken, taken_count) = quad_seqs(&taken)?;
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut n = [0; 4];
+        let answer = self.with(|s, h| {
+            let taken = &taken[..taken_count];
+            s.take_flush_start_ahead(taken, kind, ws, &seqs[..count], &mut n, h)
         })?;
-        Ok(wit::AheadNumbers {
-            outcome,
-            status,
-            n0: n[0],
-            n1: n[1],
-            n2: n[2],
-            n3: n[3],
-        })
+        ahead_numbers(answer, n)
     }
 
     fn take(&self, taken: wit::SeqQuad) -> Result<(), wit::Error> {
@@ -495,6 +503,33 @@ impl Seq {
         let (taken, count) = quad_seqs(&taken)?;
         self.with(|s, h| s.take_flush(&taken[..count], h).map(to_wit_status))
     }
+}
+
+/// The reply of `start-event-ahead` (and `take-flush-start-event-ahead`).
+fn event_ahead(start: wit_events::EventStart, n: [u64; 4]) -> wit_events::EventAhead {
+    wit_events::EventAhead {
+        start,
+        n0: n[0],
+        n1: n[1],
+        n2: n[2],
+        n3: n[3],
+    }
+}
+
+/// The reply of `start-ahead` (and `take-flush-start-ahead`): the start and status, and the
+/// numbers ahead.
+fn ahead_numbers(
+    (start, status): (Start, Status),
+    n: [u64; 4],
+) -> Result<wit::AheadNumbers, wit::Error> {
+    Ok(wit::AheadNumbers {
+        outcome: start_outcome(start).map_err(to_wit_error)?,
+        status: to_wit_status(status),
+        n0: n[0],
+        n1: n[1],
+        n2: n[2],
+        n3: n[3],
+    })
 }
 
 /// The WIT start outcome; a load cannot come back here (the imports answer every read at
@@ -658,13 +693,24 @@ impl GuestEvents for Component {
         let start = s.get::<Plugin>().0.with(|s, h| {
             to_wit_event_start(s.start_event_ahead(ws, &seqs[..count], &mut n, h)?)
         })?;
-        Ok(wit_events::EventAhead {
-            start,
-            n0: n[0],
-            n1: n[1],
-            n2: n[2],
-            n3: n[3],
-        })
+        Ok(event_ahead(start, n))
+    }
+
+    fn take_flush_start_event_ahead(
+        s: SequencerBorrow<'_>,
+        taken: wit::SeqQuad,
+        ws: u64,
+        seqs: wit::SeqQuad,
+    ) -> Result<wit_events::EventAhead, wit::Error> {
+        let (taken, taken_count) = quad_seqs(&taken)?;
+        let (seqs, count) = quad_seqs(&seqs)?;
+        let mut n = [0; 4];
+        let start = s.get::<Plugin>().0.with(|s, h| {
+            let taken = &taken[..taken_count];
+            let r = s.take_flush_start_event_ahead(taken, ws, &seqs[..count], &mut n, h)?;
+            to_wit_event_start(r)
+        })?;
+        Ok(event_ahead(start, n))
     }
 
     fn next_rec_id(s: SequencerBorrow<'_>) -> Result<u64, wit::Error> {

@@ -62,7 +62,7 @@ mod vocab;
 mod work;
 mod ws_numbers;
 
-pub use ahead::{AHEAD_SEQS, Ahead, Taken};
+pub use ahead::{AHEAD_SEQS, Ahead, Report, Taken};
 pub use error::Error;
 pub use params::{
     ContractLimits, DEFAULT_BATCHER_DELAY_ON_OVERFLOW, DEFAULT_LRU_CACHE_SIZE,

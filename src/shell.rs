@@ -254,10 +254,41 @@ impl Shell {
         host: &mut H,
     ) -> Result<(Start, Status), Error> {
         let r = self.with_status(host, |s, h| s.start_core(kind, ws, h))?;
+        Ok(self.ahead_of(r, seqs, numbers))
+    }
+
+    /// `take-flush-start-ahead`: a flush the caller deferred (see [`crate::ahead`]), reported
+    /// with the numbers handed out before it, then [`start_ahead`](Self::start_ahead): the
+    /// per-step path's one call per transaction. An error from the take or the flush leaves
+    /// everything as it was; any other comes from the start, the flush done.
+    #[allow(clippy::too_many_arguments)]
+    pub fn take_flush_start_ahead<H: Host + ?Sized>(
+        &mut self,
+        taken: &[SeqId],
+        kind: WsKind,
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<(Start, Status), Error> {
+        self.core.next_each(taken)?;
+        let r = self.with_status(host, |s, h| {
+            s.flush_then(h, |s, h| s.start_core(kind, ws, h))
+        })?;
+        Ok(self.ahead_of(r, seqs, numbers))
+    }
+
+    /// A start's answer with, if it started, the numbers ahead of `seqs` in `numbers`.
+    fn ahead_of(
+        &self,
+        r: (Start, Status),
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+    ) -> (Start, Status) {
         if let (Start::Started(_), _) = r {
             self.peek_into(seqs, numbers);
         }
-        Ok(r)
+        r
     }
 
     /// The numbers ahead of `seqs` into the same places of `numbers` (0 where `next` would
@@ -470,6 +501,21 @@ impl Shell {
             self.peek_into(seqs, numbers);
         }
         Ok(r)
+    }
+
+    /// `take-flush-start-event-ahead`: a flush the caller deferred, reported with the numbers
+    /// handed out before it, then [`start_event_ahead`](Self::start_event_ahead), as
+    /// [`take_flush_start_ahead`](Self::take_flush_start_ahead) does for `start-ahead`.
+    pub fn take_flush_start_event_ahead<H: Host + ?Sized>(
+        &mut self,
+        taken: &[SeqId],
+        ws: WsId,
+        seqs: &[SeqId],
+        numbers: &mut [Number],
+        host: &mut H,
+    ) -> Result<EventStart, Error> {
+        self.core.next_each(taken)?;
+        self.flush_then(host, |s, h| s.start_event_ahead(ws, seqs, numbers, h))
     }
 
     /// `next-c-rec-id` (the facade's `NextCRecID`, docs/DESIGN.md §5.1).

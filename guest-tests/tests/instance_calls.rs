@@ -342,6 +342,60 @@ fn start_ahead_answers_what_next_would_and_the_take_calls_take_just_those() {
 }
 
 #[test]
+fn take_flush_start_ahead_flushes_with_the_numbers_taken_then_starts_or_changes_nothing() {
+    let mut i = ready();
+    let api = i.plugin.sequencer_plugin_instance();
+    // With no transaction the flush is refused and nothing starts.
+    assert!(matches!(
+        api.call_take_flush_start_ahead(&mut i.store, quad(&[]), 1, 7, quad(&[1]))
+            .expect("no trap"),
+        Err(Refusal::NoTransaction)
+    ));
+    let a = api
+        .call_start_ahead(&mut i.store, 1, 7, quad(&[1, 2]))
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(a.outcome, StartOutcome::Started(1)));
+    assert_eq!((a.n0, a.n1), (1, 50));
+    // A take naming an unknown sequence is refused: no flush, no start, nothing taken.
+    assert!(matches!(
+        api.call_take_flush_start_ahead(&mut i.store, quad(&[1, 9]), 1, 8, quad(&[1]))
+            .expect("no trap"),
+        Err(Refusal::UnknownSeqId)
+    ));
+    assert!(matches!(
+        api.call_status(&mut i.store).expect("no trap"),
+        Status::InTransaction
+    ));
+    // Both numbers were handed out: the flush takes them, and the next transaction (another
+    // workspace, then the same one) goes on after them.
+    let a = api
+        .call_take_flush_start_ahead(&mut i.store, quad(&[1, 2]), 1, 7, quad(&[2, 1]))
+        .expect("no trap")
+        .expect("flushed and started");
+    assert!(matches!(a.outcome, StartOutcome::Started(2)));
+    assert!(matches!(a.status, Status::InTransaction));
+    assert_eq!((a.n0, a.n1), (51, 2));
+    // An error from the start comes after the flush: the transaction is done, none is open.
+    assert!(matches!(
+        api.call_take_flush_start_ahead(&mut i.store, quad(&[]), 99, 7, quad(&[1]))
+            .expect("no trap"),
+        Err(Refusal::UnknownWsKind)
+    ));
+    assert!(matches!(
+        api.call_status(&mut i.store).expect("no trap"),
+        Status::Ready
+    ));
+    let a = api
+        .call_start_ahead(&mut i.store, 1, 7, quad(&[1]))
+        .expect("no trap")
+        .expect("started");
+    assert!(matches!(a.outcome, StartOutcome::Started(3)));
+    // Nothing of transaction 2 was handed out: its numbers are handed out again.
+    assert_eq!(a.n0, 2);
+}
+
+#[test]
 fn start_event_ahead_answers_the_record_ids_the_facade_would_hand_out() {
     use sequencer::facade::{self, FIRST_CREC_ID, FIRST_REC_ID, SEQ_CREC_ID, SEQ_REC_ID};
     use sequencer_host::runtime::bindings::{EventOffsets, EventStart};

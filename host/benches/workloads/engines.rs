@@ -62,9 +62,10 @@ impl Path {
     pub fn crossings(self) -> f64 {
         match self {
             Path::Batch => 1.0 / BATCH as f64,
-            Path::Quad | Path::Slices => 1.0,
-            // Per step: `start-ahead` and `take-flush`; the three `next`s are handed out ahead.
-            Path::StartNext | Path::PerStep => 2.0,
+            // Per step: `take-flush-start-ahead`; the three `next`s are handed out ahead and
+            // the flush waits for the next start.
+            Path::Quad | Path::Slices | Path::PerStep => 1.0,
+            Path::StartNext => 2.0,
         }
     }
 

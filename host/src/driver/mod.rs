@@ -29,7 +29,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
-use crate::driver::shared::{Delivery, DriverMsg, Shared};
+use crate::driver::shared::{Delivery, DriverMsg, SETTLE_AFTER, Shared};
 use crate::driver::spin::spin_for;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::Outcome;
@@ -75,6 +75,7 @@ impl Driver {
             min_write_interval: Duration::ZERO,
             deadlines: BinaryHeap::new(),
             held_writes: 0,
+            settles: 0,
             left_to_caller: false,
         };
         let thread = std::thread::Builder::new()
@@ -134,8 +135,10 @@ impl Driver {
         }
     }
 
-    /// Returns once the loop has no storage operation in flight and no message waiting.
-    /// (Waits for ever while a test holds an operation at a gate.)
+    /// Returns once the loop has no storage operation in flight and no message waiting. A
+    /// flush deferred by `PartitionSequencer::flush` is reported to its guest first, so the
+    /// write of its values is one of the operations waited for. (Waits for ever while a test
+    /// holds an operation at a gate.)
     pub fn idle(&self) {
         let (tx, rx) = oneshot::channel();
         if self.events.unbounded_send(DriverMsg::WhenIdle(tx)).is_ok() {
@@ -178,6 +181,8 @@ struct Part {
     held_write: Option<(Instant, Done)>,
     queued: VecDeque<(u64, Op)>,
     wake: Option<Instant>,
+    /// When to settle a deferred flush (`DriverMsg::Settle`).
+    settle: Option<Instant>,
     reads: Vec<(u64, AbortHandle)>,
 }
 
@@ -192,13 +197,14 @@ impl Part {
             held_write: None,
             queued: VecDeque::new(),
             wake: None,
+            settle: None,
             reads: Vec::new(),
         }
     }
 
-    /// True if this partition still has a wake-up or a held write due at `at`.
+    /// True if this partition still has a wake-up, a settle or a held write due at `at`.
     fn wants(&self, at: Instant) -> bool {
-        (!self.closed && self.wake == Some(at))
+        (!self.closed && (self.wake == Some(at) || self.settle == Some(at)))
             || self.held_write.as_ref().is_some_and(|(due, _)| *due == at)
     }
 
@@ -232,6 +238,8 @@ struct LoopState {
     deadlines: BinaryHeap<Reverse<(Instant, PartitionId)>>,
     /// How many partitions hold a completed write back.
     held_writes: usize,
+    /// How many partitions have a deferred flush to settle.
+    settles: usize,
     /// An outcome or wake-up of this pass was left to a caller holding its instance: the
     /// work that begins comes moments later (see [`CALLER_GRACE`]).
     left_to_caller: bool,
@@ -270,7 +278,7 @@ impl LoopState {
                     progressed = self.grace(&mut rx, cx);
                 }
                 if !progressed {
-                    if self.inflight.is_empty() && self.held_writes == 0 {
+                    if self.inflight.is_empty() && self.held_writes == 0 && self.settles == 0 {
                         for w in self.idle_waiters.drain(..) {
                             let _ = w.send(());
                         }
@@ -314,6 +322,9 @@ impl LoopState {
                 part.closed = false;
                 part.wake = None;
                 part.abort_reads();
+                if part.settle.take().is_some() {
+                    self.settles -= 1;
+                }
             }
             DriverMsg::Work {
                 partition,
@@ -327,13 +338,49 @@ impl LoopState {
                     part.wake = None;
                     part.queued.clear();
                     part.abort_reads();
+                    if part.settle.take().is_some() {
+                        self.settles -= 1;
+                    }
+                }
+            }
+            DriverMsg::Settle { partition } => {
+                if let Some(part) = self.parts.get_mut(&partition)
+                    && !part.closed
+                    && part.settle.is_none()
+                {
+                    let at = self.clock.now().saturating_add(SETTLE_AFTER);
+                    part.settle = Some(at);
+                    self.settles += 1;
+                    self.deadlines.push(Reverse((at, partition)));
                 }
             }
             DriverMsg::Sync(tx) => {
                 let _ = tx.send(());
             }
-            DriverMsg::WhenIdle(tx) => self.idle_waiters.push(tx),
+            DriverMsg::WhenIdle(tx) => {
+                self.idle_waiters.push(tx);
+                self.settle_all_now();
+            }
             DriverMsg::MinWriteInterval(d) => self.min_write_interval = d,
+        }
+    }
+
+    /// Settles every deferred flush at once, not waiting for its moment (someone waits for
+    /// the driver to be idle: the flushes' values go to the flusher first, whatever the clock
+    /// says, a manual one included).
+    fn settle_all_now(&mut self) {
+        if self.settles == 0 {
+            return;
+        }
+        let mut settle = Vec::new();
+        for part in self.parts.values_mut() {
+            if part.settle.take().is_some() {
+                self.settles -= 1;
+                settle.push(part.shared.clone());
+            }
+        }
+        for shared in settle.iter().filter_map(Weak::upgrade) {
+            self.left_to_caller |= shared.settle_now();
         }
     }
 
@@ -534,14 +581,23 @@ impl LoopState {
             self.report(done);
         }
         let mut due: Vec<(Weak<Shared>, u64)> = Vec::new();
+        let mut settle: Vec<Weak<Shared>> = Vec::new();
         for p in &due_parts {
-            if let Some(part) = self.parts.get_mut(p)
-                && !part.closed
-                && part.wake.is_some_and(|w| w <= now)
-            {
+            let Some(part) = self.parts.get_mut(p) else {
+                continue;
+            };
+            if !part.closed && part.wake.is_some_and(|w| w <= now) {
                 part.wake = None;
                 due.push((part.shared.clone(), part.generation));
             }
+            if part.settle.is_some_and(|at| at <= now) {
+                part.settle = None;
+                self.settles -= 1;
+                settle.push(part.shared.clone());
+            }
+        }
+        for shared in settle.iter().filter_map(Weak::upgrade) {
+            self.left_to_caller |= shared.settle_now();
         }
         for (shared, generation) in due {
             if let Some(shared) = shared.upgrade() {

@@ -8,11 +8,11 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
-use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
+use sequencer::{PLogOffset, Report, Taken};
 
 use crate::driver::clock::Clock;
-use crate::driver::shared::{DriverMsg, Shared, sequencer_call};
+use crate::driver::shared::{DriverMsg, Shared, report, sequencer_call, settle};
 use crate::runtime::bindings::{
     BatchNumbers, EventOffsets, EventStart, Explained, GuestParams, HeldNumbers, QuadNumbers,
     SeqQuad, SequenceStatus, StartOutcome, Status,
@@ -59,23 +59,31 @@ impl PartitionSequencer {
 
     /// Begins a transaction: the PLog offset of its event, or "not now".
     ///
-    /// The per-step path (`start`, a `next` per number, `flush`) crosses into the guest twice
+    /// The per-step path (`start`, a `next` per number, `flush`) crosses into the guest once
     /// per transaction, not once per step: `start-ahead` also answers what the `next`s the
     /// last transaction made (its first four) would hand out now; [`next`](Self::next) hands
-    /// those out without a call, and [`flush`](Self::flush) (or whatever call comes next)
-    /// reports them to the guest, which takes them as `next` would have (`sequencer::ahead`).
-    /// The status comes back in the result, as `start-status` gives it.
+    /// those out without a call, [`flush`](Self::flush) waits for this call, and this call
+    /// reports both to the guest first (`take-flush-start-ahead`), which takes the numbers as
+    /// `next` would have and flushes (`sequencer::ahead`). The status comes back in the
+    /// result, as `start-status` gives it.
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        self.shared.call(|i| {
-            let seqs = SeqQuad::of_question(i.store.data().host.ahead.question());
-            let r = sequencer_call!(i, call_start_ahead(kind, ws, seqs))?;
-            Ok(r.map(|a| {
+        self.shared.call_start(
+            |i, taken| {
+                let seqs = question(i);
+                sequencer_call!(i, call_take_flush_start_ahead(taken, kind, ws, seqs))
+            },
+            |i| {
+                let seqs = question(i);
+                sequencer_call!(i, call_start_ahead(kind, ws, seqs))
+            },
+            |i, a| {
                 let host = &mut i.store.data_mut().host;
                 host.status = Some(core_status(a.status));
-                host.ahead.started([a.n0, a.n1, a.n2, a.n3]);
+                let open = matches!(a.outcome, StartOutcome::Started(_));
+                host.ahead.started([a.n0, a.n1, a.n2, a.n3], open);
                 a.outcome
-            }))
-        })
+            },
+        )
     }
 
     /// `start` and one `next` per sequence in `seqs`, in one guest call: for up to four
@@ -185,6 +193,10 @@ impl PartitionSequencer {
         let result = match ahead {
             Some(n) => Ok(n),
             None => self.shared.call_locked(&mut slot, |i| {
+                // After a deferred flush there is no transaction: the guest says so.
+                if let Err(refused) = settle(i)? {
+                    return Ok(Err(refused));
+                }
                 let taken = i.store.data_mut().host.ahead.report_with_next(seq);
                 sequencer_call!(i, call_take_next(SeqQuad::of_taken(taken), seq))
             }),
@@ -193,15 +205,41 @@ impl PartitionSequencer {
         result
     }
 
-    /// Completes the transaction: its event is in the PLog. The numbers handed out ahead are
-    /// reported in the same call (`take-flush`), and the status comes back in its result.
+    /// Completes the transaction: its event is in the PLog.
+    ///
+    /// The flush of a transaction [`start`](Self::start) opened, with no other call since,
+    /// makes no call: it cannot be refused, and it leaves the sequencer ready (the status
+    /// says so at once). It is reported to the guest, with the numbers handed out ahead, by
+    /// the next call on this partition, or by the task driver after a moment without one
+    /// (`SETTLE_AFTER`), when the flusher gets its values. Otherwise the numbers are reported
+    /// in the flush's own call (`take-flush`), whose status comes back in its result.
     pub fn flush(&self) -> Result<(), HostError> {
         let mut slot = self.shared.lock();
-        let result = self.shared.call_locked(&mut slot, |i| {
-            let taken = i.store.data_mut().host.ahead.end();
-            let r = sequencer_call!(i, call_take_flush(SeqQuad::of_taken(taken)))?;
-            Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
-        });
+        let deferred = !slot.closed
+            && slot
+                .instance
+                .as_mut()
+                .is_some_and(|i| i.store.data_mut().host.ahead.defer_flush());
+        let result = if deferred {
+            self.shared
+                .set_status(Status02::from(sequencer::ahead::FLUSHED));
+            self.shared.arm_settle();
+            Ok(())
+        } else {
+            self.shared.call_locked(&mut slot, |i| {
+                let taken = match i.store.data_mut().host.ahead.end() {
+                    Report::Take(taken) => taken,
+                    other => {
+                        if let Err(refused) = report(i, other)? {
+                            return Ok(Err(refused));
+                        }
+                        Taken::default()
+                    }
+                };
+                let r = sequencer_call!(i, call_take_flush(SeqQuad::of_taken(taken)))?;
+                Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
+            })
+        };
         self.shared.let_go(slot);
         result
     }
@@ -253,23 +291,29 @@ impl PartitionSequencer {
         // As `start`: the record ids the last event's first four `next`s would hand out now
         // come back ahead (`start-event-ahead`).
         self.until_started(wait, || {
-            let outcome = self.shared.call(|i| {
-                let seqs = SeqQuad::of_question(i.store.data().host.ahead.question());
-                let r = i.plugin.sequencer_plugin_events().call_start_event_ahead(
-                    &mut i.store,
-                    i.handle,
-                    ws,
-                    seqs,
-                )?;
-                Ok(r.map(|a| {
-                    i.store
-                        .data_mut()
-                        .host
-                        .ahead
-                        .started([a.n0, a.n1, a.n2, a.n3]);
+            let outcome = self.shared.call_start(
+                |i, taken| {
+                    let seqs = question(i);
+                    i.plugin
+                        .sequencer_plugin_events()
+                        .call_take_flush_start_event_ahead(&mut i.store, i.handle, taken, ws, seqs)
+                },
+                |i| {
+                    let seqs = question(i);
+                    i.plugin.sequencer_plugin_events().call_start_event_ahead(
+                        &mut i.store,
+                        i.handle,
+                        ws,
+                        seqs,
+                    )
+                },
+                |i, a| {
+                    let open = matches!(a.start, EventStart::Started(_));
+                    let numbers = [a.n0, a.n1, a.n2, a.n3];
+                    i.store.data_mut().host.ahead.started(numbers, open);
                     a.start
-                }))
-            })?;
+                },
+            )?;
             Ok(match outcome {
                 EventStart::Started(offsets) => Some(offsets),
                 EventStart::NotNow(_) => None,
@@ -433,6 +477,11 @@ impl PartitionSequencer {
             .storage
             .append(self.shared.partition, offset, values)
     }
+}
+
+/// The sequences a start asks ahead about: those of the last transaction's `next`s.
+fn question(i: &Instance) -> SeqQuad {
+    SeqQuad::of_question(i.store.data().host.ahead.question())
 }
 
 /// A slice call's one rule: up to four sequences go as a `seq-quad` through `quad` (no list

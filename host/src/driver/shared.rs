@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
-use sequencer::Instant;
 use sequencer::facade::SequenceStatus as Status02;
+use sequencer::{Instant, Report};
 
 use crate::driver::clock::Clock;
 use crate::driver::spin::spin_for;
 use crate::runtime::bindings::{Explained, GuestError, GuestParams, Outcome, SeqQuad};
 use crate::runtime::error::HostError;
 use crate::runtime::host_state::Op;
+use crate::runtime::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::store::storage::{PartitionId, Storage};
 
@@ -33,6 +34,11 @@ pub(crate) enum DriverMsg {
         wake: Option<Option<Instant>>,
     },
     Cleanup {
+        partition: PartitionId,
+    },
+    /// A flush the caller deferred waits in the partition's instance: settle it soon unless a
+    /// call does first (see [`Shared::arm_settle`]).
+    Settle {
         partition: PartitionId,
     },
     Sync(oneshot::Sender<()>),
@@ -56,13 +62,33 @@ macro_rules! sequencer_call {
 }
 pub(crate) use sequencer_call;
 
-/// Reports the numbers handed out ahead in `i` (if any) with `take`, and ends the numbers ahead.
-fn report_ahead(i: &mut Instance) -> wasmtime::Result<Result<(), GuestError>> {
-    let taken = i.store.data_mut().host.ahead.end();
-    if taken.is_empty() {
-        return Ok(Ok(()));
+/// Reports to the guest in `i` what its caller did without a call (`sequencer::ahead`): a
+/// deferred flush (`take-flush`, its status taken in) or the numbers handed out ahead (`take`).
+pub(super) fn report(i: &mut Instance, report: Report) -> wasmtime::Result<Result<(), GuestError>> {
+    if report != Report::Nothing {
+        i.store.data_mut().host.reports += 1;
     }
-    sequencer_call!(i, call_take(SeqQuad::of_taken(taken)))
+    match report {
+        Report::Nothing => Ok(Ok(())),
+        Report::Take(taken) => sequencer_call!(i, call_take(SeqQuad::of_taken(taken))),
+        Report::Flush(taken) => {
+            let r = sequencer_call!(i, call_take_flush(SeqQuad::of_taken(taken)))?;
+            Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
+        }
+    }
+}
+
+/// Reports a deferred flush waiting in `i`, if any (the numbers ahead of an open transaction
+/// stay).
+pub(super) fn settle(i: &mut Instance) -> wasmtime::Result<Result<(), GuestError>> {
+    let ahead = &mut i.store.data_mut().host.ahead;
+    match ahead.flush_deferred() {
+        true => {
+            let r = ahead.end();
+            report(i, r)
+        }
+        false => Ok(Ok(())),
+    }
 }
 
 /// A storage outcome on its way to the guest.
@@ -91,7 +117,13 @@ enum Mail {
     },
     /// A wake-up that came due for the instance of `generation`.
     Pump { generation: u64 },
+    /// Settle a deferred flush in whichever instance holds it.
+    Settle,
 }
+
+/// How long a deferred flush waits for the caller's next call before the task driver settles
+/// it (its values then go to the flusher): under load the next `start` comes much sooner.
+pub(crate) const SETTLE_AFTER: Duration = Duration::from_micros(200);
 
 /// How long a caller spins for the instance the task driver holds before it sleeps (see
 /// `Shared::lock_contended`); the driver holds it for one delivery, a few microseconds.
@@ -124,6 +156,9 @@ pub(crate) struct Shared {
     mail: Mutex<Vec<Mail>>,
     /// True while `mail` may hold something.
     has_mail: AtomicBool,
+    /// The driver was asked to settle a deferred flush and has not yet (see
+    /// [`arm_settle`](Self::arm_settle)).
+    settle_armed: AtomicBool,
 }
 
 pub(super) struct Slot {
@@ -165,6 +200,7 @@ impl Shared {
             waiters: Mutex::new(Vec::new()),
             mail: Mutex::new(Vec::new()),
             has_mail: AtomicBool::new(false),
+            settle_armed: AtomicBool::new(false),
         }
     }
 
@@ -197,21 +233,48 @@ impl Shared {
     /// while the instance is still held, so the task driver cannot slip a change in between.
     /// The driver's mail posted meanwhile is applied before the instance is let go.
     ///
-    /// Numbers handed out ahead without a call (see [`PartitionSequencer::next`]) are reported
-    /// to the guest first, in the same hold of the instance: the call may end or change the
-    /// transaction they belong to.
+    /// Numbers handed out ahead without a call (see [`PartitionSequencer::next`]) and a
+    /// deferred flush (see [`PartitionSequencer::flush`]) are reported to the guest first, in
+    /// the same hold of the instance: the call may end or change the transaction they belong to.
     ///
     /// [`PartitionSequencer::next`]: super::PartitionSequencer::next
+    /// [`PartitionSequencer::flush`]: super::PartitionSequencer::flush
     pub(super) fn call<R>(
         &self,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
         let result = self.call_locked(&mut slot, |i| {
-            if let Err(refused) = report_ahead(i)? {
+            let ahead = i.store.data_mut().host.ahead.end();
+            if let Err(refused) = report(i, ahead)? {
                 return Ok(Err(refused));
             }
             f(i)
+        });
+        self.let_go(slot);
+        result
+    }
+
+    /// [`call`](Self::call) for a start that reports a deferred flush itself: with one waiting,
+    /// `with_flush(i, taken)` makes the start's call carrying it (one crossing); otherwise
+    /// what is to report goes first, as `call` does, then `plain(i)`. `answered` takes the
+    /// answer in while the instance is still held.
+    pub(super) fn call_start<A, R>(
+        &self,
+        with_flush: impl FnOnce(&mut Instance, SeqQuad) -> wasmtime::Result<Result<A, GuestError>>,
+        plain: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<A, GuestError>>,
+        answered: impl FnOnce(&mut Instance, A) -> R,
+    ) -> Result<R, HostError> {
+        let mut slot = self.lock();
+        let result = self.call_locked(&mut slot, |i| {
+            let answer = match i.store.data_mut().host.ahead.end() {
+                Report::Flush(taken) => with_flush(i, SeqQuad::of_taken(taken))?,
+                other => match report(i, other)? {
+                    Ok(()) => plain(i)?,
+                    Err(refused) => Err(refused),
+                },
+            };
+            Ok(answer.map(|a| answered(i, a)))
         });
         self.let_go(slot);
         result
@@ -245,7 +308,12 @@ impl Shared {
         };
         self.refuel(instance);
         slot.calls += 1;
-        match f(instance) {
+        let answer = f(instance);
+        if let Some(i) = slot.instance.as_mut() {
+            // The reports made before the call proper are guest calls too.
+            slot.calls += std::mem::take(&mut i.store.data_mut().host.reports);
+        }
+        match answer {
             Ok(result) => {
                 self.forward(slot);
                 result.map_err(HostError::Sequencer)
@@ -397,10 +465,39 @@ impl Shared {
                 Mail::Pump { generation } if generation == slot.generation => {
                     self.call_locked(slot, |i| sequencer_call!(i, call_pump()).map(Ok))
                 }
+                Mail::Settle => match slot.instance.as_ref() {
+                    Some(i) if i.store.data().host.ahead.flush_deferred() => {
+                        self.call_locked(slot, settle)
+                    }
+                    _ => Ok(()),
+                },
                 _ => Ok(()),
             };
         }
         true
+    }
+
+    /// A flush was deferred in the instance (see [`PartitionSequencer::flush`]): asks the
+    /// driver, unless it was asked already, to settle it after [`SETTLE_AFTER`] if no call
+    /// has by then. Under load the next `start` settles it first, and the driver is asked about
+    /// once per [`SETTLE_AFTER`], not once per transaction.
+    ///
+    /// [`PartitionSequencer::flush`]: super::PartitionSequencer::flush
+    pub(super) fn arm_settle(&self) {
+        if !self.settle_armed.load(Ordering::Relaxed)
+            && !self.settle_armed.swap(true, Ordering::SeqCst)
+        {
+            let _ = self.events.unbounded_send(DriverMsg::Settle {
+                partition: self.partition,
+            });
+        }
+    }
+
+    /// The driver's [`SETTLE_AFTER`] passed: settles a deferred flush now, or lets the caller
+    /// holding the instance do it (true, as [`pump`](Self::pump)).
+    pub(crate) fn settle_now(&self) -> bool {
+        self.settle_armed.store(false, Ordering::SeqCst);
+        self.post(Mail::Settle)
     }
 
     /// After the tasks moved on (which may have changed the status): wake waiting callers.

@@ -58,6 +58,9 @@ pub struct HostState {
     /// The numbers `start-ahead` gave and which were handed out without a call (the per-step
     /// path; see `sequencer::ahead`). Lives with the instance: a replaced one starts afresh.
     pub(crate) ahead: sequencer::Ahead,
+    /// Guest calls made to report what was done without a call (`take`, a deferred flush's
+    /// `take-flush`) before the call proper, for `PartitionSequencer::guest_calls`.
+    pub(crate) reports: u64,
 }
 
 impl HostState {
@@ -74,6 +77,7 @@ impl HostState {
             wake: None,
             status: None,
             ahead: sequencer::Ahead::new(),
+            reports: 0,
         }
     }
 }
