@@ -188,7 +188,7 @@ impl Ahead {
     /// out, for the caller's next call ([`end`](Self::end) gives it as [`Report::Flush`]);
     /// nothing is ahead meanwhile. False: make the call (after [`end`](Self::end)).
     pub fn defer_flush(&mut self) -> bool {
-        if !self.open || self.flush.is_some() {
+        if !self.open {
             return false;
         }
         self.flush = Some(self.close());

@@ -8,11 +8,11 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
+use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
-use sequencer::{PLogOffset, Report, Taken};
 
 use crate::driver::clock::Clock;
-use crate::driver::shared::{DriverMsg, Shared, report, sequencer_call, settle};
+use crate::driver::shared::{DriverMsg, Shared, sequencer_call, settle};
 use crate::runtime::bindings::{
     BatchNumbers, EventOffsets, EventStart, Explained, GuestParams, HeldNumbers, QuadNumbers,
     SeqQuad, SequenceStatus, StartOutcome, Status,
@@ -211,8 +211,8 @@ impl PartitionSequencer {
     /// makes no call: it cannot be refused, and it leaves the sequencer ready (the status
     /// says so at once). It is reported to the guest, with the numbers handed out ahead, by
     /// the next call on this partition, or by the task driver after a moment without one
-    /// (`SETTLE_AFTER`), when the flusher gets its values. Otherwise the numbers are reported
-    /// in the flush's own call (`take-flush`), whose status comes back in its result.
+    /// (`SETTLE_AFTER`), when the flusher gets its values. Otherwise it is its own call
+    /// (`flush-status`, after what is to report), whose status comes back in its result.
     pub fn flush(&self) -> Result<(), HostError> {
         let mut slot = self.shared.lock();
         let deferred = !slot.closed
@@ -226,17 +226,8 @@ impl PartitionSequencer {
             self.shared.arm_settle();
             Ok(())
         } else {
-            self.shared.call_locked(&mut slot, |i| {
-                let taken = match i.store.data_mut().host.ahead.end() {
-                    Report::Take(taken) => taken,
-                    other => {
-                        if let Err(refused) = report(i, other)? {
-                            return Ok(Err(refused));
-                        }
-                        Taken::default()
-                    }
-                };
-                let r = sequencer_call!(i, call_take_flush(SeqQuad::of_taken(taken)))?;
+            self.shared.call_reporting(&mut slot, |i| {
+                let r = sequencer_call!(i, call_flush_status())?;
                 Ok(r.map(|status| i.store.data_mut().host.status = Some(core_status(status))))
             })
         };

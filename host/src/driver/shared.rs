@@ -64,7 +64,7 @@ pub(crate) use sequencer_call;
 
 /// Reports to the guest in `i` what its caller did without a call (`sequencer::ahead`): a
 /// deferred flush (`take-flush`, its status taken in) or the numbers handed out ahead (`take`).
-pub(super) fn report(i: &mut Instance, report: Report) -> wasmtime::Result<Result<(), GuestError>> {
+fn report(i: &mut Instance, report: Report) -> wasmtime::Result<Result<(), GuestError>> {
     if report != Report::Nothing {
         i.store.data_mut().host.reports += 1;
     }
@@ -244,15 +244,25 @@ impl Shared {
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
-        let result = self.call_locked(&mut slot, |i| {
+        let result = self.call_reporting(&mut slot, f);
+        self.let_go(slot);
+        result
+    }
+
+    /// [`call`](Self::call) on the instance already held: what was done without a call is
+    /// reported first.
+    pub(super) fn call_reporting<R>(
+        &self,
+        slot: &mut Slot,
+        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+    ) -> Result<R, HostError> {
+        self.call_locked(slot, |i| {
             let ahead = i.store.data_mut().host.ahead.end();
             if let Err(refused) = report(i, ahead)? {
                 return Ok(Err(refused));
             }
             f(i)
-        });
-        self.let_go(slot);
-        result
+        })
     }
 
     /// [`call`](Self::call) for a start that reports a deferred flush itself: with one waiting,
