@@ -1,7 +1,8 @@
 //! `OwnTail`: an actualization's replay and the numbers read after it are served from what the
-//! host appended when the one read of the store proves no other writer appended since, and read
-//! from the store otherwise; what it keeps is bounded and forgotten on any doubt. The driver's
-//! reads are made by hand here, in the order an actualization makes them.
+//! host appended while it knows where the PLog ended (the append fence refusing its next append
+//! if another writer appended meanwhile), and read from the store otherwise; what it keeps is
+//! bounded and forgotten on any doubt. The driver's reads are made by hand here, in the order an
+//! actualization makes them.
 
 use std::sync::Arc;
 
@@ -78,8 +79,12 @@ fn a_replay_of_the_hosts_own_appends_is_served_from_memory_as_the_store_would_an
         "pages of 3 from offset 2"
     );
     let c = counts(&t, before);
-    assert_eq!((c.proofs_held, c.pages_served, c.events_served), (1, 3, 7));
-    assert_eq!(c.pages_read, 0, "nothing read but the offsets");
+    assert_eq!((c.vouched, c.pages_served, c.events_served), (1, 3, 7));
+    assert_eq!(
+        (c.proofs_held, c.proofs_failed, c.pages_read),
+        (0, 0, 0),
+        "nothing read from the store, not even the offsets"
+    );
     // Again, with nothing appended since: the same tail.
     let before = t.counts();
     assert_eq!(actualize(&t, 100), from_store(&m, 100));
@@ -87,23 +92,38 @@ fn a_replay_of_the_hosts_own_appends_is_served_from_memory_as_the_store_would_an
 }
 
 #[test]
-fn a_second_writers_append_after_the_hosts_is_read_from_the_store() {
+fn a_second_writers_append_after_the_hosts_refuses_the_hosts_next_append_and_the_store_answers_after()
+ {
     let (m, t) = ready(TailLimits::default());
     t.append_events(P, &batch(1, 4)).expect("append");
     // Another host appends 5 and 6 to the same PLog, not through this layer.
     m.append_events(P, &batch(5, 2))
         .expect("the other host's append");
+    // The actualization is answered from memory: the PLog as this host last saw it, so the
+    // sequencer numbers offset 5 next, which the fence refuses: nothing of it lands.
+    let before = t.counts();
+    let (_, pages) = actualize(&t, 100);
+    assert_eq!(pages.last().map(|p| p.next), Some(5), "served from memory");
+    assert_eq!(counts(&t, before).vouched, 1);
+    assert!(matches!(
+        t.append_events(P, &batch(5, 1)),
+        Err(AppendError::WrongOffset { expected: 7, .. })
+    ));
+    // The refusal forgot the tail: the next actualization reads the store.
     let before = t.counts();
     let (_, pages) = actualize(&t, 100);
     assert_eq!(pages, from_store(&m, 100).1, "events 5 and 6 replayed");
     assert_eq!(pages.last().map(|p| p.next), Some(7));
     let c = counts(&t, before);
-    assert_eq!((c.proofs_held, c.proofs_failed, c.pages_served), (0, 1, 0));
+    assert_eq!(
+        (c.vouched, c.proofs_held, c.proofs_failed, c.pages_served),
+        (0, 0, 1, 0)
+    );
     // That replay was followed: the tail goes on from 7.
     t.append_events(P, &batch(7, 1)).expect("append");
     let before = t.counts();
     assert_eq!(actualize(&t, 100), from_store(&m, 100));
-    assert_eq!(counts(&t, before).proofs_held, 1);
+    assert_eq!(counts(&t, before).vouched, 1);
 }
 
 #[test]
@@ -247,7 +267,7 @@ fn what_is_kept_is_bounded_and_a_replay_from_before_it_reads_the_store() {
     assert_eq!(actualize(&t, 3), from_store(&m, 3));
     let c = counts(&t, before);
     assert_eq!(
-        (c.proofs_held, c.pages_read, c.pages_served),
+        (c.vouched, c.pages_read, c.pages_served),
         (1, 2, 2),
         "1-3 and 4-6 read, 7-9 and 10 served"
     );
@@ -275,15 +295,24 @@ fn numbers_read_after_an_actualization_are_served_from_what_the_host_saw_until_a
     assert_eq!(t.read_numbers(P, 3, &[1]), Ok(vec![0]));
     assert_eq!(counts(&t, before).workspaces_served, 3);
 
-    // Another host appends event 4 raising ws 1 to 9 and flushes it; the next actualization
-    // sees the longer PLog, forgets, and the view answers.
+    // Another host appends event 4 raising ws 1 to 9 and flushes it. What this host serves
+    // is stale until it appends: the fence refuses the append at 4 (so the stale 4 it would
+    // give ws 1 never lands), the tail is forgotten, and the view answers from then on.
     m.append_event(P, 4, &[SeqValue::new(1, 1, 9)], b"B")
         .expect("the other host's append");
     block_on(m.write(P, vec![SeqValue::new(1, 1, 9)], 4)).expect("its flush");
     actualize(&t, 100);
+    assert_eq!(t.read_numbers(P, 1, &[1]), Ok(vec![3]), "stale, not landed");
+    assert!(matches!(
+        t.append_event(P, 4, &[SeqValue::new(1, 1, 4)], b"A"),
+        Err(AppendError::WrongOffset { expected: 5, .. })
+    ));
     let before = t.counts();
     assert_eq!(t.read_numbers(P, 1, &[1]), Ok(vec![9]));
     assert_eq!(counts(&t, before).workspaces_read, 1);
+    actualize(&t, 100);
+    assert_eq!(t.read_numbers(P, 1, &[1]), Ok(vec![9]));
+    assert_eq!(m.plog(P).last().map(|(o, _)| *o), Some(4), "B's event last");
 }
 
 #[test]
@@ -303,9 +332,5 @@ fn nothing_is_served_before_a_replay_has_been_followed_to_the_plogs_end() {
     assert_eq!(counts(&t, before).proofs_failed, 1);
     let before = t.counts();
     assert_eq!(actualize(&t, 100), from_store(&m, 100));
-    assert_eq!(
-        counts(&t, before).proofs_held,
-        1,
-        "followed to the end once"
-    );
+    assert_eq!(counts(&t, before).vouched, 1, "followed to the end once");
 }

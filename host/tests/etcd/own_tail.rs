@@ -1,7 +1,8 @@
 //! Actualization from the host's own tail on the cluster: a store opened by `store::open` serves
 //! a replay of its own appends from memory, and a second writer that appends between the
 //! host's append and its actualization (or between its actualization and its next append) is
-//! seen: the host's numbers go on after the other writer's, none issued twice.
+//! seen by the fence at the host's next append, which is refused: the host then reads the
+//! cluster and its numbers go on after the other writer's, none issued twice.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -122,19 +123,23 @@ fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no
     a.commit(1);
     let alone = layer.counts().since(&before);
     assert_eq!(
-        (alone.proofs_held, alone.proofs_failed),
-        (1, 0),
+        (alone.vouched, alone.proofs_held, alone.proofs_failed),
+        (1, 0, 0),
         "{alone:?}"
     );
     assert!(alone.pages_served >= 1, "{alone:?}");
 
-    // B appends after A's append, before A actualizes: A's proof fails, the store is read.
+    // B appends after A's append, before A actualizes: A's actualization is answered from
+    // memory, A's next append is refused by the fence, and the actualization after it reads
+    // the cluster.
     assert!(b.commit(3) >= 1, "B was behind A: fenced first");
     let before = layer.counts();
     a.fail_a_command();
+    assert_eq!(layer.counts().since(&before).vouched, 1);
+    assert_eq!(a.commit(2), 1, "A's first append after B's is refused");
     let overtaken = layer.counts().since(&before);
     assert_eq!(overtaken.proofs_failed, 1, "{overtaken:?}");
-    assert_eq!(a.commit(2), 0, "A replayed B's events: not fenced");
+    assert_eq!(a.commit(1), 0, "A replayed B's events: not fenced again");
 
     // B appends after A's actualization, before A's next append: A's append is refused.
     a.fail_a_command();
@@ -149,7 +154,7 @@ fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no
     let mut last: BTreeMap<SeqId, Number> = BTreeMap::new();
     let initial = |s: SeqId| if s == 2 { 1_000_000 } else { 1 };
     let events = all_events(&cluster.store(Duration::from_secs(10)), 0);
-    assert_eq!(events.len(), 5 + 1 + 3 + 2 + 2 + 2 + 3, "18 events");
+    assert_eq!(events.len(), 5 + 1 + 3 + 2 + 1 + 2 + 2 + 3, "19 events");
     for e in &events {
         for v in &e.values {
             let expected = last.get(&v.key.seq).map_or(initial(v.key.seq), |n| n + 1);
@@ -159,7 +164,7 @@ fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no
     }
     let checked = check_passes(&cluster.url());
     assert!(
-        checked.contains("1 partitions, 18 PLog events"),
+        checked.contains("1 partitions, 19 PLog events"),
         "{checked}"
     );
 }

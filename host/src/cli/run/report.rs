@@ -242,7 +242,8 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
 fn own_tail_line(args: &RunArgs, tail: Option<TailCounts>) -> String {
     match tail {
         Some(t) => format!(
-            "{} of {} offset reads proved the tail: {} PLog pages ({} events) served from memory, {} read from the store; numbers of {} workspaces served from memory, {} read from the store",
+            "{} offset reads answered from memory, {} of {} read from the store proved the tail: {} PLog pages ({} events) served from memory, {} read from the store; numbers of {} workspaces served from memory, {} read from the store",
+            t.vouched,
             t.proofs_held,
             t.proofs_held + t.proofs_failed,
             t.pages_served,
@@ -252,7 +253,7 @@ fn own_tail_line(args: &RunArgs, tail: Option<TailCounts>) -> String {
             t.workspaces_read
         ),
         None if !args.own_tail => "off (--own-tail off)".into(),
-        None => "not used on this store (etcd proves its tail in one read; other stores read their PLog)".into(),
+        None => "not used on this store (only etcd, where other hosts may append, has it; other stores read their PLog)".into(),
     }
 }
 

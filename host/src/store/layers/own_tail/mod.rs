@@ -1,7 +1,7 @@
 //! Actualization from the host's own tail: a layer that keeps, per partition, the PLog events
 //! past the stored offset that this host appended (or replayed), and the numbers it saw, and
-//! answers an actualization's reads from them when one read of the store proves nobody else
-//! appended after them. Why what it serves is never stale: [`OwnTail`].
+//! answers an actualization's reads from them while it knows where the PLog ended. Why what it
+//! serves never lets a number reach the PLog twice: [`OwnTail`].
 
 mod probe;
 mod state;
@@ -33,13 +33,14 @@ use state::PartitionTail;
 /// - the **numbers** seen: read from the view, raised by every event appended or replayed and
 ///   every flusher write.
 ///
-/// An actualization begins with an offset read; the layer makes it one
-/// [`TailProbe::read_offsets`] instead, which also reads where the PLog ends. If the PLog ends
-/// exactly where the kept tail does, and nothing was appended meanwhile, no other writer
-/// appended after this host's last event: the replay that follows (from the stored offset to
-/// that end) is served from the tail, as a read at that instant would have answered. Otherwise
-/// everything kept is forgotten and the replay is read from the store, and followed: once it
-/// reaches the PLog's end, the tail continues from there.
+/// An actualization begins with an offset read. While the kept tail reaches where the PLog
+/// ended when this host last appended to it or read it, and no append is under way, the layer
+/// answers it from memory (the stored offset this host last read or wrote) and serves the
+/// replay that follows from the tail: no read of the store at all. Otherwise it makes the
+/// offset read one [`TailProbe::read_offsets`], which also reads where the PLog ends: if that
+/// is where the kept tail ends, and nothing was appended meanwhile, the replay is served from
+/// the tail; if not, everything kept is forgotten and the replay is read from the store, and
+/// followed: once it reaches the PLog's end, the tail continues from there.
 ///
 /// Numbers are served (to `read_numbers` and `read_numbers_many`) once the replay of the
 /// current epoch reached the PLog's end, for keys read from the store in that epoch: the view
@@ -48,10 +49,13 @@ use state::PartitionTail;
 /// was seen is the largest number the PLog holds, which is what the view holds for every key
 /// the sequencer asks for (it asks only for keys it does not hold).
 ///
-/// A second writer is always seen: one that appended before an offset read makes the PLog
-/// longer than the tail (the store is read); one that appends after it takes the offset this
-/// host numbers next, so this host's append is refused by the fence before any number it gave
-/// reaches the PLog, and it actualizes again, from the store. Everything kept is forgotten on
+/// A second writer is always seen, by the fence: once it has appended after the kept end it
+/// holds the offset this host numbers next, so this host's next append is refused (the
+/// [`Storage::append_event`] contract) before any number given from the stale tail reaches the
+/// PLog; the refusal forgets the tail, and the actualization that follows reads the store. (A
+/// read of the store at the actualization would find the writer sooner, but the fence is what
+/// proves it either way: another writer may append right after any such read.) A probe of the
+/// store that finds the PLog longer than the tail also forgets it. Everything kept is forgotten on
 /// any error of the store, on an append whose outcome is unknown or refused, and on a flusher
 /// write that fails or is abandoned; the tail before a flusher write's stored offset is
 /// dropped when that write succeeds.
@@ -67,6 +71,7 @@ pub struct OwnTail {
 
 #[derive(Default)]
 struct Counters {
+    vouched: AtomicU64,
     proofs_held: AtomicU64,
     proofs_failed: AtomicU64,
     pages_served: AtomicU64,
@@ -79,6 +84,9 @@ struct Counters {
 /// What an [`OwnTail`] has served from memory and read from the store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TailCounts {
+    /// Offset reads answered from memory, the kept tail known to end where the PLog did (the
+    /// append fence is the proof): their replays were served from it.
+    pub vouched: u64,
     /// Offset reads whose probe proved the kept tail: their replays were served from it.
     pub proofs_held: u64,
     /// Offset reads whose probe did not (another writer, nothing kept yet, an error): their
@@ -100,6 +108,7 @@ impl TailCounts {
     /// What was served and read between `before` and this.
     pub fn since(&self, before: &Self) -> Self {
         Self {
+            vouched: self.vouched - before.vouched,
             proofs_held: self.proofs_held - before.proofs_held,
             proofs_failed: self.proofs_failed - before.proofs_failed,
             pages_served: self.pages_served - before.pages_served,
@@ -137,6 +146,7 @@ impl OwnTail {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         TailCounts {
+            vouched: get(&c.vouched),
             proofs_held: get(&c.proofs_held),
             proofs_failed: get(&c.proofs_failed),
             pages_served: get(&c.pages_served),
@@ -256,8 +266,12 @@ impl Storage for OwnTail {
         partition: PartitionId,
     ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
         let part = self.partition(partition);
-        let ticket = lock(&part).offset_read_began();
         let counters = self.counters.clone();
+        if let Some(stored) = lock(&part).vouch() {
+            bump(&counters.vouched, 1);
+            return futures::future::ready(Ok(stored)).boxed();
+        }
+        let ticket = lock(&part).offset_read_began();
         self.probe
             .read_offsets(partition)
             .map(move |r| match r {

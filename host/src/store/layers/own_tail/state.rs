@@ -74,15 +74,17 @@ pub(super) struct ReadTicket(u64);
 
 /// One partition's kept tail and numbers.
 ///
-/// An **epoch** begins when an offset read cannot prove the tail: everything kept is dropped
-/// and the replay that follows, read from the store, is followed from its first offset
-/// (`max(stored, 1)`) to the PLog's end. From then on every PLog event past the replay's end is
-/// seen here as it is appended (a failed or unknown append ends the epoch), or the fence
-/// refuses this host's next append, or the next offset read finds the PLog longer than what is
-/// kept; any of these ends the epoch. Within an epoch:
+/// An **epoch** begins when an offset read of the store cannot prove the tail: everything kept
+/// is dropped and the replay that follows, read from the store, is followed from its first
+/// offset (`max(stored, 1)`) to the PLog's end. From then on every PLog event past the replay's
+/// end is seen here as it is appended (a failed or unknown append ends the epoch), unless
+/// another writer appends: then the fence refuses this host's next append, or an offset read
+/// of the store finds the PLog longer than what is kept; either ends the epoch. Within an
+/// epoch:
 ///
-/// - the kept events `[start, end)` are the PLog's, and the PLog ended at `end` when the
-///   last offset read found so: a replay from `start..=end` is served from them;
+/// - the kept events `[start, end)` are the PLog's, and the PLog ended at `end` when this host
+///   last appended to it or read its end: a replay from `start..=end` is served from them
+///   ([`vouch`](Self::vouch) says why that needs no read);
 /// - the store's view, read after the epoch's offset read, holds every number of the events
 ///   before its stored offset, and every event from there on was seen (replayed or
 ///   appended), so the largest of a number read and those seen is the largest the PLog holds
@@ -101,6 +103,8 @@ pub(super) struct PartitionTail {
     numbers: HashMap<WsId, Vec<Seen>>,
     /// The PLog's end an offset read proved, while its replay may be served from here.
     proved: Option<PLogOffset>,
+    /// The stored offset as this epoch last read it or wrote it (`None` in no epoch).
+    stored: Option<PLogOffset>,
     /// Bumped whenever an epoch ends or begins.
     epoch: u64,
     /// Bumped when an append begins or ends.
@@ -119,6 +123,7 @@ impl PartitionTail {
             values: VecDeque::new(),
             numbers: HashMap::new(),
             proved: None,
+            stored: None,
             epoch: 0,
             appends: 0,
             appending: 0,
@@ -138,6 +143,7 @@ impl PartitionTail {
         self.values.clear();
         self.numbers.clear();
         self.proved = None;
+        self.stored = None;
         self.epoch += 1;
     }
 
@@ -163,10 +169,34 @@ impl PartitionTail {
         {
             self.drop_before(offsets.stored);
             self.proved = Some(self.end);
+            self.stored = Some(offsets.stored);
             return true;
         }
         self.begin_epoch(Phase::Following, offsets.stored.max(1));
+        self.stored = Some(offsets.stored);
         false
+    }
+
+    /// An offset read answered without reading the store: the stored offset this epoch last
+    /// read or wrote, if the kept tail ends where the PLog ended when this host last appended
+    /// or read it and no append is under way; the replay that follows is then served from the
+    /// tail. `None`: the store must be read.
+    ///
+    /// Why no read is needed: what an actualization computes matters only through the numbers
+    /// it lets this host give, and those reach the PLog only by an append, which the store
+    /// accepts only at the PLog's next offset (the fence of
+    /// [`Storage::append_event`](crate::Storage::append_event)). An append of another writer
+    /// after the kept end takes that offset, so this host's next append is refused, which ends
+    /// the epoch, and the actualization that follows reads the store. A read here would only
+    /// find the same writer sooner.
+    pub(super) fn vouch(&mut self) -> Option<PLogOffset> {
+        let stored = self.stored?;
+        if self.phase != Phase::Known || self.appending != 0 || stored > self.end {
+            return None;
+        }
+        self.drop_before(stored);
+        self.proved = Some(self.end);
+        Some(stored)
     }
 
     /// The page a read of up to `max` events from `from` returns, served from the kept tail
@@ -264,6 +294,7 @@ impl PartitionTail {
             return;
         }
         self.raise(values.iter().copied());
+        self.stored = self.stored.map(|s| s.max(stored));
         self.drop_before(stored.min(self.end));
         self.bound();
     }
@@ -453,6 +484,47 @@ mod tests {
                 plog_next: 4
             }
         ));
+    }
+
+    #[test]
+    fn a_known_tail_is_vouched_for_with_the_stored_offset_last_read_or_written() {
+        let mut t = known();
+        assert_eq!(t.vouch(), Some(0), "the offset the epoch's read found");
+        assert_eq!(t.page(1, 10).map(|p| (p.next, p.end)), Some((4, true)));
+        t.written(&[v(1, 1, 2)], 3);
+        assert_eq!(t.vouch(), Some(3), "the offset this host wrote");
+        assert!(t.page(2, 10).is_none(), "dropped: from the store");
+        t.append_began();
+        assert_eq!(t.vouch(), None, "an append under way: its outcome decides");
+        assert_eq!(t.page(3, 10), None, "an append unproves");
+        t.appended(4, 5, [(4, v(1, 1, 4))].into_iter());
+        assert_eq!(t.vouch(), Some(3));
+        assert_eq!(
+            t.page(3, 10).map(|p| (p.values.len(), p.next)),
+            Some((2, 5))
+        );
+    }
+
+    #[test]
+    fn nothing_is_vouched_for_before_a_replay_reached_the_plogs_end_or_after_a_doubt() {
+        let mut t = PartitionTail::new(TailLimits::default());
+        assert_eq!(t.vouch(), None, "nothing read yet");
+        let ticket = t.offset_read_began();
+        t.offsets_read(
+            ticket,
+            Offsets {
+                stored: 0,
+                plog_next: 4,
+            },
+        );
+        assert_eq!(t.vouch(), None, "the replay is still followed");
+        let mut t = known();
+        t.append_began();
+        t.append_failed();
+        assert_eq!(t.vouch(), None, "an unknown append forgot everything");
+        let mut t = known();
+        t.forget();
+        assert_eq!(t.vouch(), None);
     }
 
     #[test]
