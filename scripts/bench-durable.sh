@@ -21,7 +21,8 @@
 # run of the same round appended, `host/benches/store_alone.rs`),
 # BENCH_MODES ("one batched"), BENCH_BATCH (the batched runs' --batch-size; unset: the main
 # job's default), BENCH_HOST (a sequencer-host binary to measure instead of building one: to
-# compare two builds, run the script once with each, alternated).
+# compare two builds, run the script once with each, alternated) and BENCH_COMPONENT (the
+# component it loads, instead of building one).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
 # one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 25,000; s3 100 and 5,000.
 # Builds the component and the host (release, with the features the stores need: etcd brings
@@ -48,7 +49,11 @@ if [[ -n "$etcd" ]]; then
   PROTOC="$(bash scripts/protoc.sh)"
   export PROTOC
 fi
-SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
+if [[ -n "${BENCH_COMPONENT:-}" ]]; then
+  SEQUENCER_COMPONENT="$(realpath "$BENCH_COMPONENT")"
+else
+  SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
+fi
 export SEQUENCER_COMPONENT
 if [[ -n "${BENCH_HOST:-}" ]]; then
   host="$(realpath "$BENCH_HOST")"

@@ -271,6 +271,7 @@ calls! {
     fn take_next(taken: wit::SeqQuad, seq: u16) -> Result<u64, wit::Error>;
     fn take_flush(taken: wit::SeqQuad) -> Result<wit::Status, wit::Error>;
     fn take_flush_start_ahead(taken: wit::SeqQuad, kind: u16, ws: u64, seqs: wit::SeqQuad) -> Result<wit::AheadNumbers, wit::Error>;
+    fn actualize_beside_write() -> Result<(), wit::Error>;
 }
 
 impl Seq {
@@ -303,6 +304,10 @@ impl Seq {
 
     fn actualize(&self) -> Result<(), wit::Error> {
         self.with(|s, h| s.actualize(h))
+    }
+
+    fn actualize_beside_write(&self) -> Result<(), wit::Error> {
+        self.with(|s, h| s.actualize_beside_write(h))
     }
 
     fn cleanup(&self) {

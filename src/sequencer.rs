@@ -135,6 +135,13 @@ pub struct Sequencer {
     /// The slot `next` looks at first: the one after the last it used.
     slot_cursor: usize,
     pending_load: Option<PendingLoad>,
+    /// The write that was in flight when the last actualization began, while it still is: the
+    /// replay supersedes it, so if it fails it is dropped, not retried.
+    superseded_write: Option<Ticket>,
+    /// The offset a write superseded by `actualize_beside_write` stored when it landed during
+    /// the actualization (0: none): the replay skips the events before it, which that write
+    /// covers, so that no later write carries their older numbers.
+    replay_floor: PLogOffset,
     /// Consecutive failed writes; [`Timer::WriteRetry`] holds the next one back.
     write_retry: Backoff,
     /// The probe of storage during a long retry wait ([`Timer::Probe`] says when).
@@ -172,6 +179,8 @@ impl Sequencer {
             slots: Vec::with_capacity(widest),
             slot_cursor: 0,
             pending_load: None,
+            superseded_write: None,
+            replay_floor: 0,
             write_retry: Backoff::default(),
             probe: Probe::default(),
             timers: TimerTable::default(),
@@ -570,7 +579,27 @@ impl Sequencer {
     /// Drops the transaction in progress, if any (staged events included), and everything not
     /// yet written, and recovers from storage and the PLog: `start` says "not now" until that is
     /// done, then hands out the same offset and numbers the dropped transaction had.
+    ///
+    /// As the original, it reads storage only once a write in flight has settled; that write,
+    /// if it fails, is dropped, not retried (the replay supersedes it).
+    /// [`actualize_beside_write`](Self::actualize_beside_write) does not wait for it.
     pub fn actualize(&mut self) -> Result<(), Error> {
+        self.begin_actualization(false)
+    }
+
+    /// [`actualize`](Self::actualize), reading storage at once, beside a write in flight:
+    /// that write's values are those of events in the PLog and are durable before its offset,
+    /// so the offset read finds the one before the write or the one it stores, and the replay
+    /// from either covers every value of it not in storage. The write goes on; once it
+    /// settles, landed or failed, its values wait again (merged by maximum) and the replay
+    /// skips the events they cover, so no later write carries an older number over one it
+    /// wrote, even in a store whose writes overwrite. For a host whose storage answers a read
+    /// beside a write (the wait was most of an actualization on etcd).
+    pub fn actualize_beside_write(&mut self) -> Result<(), Error> {
+        self.begin_actualization(true)
+    }
+
+    fn begin_actualization(&mut self, beside_write: bool) -> Result<(), Error> {
         self.check_alive()?;
         if matches!(self.phase, Phase::Actualizing(_)) {
             return Err(Error::AlreadyActualizing);
@@ -579,7 +608,9 @@ impl Sequencer {
         self.pending_load = None;
         self.cache.clear();
         self.unflushed.clear_waiting();
-        let step = if self.unflushed.in_flight().is_some() {
+        self.superseded_write = self.unflushed.in_flight();
+        self.replay_floor = 0;
+        let step = if self.superseded_write.is_some() && !beside_write {
             Step::AwaitWrite
         } else {
             Step::ReadOffset { issued: None }
@@ -599,6 +630,7 @@ impl Sequencer {
         self.tx = None;
         self.slots = Vec::new();
         self.pending_load = None;
+        self.superseded_write = None;
         self.cache.clear();
         self.unflushed.clear_all();
         self.probe = Probe::default();
@@ -687,7 +719,11 @@ impl Sequencer {
         if self.unflushed.in_flight() != Some(ticket) {
             return Err(self.ticket_error(ticket, "a write"));
         }
-        if let Some(offset) = self.unflushed.write_done() {
+        if self.superseded_write.take() == Some(ticket) && self.reading_beside_write() {
+            if let Some(offset) = self.requeue_superseded() {
+                self.stored_offset = self.stored_offset.max(offset);
+            }
+        } else if let Some(offset) = self.unflushed.write_done() {
             self.stored_offset = offset;
         }
         self.storage_answered();
@@ -718,12 +754,12 @@ impl Sequencer {
                     });
                 }
                 a.step = Step::Replay {
-                    from: offset.max(1),
+                    from: offset.max(1).max(self.replay_floor),
                     issued: None,
                 };
                 self.storage_answered();
                 self.stop_actualizer_timers();
-                self.stored_offset = offset;
+                self.stored_offset = offset.max(self.replay_floor);
                 Ok(())
             }
             _ => Err(self.ticket_error(ticket, "a next PLog offset read")),
@@ -808,6 +844,14 @@ impl Sequencer {
         let mut cursor = from;
         while i < len {
             let offset = values.offset(i);
+            if offset < self.replay_floor {
+                // In storage already, by the write that landed beside the actualization.
+                while i < len && values.offset(i) == offset {
+                    i += 1;
+                }
+                cursor = offset + 1;
+                continue;
+            }
             if self.unflushed.count() >= self.max_unflushed {
                 cursor = offset;
                 break;
@@ -854,6 +898,31 @@ impl Sequencer {
             consumed: i,
             finished,
         }
+    }
+
+    /// True while an actualization begun by `actualize_beside_write` has not ended.
+    fn reading_beside_write(&self) -> bool {
+        matches!(&self.phase, Phase::Actualizing(a) if !matches!(a.step, Step::AwaitWrite))
+    }
+
+    /// The write superseded by `actualize_beside_write` settled during the actualization,
+    /// landed or maybe landed (a failure may be a lost answer). The offset read may have found
+    /// the offset before it, so the replay from there would write older numbers of its keys,
+    /// which a store that overwrites would let lower what it wrote. So its values and offset
+    /// wait again, merged by maximum with what the replay gathered (they are written again,
+    /// whether it landed or not), and the replay skips the events before its offset, which
+    /// those values cover. Returns its offset.
+    fn requeue_superseded(&mut self) -> Option<PLogOffset> {
+        let offset = self.unflushed.requeue_in_flight()?;
+        self.replay_floor = self.replay_floor.max(offset);
+        if let Phase::Actualizing(Actualization {
+            step: Step::Replay { from, issued: None },
+            ..
+        }) = &mut self.phase
+        {
+            *from = (*from).max(offset);
+        }
+        Some(offset)
     }
 
     fn after_write_settled(&mut self) {

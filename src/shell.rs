@@ -336,6 +336,14 @@ impl Shell {
         Ok(())
     }
 
+    /// `actualize-beside-write`: [`actualize`](Self::actualize), reading storage without
+    /// waiting for a write in flight ([`Sequencer::actualize_beside_write`]).
+    pub fn actualize_beside_write<H: Host + ?Sized>(&mut self, host: &mut H) -> Result<(), Error> {
+        self.core.actualize_beside_write()?;
+        self.pump_and_report(host);
+        Ok(())
+    }
+
     /// `cleanup`: stops; work in progress is abandoned and later calls are refused.
     pub fn cleanup<H: Host + ?Sized>(&mut self, host: &mut H) {
         self.core.cleanup();

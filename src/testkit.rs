@@ -297,6 +297,14 @@ impl Driver {
         self.run()
     }
 
+    /// Reports every held write failed (none reaches storage), then runs what is due.
+    pub fn fail_held_writes(&mut self) -> Result<usize, Error> {
+        for w in core::mem::take(&mut self.held) {
+            self.seq.fail(w.ticket, self.now)?;
+        }
+        self.run()
+    }
+
     /// Writes only the values of the oldest held write (as a crash between values and offset
     /// would), dropping the write.
     pub fn tear_held_write(&mut self) -> bool {

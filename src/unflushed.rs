@@ -317,15 +317,17 @@ impl Unflushed {
         Some(f.offset)
     }
 
-    /// The batch failed: its values and offset wait again, merged with newer ones by maximum.
-    pub(crate) fn write_failed(&mut self) {
-        if let Some(f) = self.in_flight.take() {
-            self.overlap = 0;
-            for (ws, nums) in f.values.by_ws {
-                self.waiting.raise_ws(&self.hasher, ws, nums.iter());
-            }
-            self.raise_offset(f.offset);
+    /// The batch in flight waits again: its values and offset, merged with newer ones by
+    /// maximum (it failed, or it landed where a later write could otherwise lower it).
+    /// Returns its offset.
+    pub(crate) fn requeue_in_flight(&mut self) -> Option<PLogOffset> {
+        let f = self.in_flight.take()?;
+        self.overlap = 0;
+        for (ws, nums) in f.values.by_ws {
+            self.waiting.raise_ws(&self.hasher, ws, nums.iter());
         }
+        self.raise_offset(f.offset);
+        Some(f.offset)
     }
 
     /// Forgets what waits and what is staged (the batch being written, if any, stays until it

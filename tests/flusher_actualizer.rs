@@ -71,6 +71,57 @@ fn actualize_waits_for_the_write_in_flight_before_reading_storage() {
 }
 
 #[test]
+fn actualize_beside_write_reads_storage_at_once_and_loses_nothing_either_way() {
+    // The write lands after the actualization, or fails: either way the replay covered its
+    // values, and the next write stores them.
+    for write_lands in [true, false] {
+        let mut d = ready(params());
+        d.storage.faults.hold_writes = true;
+        d.event(1, 5, &[1, 2]).unwrap().unwrap();
+        d.run().unwrap();
+        assert_eq!(d.held_writes().len(), 1);
+        d.seq.actualize_beside_write().unwrap();
+        d.run().unwrap();
+        assert_eq!(
+            d.seq.status(),
+            Status::Ready,
+            "ready with the write still out"
+        );
+        assert_eq!(d.held_writes().len(), 1);
+        assert_eq!(d.storage.next_offset, 0, "the write has not landed");
+        // Another workspace: only the write out and the replay carry event 1's numbers.
+        let (offset, numbers) = d.event(1, 6, &[1, 2]).unwrap().unwrap();
+        assert_eq!(
+            (offset, numbers),
+            (2, vec![1, 1]),
+            "the replay found event 1"
+        );
+        d.storage.faults.hold_writes = false;
+        if write_lands {
+            d.release_writes().unwrap();
+        } else {
+            // Retried like any write: it may have landed (a lost answer), so its values go
+            // again rather than be dropped.
+            d.fail_held_writes().unwrap();
+            assert!(d.seq.poll_timeout().is_some(), "retried");
+        }
+        d.advance(Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            d.storage.read_numbers(5, &[1, 2]),
+            vec![1, 1],
+            "{write_lands}"
+        );
+        assert_eq!(
+            d.storage.read_numbers(6, &[1, 2]),
+            vec![1, 1],
+            "{write_lands}"
+        );
+        assert_eq!(d.storage.next_offset, 2, "{write_lands}: event 2 flushed");
+        assert_eq!(d.seq.held_numbers().unflushed, 0, "{write_lands}");
+    }
+}
+
+#[test]
 fn a_write_failing_during_actualization_is_dropped_not_retried() {
     let mut d = ready(params());
     d.storage.faults.hold_writes = true;

@@ -447,3 +447,43 @@ fn start_event_ahead_answers_the_record_ids_the_facade_would_hand_out() {
         .expect("started");
     assert_eq!((a.n0, a.n1), (FIRST_REC_ID + 1, FIRST_CREC_ID + 1));
 }
+
+#[test]
+fn actualize_beside_write_reads_the_offset_at_once_where_actualize_waits_for_the_write() {
+    for beside in [false, true] {
+        let mut i = ready();
+        let api = i.plugin.sequencer_plugin_instance();
+        assert!(matches!(
+            api.call_start(&mut i.store, 1, 7).expect("no trap"),
+            Ok(StartOutcome::Started(1))
+        ));
+        api.call_next(&mut i.store, 1)
+            .expect("no trap")
+            .expect("a number");
+        api.call_flush(&mut i.store)
+            .expect("no trap")
+            .expect("flushed");
+        let write = begun(&mut i.store);
+        assert_eq!(write.len(), 1, "the flusher's write is out");
+        let called = if beside {
+            api.call_actualize_beside_write(&mut i.store)
+        } else {
+            api.call_actualize(&mut i.store)
+        };
+        called.expect("no trap").expect("actualizing");
+        let reads = begun(&mut i.store);
+        assert_eq!(reads.len(), usize::from(beside), "beside: {beside}");
+        // Refused while actualizing, as `actualize` is.
+        assert!(matches!(
+            api.call_actualize_beside_write(&mut i.store)
+                .expect("no trap"),
+            Err(Refusal::AlreadyActualizing)
+        ));
+        api.call_deliver(&mut i.store, write[0], &Outcome::Written)
+            .expect("no trap")
+            .expect("written");
+        if !beside {
+            assert_eq!(begun(&mut i.store).len(), 1, "the read, once written");
+        }
+    }
+}

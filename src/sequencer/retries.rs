@@ -5,7 +5,7 @@
 //! with the cheapest read there is, so a total outage ends for the flusher and the actualizer
 //! about one first delay after storage is back, not at the end of a capped wait.
 
-use super::{Actualization, Phase, Sequencer, Step};
+use super::{Phase, Sequencer, Step};
 use crate::error::Error;
 use crate::timer::Timer;
 use crate::types::Instant;
@@ -57,18 +57,20 @@ impl Sequencer {
             return Ok(());
         }
         if self.unflushed.in_flight() == Some(ticket) {
-            if matches!(
-                self.phase,
-                Phase::Actualizing(Actualization {
-                    step: Step::AwaitWrite,
-                    ..
-                })
-            ) {
-                // Its values are superseded by the replay about to happen; merging them back
-                // would also merge an offset the replay has not reached yet.
+            let superseded = self.superseded_write.take() == Some(ticket);
+            let awaited =
+                matches!(&self.phase, Phase::Actualizing(a) if matches!(a.step, Step::AwaitWrite));
+            if superseded && awaited {
+                // `actualize` waited for it: its values are superseded by the replay about to
+                // happen; merging them back would also merge an offset the replay has not
+                // reached yet.
                 self.unflushed.write_done();
             } else {
-                self.unflushed.write_failed();
+                if superseded && self.reading_beside_write() {
+                    self.requeue_superseded();
+                } else {
+                    let _ = self.unflushed.requeue_in_flight();
+                }
                 let at = self.write_retry.failed(now, self.retry);
                 self.timers.set(Timer::WriteRetry, at);
             }

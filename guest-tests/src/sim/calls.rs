@@ -149,6 +149,8 @@ pub enum Call {
     Flush,
     /// `actualize`.
     Actualize,
+    /// `actualize-beside-write`.
+    ActualizeBesideWrite,
     /// `cleanup`.
     Cleanup,
     /// `status`.

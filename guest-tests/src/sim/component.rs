@@ -113,6 +113,10 @@ impl ComponentEngine {
             }
             Call::Flush => Reply::Done(api.call_flush(store, h)?.map_err(Refusal::from)),
             Call::Actualize => Reply::Done(api.call_actualize(store, h)?.map_err(Refusal::from)),
+            Call::ActualizeBesideWrite => Reply::Done(
+                api.call_actualize_beside_write(store, h)?
+                    .map_err(Refusal::from),
+            ),
             Call::Cleanup => {
                 api.call_cleanup(store, h)?;
                 Reply::Nothing

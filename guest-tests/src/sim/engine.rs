@@ -254,6 +254,7 @@ impl NativeEngine {
             Call::Next { seq } => Reply::Number(shell.next(*seq).map_err(refusal)),
             Call::Flush => done(shell.flush(io)),
             Call::Actualize => done(shell.actualize(io)),
+            Call::ActualizeBesideWrite => done(shell.actualize_beside_write(io)),
             Call::Cleanup => {
                 shell.cleanup(io);
                 Reply::Nothing

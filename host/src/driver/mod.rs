@@ -2,10 +2,11 @@
 //! (docs/DESIGN.md §7). It performs the storage work each guest begins, delivers the outcomes to
 //! that guest in order of completion, and turns the wake-ups guests ask for into `pump` calls.
 //!
-//! Rules it keeps for every partition: at most one write in flight, applied in the order begun;
-//! an offset read (the first step of actualization) never overtakes a write in flight, even one
-//! begun by an instance that has since trapped; reads are abandoned at once on cleanup or when
-//! their instance is replaced; outcomes for a replaced instance are dropped.
+//! Rules it keeps for every partition: at most one write in flight, applied in the order begun,
+//! even across an instance that has since trapped; reads go out at once, beside a write in
+//! flight (an actualization does not wait for it: docs/DESIGN.md §4.2); reads are abandoned at
+//! once on cleanup or when their instance is replaced; outcomes for a replaced instance are
+//! dropped.
 
 pub(crate) mod clock;
 pub(crate) mod partition;

@@ -235,9 +235,13 @@ impl PartitionSequencer {
         result
     }
 
-    /// Drops the transaction and recovers from storage and the PLog.
+    /// Drops the transaction and recovers from storage and the PLog, reading storage at once,
+    /// beside the flusher's write in flight, if any (`actualize-beside-write`; the task driver
+    /// performs reads beside a write, and every store of this crate stores a write's values
+    /// before its offset).
     pub fn actualize(&self) -> Result<(), HostError> {
-        self.shared.call(|i| sequencer_call!(i, call_actualize()))
+        self.shared
+            .call(|i| sequencer_call!(i, call_actualize_beside_write()))
     }
 
     /// Resolves once the sequencer is ready to number events (it has actualized from the

@@ -34,12 +34,11 @@ impl Op {
         }
     }
 
-    /// True for the work that waits for the partition's writes (a write, an offset read).
+    /// True for the work that waits for the partition's writes: a write (writes are applied in
+    /// the order begun). Reads do not wait: an offset read beside a write finds the offset
+    /// before it or the one it stores, and the core's replay is right from either.
     pub(crate) fn waits_for_writes(&self) -> bool {
-        matches!(
-            self,
-            Op::WriteWords { .. } | Op::Work(Work::Write(_) | Work::ReadNextOffset { .. })
-        )
+        matches!(self, Op::WriteWords { .. } | Op::Work(Work::Write(_)))
     }
 }
 

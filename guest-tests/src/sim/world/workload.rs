@@ -22,7 +22,8 @@ impl World<'_> {
                 }
             }
             (Some(false), _) => {
-                let reply = self.call(Call::Actualize, false)?;
+                let call = self.actualize_call();
+                let reply = self.call(call, false)?;
                 expect_done(&reply, "actualize after a failed PLog write")?;
                 self.actualized();
                 Ok(())
@@ -676,9 +677,25 @@ impl World<'_> {
         Ok(())
     }
 
+    /// `actualize` or `actualize-beside-write`, at random; the world lets the offset read of
+    /// the latter go beside a write in flight.
+    fn actualize_call(&mut self) -> Call {
+        self.reads_beside_writes = self.rng.chance(50);
+        if self.reads_beside_writes {
+            Call::ActualizeBesideWrite
+        } else {
+            Call::Actualize
+        }
+    }
+
     pub(super) fn caller_actualize(&mut self) -> Checked {
         let status = self.status()?;
-        let reply = self.call(Call::Actualize, false)?;
+        let call = if status == Status::Actualizing {
+            Call::Actualize
+        } else {
+            self.actualize_call()
+        };
+        let reply = self.call(call, false)?;
         if status == Status::Actualizing {
             if reply != Reply::Done(Err(Refusal::AlreadyActualizing)) {
                 return Err(unexpected("actualize while actualizing", &reply));
