@@ -282,6 +282,22 @@ impl Sequencer {
         Ok(Start::Started(self.next_offset))
     }
 
+    /// The numbers read a start of workspace `ws` of kind `kind` handed out
+    /// ([`Start::Load`]) and that is still awaited: its ticket and sequences. It stays awaited
+    /// until it is reported or failed, or the next start, `actualize` or `cleanup` drops it.
+    ///
+    /// A caller about to start `(kind, ws)` again may perform this read instead: starting again
+    /// would only hand the read out afresh, under a new ticket. Whatever changed meanwhile,
+    /// [`complete_numbers`](Self::complete_numbers) starts anew with the numbers read, so a
+    /// read no longer needed is harmless (numbers in memory win) and a sequence that now needs
+    /// reading too is asked for by another load.
+    pub fn pending_load(&self, kind: WsKind, ws: WsId) -> Option<(Ticket, &[SeqId])> {
+        self.pending_load
+            .as_ref()
+            .filter(|l| l.kind == kind && l.ws == ws)
+            .map(|l| (l.ticket, l.seqs.as_slice()))
+    }
+
     /// Reports the numbers read for a [`Start::Load`] (in the order of its `seqs`, 0 for a key
     /// storage does not know) and retries the start with them.
     pub fn complete_numbers(&mut self, ticket: Ticket, numbers: &[Number]) -> Result<Start, Error> {
