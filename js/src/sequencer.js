@@ -183,7 +183,7 @@ export class Sequencer {
    * @returns {Promise<number>}
    */
   async start(kind, ws) {
-    return this.#loading(() => this.#core.start(kind, ws));
+    return this.#start(kind, ws);
   }
 
   /**
@@ -426,6 +426,78 @@ export class Sequencer {
       if (loading !== undefined) return loading.then(() => this.#loading(call));
       r = call();
       this.#kick();
+    }
+    return this.#started(r);
+  }
+
+  /**
+   * `start`: the offset or 0, or a promise of it while storage answers later. A numbers read
+   * the core still awaits for this very start (a `tryStart` said `'needs-load'`) is performed
+   * as the core handed it out, not asked for again; each read is reported together with the
+   * start it was for, in one call into the core.
+   * @param {number} kind
+   * @param {number} ws
+   * @returns {number | Promise<number>}
+   */
+  #start(kind, ws) {
+    this.#notStarting();
+    const core = this.#core;
+    let request = core.loadRequestFor(kind, ws);
+    if (request.length === 0) {
+      const r = core.start(kind, ws);
+      this.#kick();
+      if (r !== Sentinel.Load) return this.#started(r);
+      request = core.loadRequest();
+    }
+    return this.#loadStart(kind, ws, request);
+  }
+
+  /**
+   * Performs the numbers read of a start (`request` as `loadRequest` gives it), then reports
+   * it and makes the start.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {Float64Array} request
+   * @returns {number | Promise<number>}
+   */
+  #loadStart(kind, ws, request) {
+    const ticket = request[0];
+    const loadWs = request[1];
+    // A plain array, as storage.readNumbers takes (a loop: Array.from of a typed array is slower).
+    const seqs = [];
+    for (let i = 2; i < request.length; i++) seqs.push(request[i]);
+    const numbers = this.#read('readNumbers', ticket, () => this.#storage.readNumbers(loadWs, seqs));
+    if (isThenable(numbers)) return numbers.then((n) => this.#completeStart(kind, ws, ticket, n));
+    return this.#completeStart(kind, ws, ticket, numbers);
+  }
+
+  /**
+   * Reports a start's numbers read and makes the start (`completeNumbersStart`): the offset or
+   * 0, or the next read's promise. A refused report abandons the read and is thrown, unless the
+   * read was superseded (by `actualize`): then the start is made again.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {number} ticket
+   * @param {ArrayLike<number>} numbers
+   * @returns {number | Promise<number>}
+   */
+  #completeStart(kind, ws, ticket, numbers) {
+    const core = this.#core;
+    let r;
+    try {
+      r = core.completeNumbersStart(ticket, numbers);
+    } catch (cause) {
+      // Not an array of numbers at all.
+      core.fail(ticket);
+      throw new InvalidArgumentError('storage.readNumbers must return an array of numbers', { cause });
+    }
+    this.#kick();
+    if (r === Sentinel.Load) return this.#loadStart(kind, ws, core.loadRequest());
+    if (r === Sentinel.Refused) {
+      const err = errorFrom(core);
+      if (err.code === 'UNKNOWN_TICKET') return this.#start(kind, ws); // superseded by actualize
+      core.fail(ticket); // abandons the read (refused, harmlessly, if the start was refused)
+      throw err;
     }
     return this.#started(r);
   }
@@ -776,4 +848,3 @@ const NOT_NOW = /** @type {Record<number, import('./index').NotNowReason>} */ ({
   [Sentinel.Load]: 'needs-load',
   [Sentinel.LoadMany]: 'needs-load',
 });
-

@@ -13,7 +13,9 @@
 //!   kinds and statuses are enums this module exports, so the driver mirrors none of them.
 //! - The host's numbers reads happen in JavaScript (they may be asynchronous): the shell hands
 //!   them out as loads ([`Sentinel::Load`], [`Sentinel::LoadMany`]), the driver performs them,
-//!   reports them with `completeNumbers` / `completeNumbersMany` and calls again.
+//!   reports them with `completeNumbers` / `completeNumbersMany` and calls again (a `start`'s
+//!   load: `completeNumbersStart` reports it and starts in one call; `loadRequestFor` finds a
+//!   start's load still pending, so a second `start` need not ask for it again).
 //! - Storage work the shell begins waits in a queue the driver takes from (`takeWork`); the
 //!   wake-up it asks for is `wakeAt()`. Work and PLog pages cross as flat arrays of numbers.
 //! - Time crosses as milliseconds on the driver's clock (`clock.now()`, read by the shell only
@@ -51,7 +53,7 @@ pub enum Sentinel {
     /// Not now: too many values wait to be flushed.
     NotNowTooManyUnflushed = -3,
     /// Numbers must be read first (`loadRequest`, then `completeNumbers`), then the call made
-    /// again.
+    /// again (for `start`: `completeNumbersStart` does both).
     Load = -4,
     /// A batch's cold workspaces must be read first (`loadManyWs`, `loadSeqs`, then
     /// `completeNumbersMany`), then the call made again.
@@ -218,6 +220,40 @@ impl SequencerCore {
         self.done(r)
     }
 
+    /// Reports the numbers read for a [`Sentinel::Load`] as `completeNumbers` does, then makes
+    /// the start the load was for (its kind and workspace) in the same call: the PLog offset,
+    /// or a [`Sentinel`] (`Load` again if another read is needed). `Refused` with code
+    /// `UNKNOWN_TICKET` when the load was dropped meanwhile (start again); any other refusal
+    /// of the report leaves the load awaited (`fail` it).
+    #[wasm_bindgen(js_name = completeNumbersStart)]
+    pub fn complete_numbers_start(&mut self, ticket: f64, numbers: &[f64]) -> f64 {
+        let r = (|| {
+            let ticket = Ticket(to_u64("ticket", ticket)?);
+            self.numbers.clear();
+            for &n in numbers {
+                self.numbers.push(to_u64("stored number", n)?);
+            }
+            self.shell
+                .complete_numbers_start(ticket, &self.numbers, &mut self.host)
+        })();
+        self.started(r)
+    }
+
+    /// The read a start of workspace `ws` of kind `kind` handed out ([`Sentinel::Load`]) and
+    /// that is still awaited, as `loadRequest` gives it (ticket, workspace, sequences): perform
+    /// it and report it with `completeNumbersStart` instead of starting again. Empty if none
+    /// (nor for ids `start` would refuse).
+    #[wasm_bindgen(js_name = loadRequestFor)]
+    pub fn load_request_for(&self, kind: f64, ws: f64) -> Vec<f64> {
+        let (Ok(kind), Ok(ws)) = (to_u16("workspace kind", kind), to_u64("workspace id", ws))
+        else {
+            return Vec::new();
+        };
+        self.shell
+            .pending_load(kind, ws)
+            .map_or_else(Vec::new, |(ticket, seqs)| request(ticket, ws, seqs))
+    }
+
     /// Reports the numbers read for a [`Sentinel::LoadMany`] (`loadSeqs().length` per
     /// workspace of `loadManyWs()`, in order); `0`, or `Refused`. Then make the call again.
     #[wasm_bindgen(js_name = completeNumbersMany)]
@@ -239,12 +275,9 @@ impl SequencerCore {
     /// sequences whose stored numbers to report, in that order; empty if none was asked for.
     #[wasm_bindgen(js_name = loadRequest)]
     pub fn load_request(&self) -> Vec<f64> {
-        self.load.as_ref().map_or_else(Vec::new, |l| {
-            let mut request = Vec::with_capacity(2 + l.seqs.len());
-            request.extend([l.ticket.0 as f64, l.ws as f64]);
-            request.extend(l.seqs.iter().map(|&s| f64::from(s)));
-            request
-        })
+        self.load
+            .as_ref()
+            .map_or_else(Vec::new, |l| request(l.ticket, l.ws, &l.seqs))
     }
 
     /// The sequences whose stored numbers [`Sentinel::LoadMany`] asked for, in the order to
@@ -742,6 +775,14 @@ impl SequencerCore {
             vec![f64::from(Sentinel::Refused as i32)]
         })
     }
+}
+
+/// A numbers read as the driver takes it: its ticket, its workspace, then its sequences.
+fn request(ticket: Ticket, ws: WsId, seqs: &[SeqId]) -> Vec<f64> {
+    let mut request = Vec::with_capacity(2 + seqs.len());
+    request.extend([ticket.0 as f64, ws as f64]);
+    request.extend(seqs.iter().map(|&s| f64::from(s)));
+    request
 }
 
 fn not_now(reason: NotNowReason) -> Sentinel {
