@@ -512,7 +512,7 @@ export class Sequencer {
       this.#notNowReason = null;
       return r;
     }
-    const reason = NOT_NOW[r];
+    const reason = notNow(r);
     if (reason === undefined) throw errorFrom(this.#core);
     this.#notNowReason = reason;
     return 0;
@@ -540,7 +540,7 @@ export class Sequencer {
     }
     if (r[0] === Sentinel.Refused) throw errorFrom(core);
     const stop = r[2];
-    this.#notNowReason = stop === 0 ? null : (NOT_NOW[stop] ?? 'needs-load');
+    this.#notNowReason = stop === 0 ? null : (notNow(stop) ?? 'needs-load');
     return { started: r[0], firstOffset: r[1], notNowReason: this.#notNowReason, numbers: r.subarray(3) };
   }
 
@@ -841,10 +841,18 @@ export class Sequencer {
   }
 }
 
-/** `notNowReason` by the core's sentinel. */
-const NOT_NOW = /** @type {Record<number, import('./index').NotNowReason>} */ ({
-  [Sentinel.NotNowActualizing]: 'actualizing',
-  [Sentinel.NotNowTooManyUnflushed]: 'too-many-unflushed',
-  [Sentinel.Load]: 'needs-load',
-  [Sentinel.LoadMany]: 'needs-load',
-});
+/**
+ * `notNowReason` by the core's sentinel, negated: an array indexed by small integers (an object
+ * keyed by negative numbers looks each one up as a string, about ten times slower; `tryStart` of
+ * a cold workspace pays it on every call). `undefined` for offsets and `Refused`.
+ * @param {number} r a start's result
+ * @returns {import('./index').NotNowReason | undefined}
+ */
+const notNow = (r) => NOT_NOW[-r];
+
+/** @type {Array<import('./index').NotNowReason | undefined>} */
+const NOT_NOW = [];
+NOT_NOW[-Sentinel.NotNowActualizing] = 'actualizing';
+NOT_NOW[-Sentinel.NotNowTooManyUnflushed] = 'too-many-unflushed';
+NOT_NOW[-Sentinel.Load] = 'needs-load';
+NOT_NOW[-Sentinel.LoadMany] = 'needs-load';
