@@ -3,7 +3,15 @@
  * @module
  */
 
-import { CoreStatus, Sentinel, SequencerCore, WorkKind, sequenceStatusNames, statusNames } from '../pkg/sequencer.js';
+import {
+  CoreStatus,
+  Sentinel,
+  SequencerCore,
+  WorkKind,
+  sequenceStatusNames,
+  statusNames,
+  wasmMemory,
+} from '../pkg/sequencer.js';
 import {
   CleanedUpError,
   errorFrom,
@@ -33,6 +41,19 @@ const STATUS = /** @type {() => ReadonlyArray<import('./index').SequencerStatus>
 const SEQUENCE_STATUS = /** @type {() => ReadonlyArray<import('./index').SequenceStatus>} */ (
   table(sequenceStatusNames)
 );
+
+/** @type {Float64Array} */
+let memoryF64 = new Float64Array(0);
+
+/**
+ * The wasm memory as numbers, for the answers the core writes in place (`loadRequestFor`): a
+ * view made again once the memory grew (the old view is then detached, its length 0).
+ * @returns {Float64Array}
+ */
+function f64Memory() {
+  if (memoryF64.byteLength === 0) memoryF64 = new Float64Array(/** @type {WebAssembly.Memory} */ (wasmMemory()).buffer);
+  return memoryF64;
+}
 
 /** The clock used when none is given: `performance.now()` in milliseconds. */
 export const defaultClock = Object.freeze({ now: () => performance.now() });
@@ -442,30 +463,47 @@ export class Sequencer {
   #start(kind, ws) {
     this.#notStarting();
     const core = this.#core;
-    let request = core.loadRequestFor(kind, ws);
-    if (request.length === 0) {
-      const r = core.start(kind, ws);
-      this.#kick();
-      if (r !== Sentinel.Load) return this.#started(r);
-      request = core.loadRequest();
+    const at = core.loadRequestFor(kind, ws);
+    if (at !== 0) {
+      // In place: the count of sequences, the ticket, the workspace, the sequences.
+      const mem = f64Memory();
+      const i = at / 8;
+      const end = i + 3 + mem[i];
+      // A plain array, as storage.readNumbers takes.
+      const seqs = [];
+      for (let k = i + 3; k < end; k++) seqs.push(mem[k]);
+      return this.#loadStart(kind, ws, mem[i + 1], mem[i + 2], seqs);
     }
-    return this.#loadStart(kind, ws, request);
+    const r = core.start(kind, ws);
+    this.#kick();
+    if (r !== Sentinel.Load) return this.#started(r);
+    return this.#loadStartRequested(kind, ws);
   }
 
   /**
-   * Performs the numbers read of a start (`request` as `loadRequest` gives it), then reports
-   * it and makes the start.
+   * `#loadStart` of the read the core last handed out (`loadRequest`).
    * @param {number} kind
    * @param {number} ws
-   * @param {Float64Array} request
    * @returns {number | Promise<number>}
    */
-  #loadStart(kind, ws, request) {
-    const ticket = request[0];
-    const loadWs = request[1];
+  #loadStartRequested(kind, ws) {
+    const request = this.#core.loadRequest(); // ticket, workspace, sequences
     // A plain array, as storage.readNumbers takes (a loop: Array.from of a typed array is slower).
     const seqs = [];
     for (let i = 2; i < request.length; i++) seqs.push(request[i]);
+    return this.#loadStart(kind, ws, request[0], request[1], seqs);
+  }
+
+  /**
+   * Performs the numbers read of a start, then reports it and makes the start.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {number} ticket the read's
+   * @param {number} loadWs the workspace to read
+   * @param {number[]} seqs the sequences to read
+   * @returns {number | Promise<number>}
+   */
+  #loadStart(kind, ws, ticket, loadWs, seqs) {
     const numbers = this.#read('readNumbers', ticket, () => this.#storage.readNumbers(loadWs, seqs));
     if (isThenable(numbers)) return numbers.then((n) => this.#completeStart(kind, ws, ticket, n));
     return this.#completeStart(kind, ws, ticket, numbers);
@@ -492,7 +530,7 @@ export class Sequencer {
       throw new InvalidArgumentError('storage.readNumbers must return an array of numbers', { cause });
     }
     this.#kick();
-    if (r === Sentinel.Load) return this.#loadStart(kind, ws, core.loadRequest());
+    if (r === Sentinel.Load) return this.#loadStartRequested(kind, ws);
     if (r === Sentinel.Refused) {
       const err = errorFrom(core);
       if (err.code === 'UNKNOWN_TICKET') return this.#start(kind, ws); // superseded by actualize

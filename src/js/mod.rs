@@ -15,7 +15,9 @@
 //!   them out as loads ([`Sentinel::Load`], [`Sentinel::LoadMany`]), the driver performs them,
 //!   reports them with `completeNumbers` / `completeNumbersMany` and calls again (a `start`'s
 //!   load: `completeNumbersStart` reports it and starts in one call; `loadRequestFor` finds a
-//!   start's load still pending, so a second `start` need not ask for it again).
+//!   start's load still pending, so a second `start` need not ask for it again, and answers in
+//!   place, in the module's memory read through `wasmMemory()`: a returned `Vec` costs an
+//!   allocation, a copy and a second crossing to free it, more than the rest of the call).
 //! - Storage work the shell begins waits in a queue the driver takes from (`takeWork`); the
 //!   wake-up it asks for is `wakeAt()`. Work and PLog pages cross as flat arrays of numbers.
 //! - Time crosses as milliseconds on the driver's clock (`clock.now()`, read by the shell only
@@ -99,6 +101,13 @@ impl From<Status> for CoreStatus {
     }
 }
 
+/// The module's `WebAssembly.Memory`, where calls that answer in place (`loadRequestFor`) put
+/// their answer for the driver to read (through a view renewed when the memory grew).
+#[wasm_bindgen(js_name = wasmMemory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
+}
+
 #[wasm_bindgen]
 extern "C" {
     /// The driver's clock: an object whose `now()` gives milliseconds.
@@ -164,6 +173,8 @@ pub struct SequencerCore {
     ws: Vec<WsId>,
     numbers: Vec<Number>,
     page: Vec<(u64, SeqValue)>,
+    /// `loadRequestFor`'s answer, read in place by the driver.
+    request: Vec<f64>,
     error: Option<Error>,
 }
 
@@ -191,6 +202,7 @@ impl SequencerCore {
             ws: Vec::new(),
             numbers: Vec::new(),
             page: Vec::new(),
+            request: Vec::new(),
             error: None,
         })
     }
@@ -240,18 +252,25 @@ impl SequencerCore {
     }
 
     /// The read a start of workspace `ws` of kind `kind` handed out ([`Sentinel::Load`]) and
-    /// that is still awaited, as `loadRequest` gives it (ticket, workspace, sequences): perform
-    /// it and report it with `completeNumbersStart` instead of starting again. Empty if none
-    /// (nor for ids `start` would refuse).
+    /// that is still awaited: perform it and report it with `completeNumbersStart` instead of
+    /// starting again. Written in place, for the driver to read before its next call into the
+    /// module (nothing is allocated): the byte address in `wasmMemory()` of `count` numbers, then
+    /// the read's ticket, its workspace and its `count` sequences. `0` if none (nor for ids
+    /// `start` would refuse).
     #[wasm_bindgen(js_name = loadRequestFor)]
-    pub fn load_request_for(&self, kind: f64, ws: f64) -> Vec<f64> {
+    pub fn load_request_for(&mut self, kind: f64, ws: f64) -> usize {
         let (Ok(kind), Ok(ws)) = (to_u16("workspace kind", kind), to_u64("workspace id", ws))
         else {
-            return Vec::new();
+            return 0;
         };
-        self.shell
-            .pending_load(kind, ws)
-            .map_or_else(Vec::new, |(ticket, seqs)| request(ticket, ws, seqs))
+        let Some((ticket, seqs)) = self.shell.pending_load(kind, ws) else {
+            return 0;
+        };
+        let request = &mut self.request;
+        request.clear();
+        request.extend([seqs.len() as f64, ticket.0 as f64, ws as f64]);
+        request.extend(seqs.iter().map(|&s| f64::from(s)));
+        request.as_ptr() as usize
     }
 
     /// Reports the numbers read for a [`Sentinel::LoadMany`] (`loadSeqs().length` per
@@ -275,9 +294,12 @@ impl SequencerCore {
     /// sequences whose stored numbers to report, in that order; empty if none was asked for.
     #[wasm_bindgen(js_name = loadRequest)]
     pub fn load_request(&self) -> Vec<f64> {
-        self.load
-            .as_ref()
-            .map_or_else(Vec::new, |l| request(l.ticket, l.ws, &l.seqs))
+        self.load.as_ref().map_or_else(Vec::new, |l| {
+            let mut request = Vec::with_capacity(2 + l.seqs.len());
+            request.extend([l.ticket.0 as f64, l.ws as f64]);
+            request.extend(l.seqs.iter().map(|&s| f64::from(s)));
+            request
+        })
     }
 
     /// The sequences whose stored numbers [`Sentinel::LoadMany`] asked for, in the order to
@@ -775,14 +797,6 @@ impl SequencerCore {
             vec![f64::from(Sentinel::Refused as i32)]
         })
     }
-}
-
-/// A numbers read as the driver takes it: its ticket, its workspace, then its sequences.
-fn request(ticket: Ticket, ws: WsId, seqs: &[SeqId]) -> Vec<f64> {
-    let mut request = Vec::with_capacity(2 + seqs.len());
-    request.extend([ticket.0 as f64, ws as f64]);
-    request.extend(seqs.iter().map(|&s| f64::from(s)));
-    request
 }
 
 fn not_now(reason: NotNowReason) -> Sentinel {
