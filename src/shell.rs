@@ -193,8 +193,10 @@ impl Shell {
         numbers: &[Number],
         host: &mut H,
     ) -> Result<Start, Error> {
-        let (kind, ws) = self.core.complete_load(ticket, numbers)?;
-        self.start(kind, ws, host)
+        let (kind, ws, slot) = self.core.complete_load_at(ticket, numbers)?;
+        let r = self.start_core_at(kind, ws, Some(slot), host);
+        self.report(host);
+        r
     }
 
     /// The numbers read a start of `(kind, ws)` handed out and that is still awaited (see
