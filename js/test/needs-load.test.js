@@ -111,3 +111,25 @@ test('the read tryStart asked for answers the wrong count: MALFORMED_NUMBERS, no
   s.flush();
   s.close();
 });
+
+test('the pending read is found in place after the wasm memory grew', async () => {
+  const { wasmMemory } = await import('../pkg/sequencer.js');
+  const storage = new MemoryStorage();
+  storage.numbers.set(WS + 1, new Map([[SEQ, 6]]));
+  const { s, reads } = await open(storage);
+  assert.equal(s.tryStart(KIND, WS), 0);
+  assert.equal(await s.start(KIND, WS), 1); // the driver's view of the memory is made
+  s.flush();
+  const before = wasmMemory().buffer.byteLength;
+  const others = [];
+  while (wasmMemory().buffer.byteLength === before) {
+    others.push(new Sequencer({ params: twoSeqs(), storage: new MemoryStorage() }));
+  }
+  assert.equal(s.tryStart(KIND, WS + 1), 0);
+  assert.equal(await s.start(KIND, WS + 1), 2);
+  assert.deepEqual(reads[1], [WS + 1, [SEQ, SEQ2]]);
+  assert.equal(s.next(SEQ), 7);
+  s.flush();
+  for (const o of others) o.close();
+  s.close();
+});
