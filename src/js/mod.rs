@@ -253,10 +253,10 @@ impl SequencerCore {
 
     /// The read a start of workspace `ws` of kind `kind` handed out ([`Sentinel::Load`]) and
     /// that is still awaited: perform it and report it with `completeNumbersStart` instead of
-    /// starting again. Written in place, for the driver to read before its next call into the
-    /// module (nothing is allocated): the byte address in `wasmMemory()` of `count` numbers, then
-    /// the read's ticket, its workspace and its `count` sequences. `0` if none (nor for ids
-    /// `start` would refuse).
+    /// starting again. Answered in place, for the driver to read before its next call into the
+    /// module: the byte address in `wasmMemory()` of the numbers `[count, ticket, workspace,
+    /// ...sequences]` (`count` sequences), in a buffer reused from call to call (no allocation
+    /// once it holds the longest read). `0` if none (nor for ids `start` would refuse).
     #[wasm_bindgen(js_name = loadRequestFor)]
     pub fn load_request_for(&mut self, kind: f64, ws: f64) -> usize {
         let (Ok(kind), Ok(ws)) = (to_u16("workspace kind", kind), to_u64("workspace id", ws))
