@@ -10,7 +10,7 @@ use crate::params::Params;
 use crate::retry::{Backoff, Probe, RetryPolicy};
 use crate::timer::{Timer, TimerTable};
 use crate::types::{Instant, Number, PLogOffset, SeqId, WsId, WsKind};
-use crate::unflushed::Unflushed;
+use crate::unflushed::{Unflushed, UnwrittenWs};
 use crate::work::{
     NotNowReason, PLOG_WORDS_PER_VALUE, PageValues, PlogPage, PlogWords, ReadNumbers,
     ReplayProgress, Start, Ticket, Work, WriteRequest, continue_from,
@@ -100,10 +100,15 @@ enum Phase {
 /// staged one (`orphan`: where the staged values of a workspace evicted while staged are),
 /// else one waiting or being written.
 #[inline]
-fn unwritten(unflushed: &Unflushed, orphan: Option<u32>, ws: WsId, seq: SeqId) -> Option<Number> {
+fn unwritten(
+    unflushed: &Unflushed,
+    orphan: Option<u32>,
+    of_ws: &UnwrittenWs<'_>,
+    seq: SeqId,
+) -> Option<Number> {
     orphan
         .and_then(|staged| unflushed.staged_get(staged, seq))
-        .or_else(|| unflushed.get(ws, seq))
+        .or_else(|| of_ws.get(seq))
 }
 
 /// The sequencer state machine (docs/DESIGN.md §3, §4).
@@ -254,10 +259,13 @@ impl Sequencer {
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
         let mut missing: Vec<SeqId> = Vec::new();
+        // Looked up once, at the first key the cache lacks.
+        let mut unwritten_ws = None;
         for (i, &(seq, initial)) in seqs.all().iter().enumerate() {
-            let known = cached
-                .and_then(|c| c.get_at(i, seq))
-                .or_else(|| unwritten(&self.unflushed, orphan, ws, seq));
+            let known = cached.and_then(|c| c.get_at(i, seq)).or_else(|| {
+                let of_ws = unwritten_ws.get_or_insert_with(|| self.unflushed.of_ws(ws));
+                unwritten(&self.unflushed, orphan, of_ws, seq)
+            });
             match known {
                 Some(last) => self.slots.push(Slot {
                     seq,
@@ -291,11 +299,27 @@ impl Sequencer {
         Ok(Start::Started(self.next_offset))
     }
 
+    /// The numbers read a start of workspace `ws` of kind `kind` handed out
+    /// ([`Start::Load`]) and that is still awaited: its ticket and sequences. It stays awaited
+    /// until it is reported or failed, or the next start, `actualize` or `cleanup` drops it.
+    ///
+    /// A caller about to start `(kind, ws)` again may perform this read instead: starting again
+    /// would only hand the read out afresh, under a new ticket. Whatever changed meanwhile,
+    /// [`complete_numbers`](Self::complete_numbers) starts anew with the numbers read, so a
+    /// read no longer needed is harmless (numbers in memory win) and a sequence that now needs
+    /// reading too is asked for by another load.
+    pub fn pending_load(&self, kind: WsKind, ws: WsId) -> Option<(Ticket, &[SeqId])> {
+        self.pending_load
+            .as_ref()
+            .filter(|l| l.kind == kind && l.ws == ws)
+            .map(|l| (l.ticket, l.seqs.as_slice()))
+    }
+
     /// Reports the numbers read for a [`Start::Load`] (in the order of its `seqs`, 0 for a key
     /// storage does not know) and retries the start with them.
     pub fn complete_numbers(&mut self, ticket: Ticket, numbers: &[Number]) -> Result<Start, Error> {
-        let (kind, ws) = self.complete_load(ticket, numbers)?;
-        self.start(kind, ws)
+        let (kind, ws, slot) = self.complete_load_at(ticket, numbers)?;
+        self.start_at(kind, ws, Some(slot))
     }
 
     /// Reports the numbers read for a [`Start::Load`] as
@@ -306,6 +330,17 @@ impl Sequencer {
         ticket: Ticket,
         numbers: &[Number],
     ) -> Result<(WsKind, WsId), Error> {
+        self.complete_load_at(ticket, numbers)
+            .map(|(kind, ws, _)| (kind, ws))
+    }
+
+    /// [`complete_load`](Self::complete_load), also telling where the numbers now sit in the
+    /// cache (a hint for [`start_at`](Self::start_at)).
+    pub(crate) fn complete_load_at(
+        &mut self,
+        ticket: Ticket,
+        numbers: &[Number],
+    ) -> Result<(WsKind, WsId, CacheSlot), Error> {
         self.check_alive()?;
         let Some(load) = self.pending_load.take_if(|l| l.ticket == ticket) else {
             return Err(self.ticket_error(ticket, "a numbers read"));
@@ -322,7 +357,7 @@ impl Sequencer {
             .kinds
             .get(load.kind)
             .ok_or(Error::UnknownWsKind(load.kind))?;
-        self.cache.raise(
+        let slot = self.cache.raise(
             load.ws,
             load.seqs.iter().zip(numbers).map(|(&seq, &stored)| {
                 let initial = kind.initial(seq).unwrap_or(1);
@@ -330,7 +365,7 @@ impl Sequencer {
             }),
         );
         self.storage_answered();
-        Ok((load.kind, load.ws))
+        Ok((load.kind, load.ws, slot))
     }
 
     /// The next number of sequence `seq` in the transaction in progress.
@@ -454,9 +489,12 @@ impl Sequencer {
             }
             let cached = found.map(|(_, numbers)| numbers);
             let orphan = self.cache.orphan(w);
+            let mut unwritten_ws = None;
             let held = |(i, &(seq, _)): (usize, &(SeqId, Number))| {
-                cached.and_then(|c| c.get_at(i, seq)).is_some()
-                    || unwritten(&self.unflushed, orphan, w, seq).is_some()
+                cached.and_then(|c| c.get_at(i, seq)).is_some() || {
+                    let of_ws = unwritten_ws.get_or_insert_with(|| self.unflushed.of_ws(w));
+                    unwritten(&self.unflushed, orphan, of_ws, seq).is_some()
+                }
             };
             if !seqs.all().iter().enumerate().all(held) && !out.contains(&w) {
                 out.push(w);
@@ -486,13 +524,14 @@ impl Sequencer {
             // value is newer than storage, so it wins over the stored one.
             let unflushed = &self.unflushed;
             let orphan = self.cache.orphan(ws);
+            let of_ws = unflushed.of_ws(ws);
             self.cache.raise(
                 ws,
                 seqs.iter().zip(stored).map(|(&(seq, initial), &stored)| {
                     let stored = continue_from(stored, initial);
                     (
                         seq,
-                        unwritten(unflushed, orphan, ws, seq).map_or(stored, |u| u.max(stored)),
+                        unwritten(unflushed, orphan, &of_ws, seq).map_or(stored, |u| u.max(stored)),
                     )
                 }),
             );

@@ -182,6 +182,31 @@ impl Shell {
         self.core.complete_load(ticket, numbers).map(drop)
     }
 
+    /// `complete-numbers-start`: [`complete_numbers`](Self::complete_numbers), then
+    /// [`start`](Self::start) of the load's kind and workspace, in one call: the start a load
+    /// was handed out for, completed. The start may hand out another load (a sequence that
+    /// needs reading now too). A refused report ([`Error::UnknownTicket`] once a start,
+    /// `actualize` or `cleanup` dropped the load) changes nothing and starts nothing.
+    pub fn complete_numbers_start<H: Host + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        numbers: &[Number],
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let (kind, ws, slot) = self.core.complete_load_at(ticket, numbers)?;
+        let r = self.start_core_at(kind, ws, Some(slot), host);
+        self.report(host);
+        r
+    }
+
+    /// The numbers read a start of `(kind, ws)` handed out and that is still awaited (see
+    /// [`Sequencer::pending_load`]): a caller about to start `(kind, ws)` again may perform
+    /// it, and report it with [`complete_numbers_start`](Self::complete_numbers_start),
+    /// instead of starting again only to be handed the same read.
+    pub fn pending_load(&self, kind: WsKind, ws: WsId) -> Option<(Ticket, &[SeqId])> {
+        self.core.pending_load(kind, ws)
+    }
+
     /// Reports the numbers read for a [`BatchStop::LoadMany`] (`seqs.len()` per workspace of
     /// `ws`, in order). They are kept in memory; call the batch again to use them.
     pub fn complete_numbers_many(
@@ -788,3 +813,6 @@ impl Shell {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

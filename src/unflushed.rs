@@ -103,6 +103,23 @@ struct InFlight {
     offset: PLogOffset,
 }
 
+/// One workspace's unwritten numbers ([`Unflushed::of_ws`]).
+pub(crate) struct UnwrittenWs<'a> {
+    waiting: Option<&'a WsNumbers>,
+    in_flight: Option<&'a WsNumbers>,
+}
+
+impl UnwrittenWs<'_> {
+    /// The newest unwritten number of sequence `seq` of the workspace, if one is held: the one
+    /// waiting, else the one being written.
+    #[inline]
+    pub(crate) fn get(&self, seq: SeqId) -> Option<Number> {
+        self.waiting
+            .and_then(|n| n.get(seq))
+            .or_else(|| self.in_flight.and_then(|n| n.get(seq)))
+    }
+}
+
 /// The flusher's memory: values and the next PLog offset waiting to be written, and at most one
 /// batch being written. Values leave memory only when their write is reported done. Values of
 /// staged events wait apart until their transaction is flushed, so no write carries them early.
@@ -140,12 +157,18 @@ impl Default for Unflushed {
 }
 
 impl Unflushed {
-    /// The newest unwritten number of a key, if one is held.
+    /// The unwritten numbers of `ws`, looked up once (in both sets, hashed once) for all its
+    /// keys: read each with [`UnwrittenWs::get`].
     #[inline]
-    pub(crate) fn get(&self, ws: WsId, seq: SeqId) -> Option<Number> {
+    pub(crate) fn of_ws(&self, ws: WsId) -> UnwrittenWs<'_> {
         let hash = self.hasher.hash_one(ws);
-        let in_set = |set: &ValueSet| set.find(hash, ws).and_then(|n| n.get(seq));
-        in_set(&self.waiting).or_else(|| self.in_flight.as_ref().and_then(|f| in_set(&f.values)))
+        UnwrittenWs {
+            waiting: self.waiting.find(hash, ws),
+            in_flight: self
+                .in_flight
+                .as_ref()
+                .and_then(|f| f.values.find(hash, ws)),
+        }
     }
 
     /// Raises the waiting values of the keys of `ws` in `values` (one lookup for them all).

@@ -3,7 +3,15 @@
  * @module
  */
 
-import { CoreStatus, Sentinel, SequencerCore, WorkKind, sequenceStatusNames, statusNames } from '../pkg/sequencer.js';
+import {
+  CoreStatus,
+  Sentinel,
+  SequencerCore,
+  WorkKind,
+  sequenceStatusNames,
+  statusNames,
+  wasmMemory,
+} from '../pkg/sequencer.js';
 import {
   CleanedUpError,
   errorFrom,
@@ -33,6 +41,19 @@ const STATUS = /** @type {() => ReadonlyArray<import('./index').SequencerStatus>
 const SEQUENCE_STATUS = /** @type {() => ReadonlyArray<import('./index').SequenceStatus>} */ (
   table(sequenceStatusNames)
 );
+
+/** @type {Float64Array} */
+let memoryF64 = new Float64Array(0);
+
+/**
+ * The wasm memory as numbers, for the answers the core writes in place (`loadRequestFor`): a
+ * view made again once the memory grew (the old view is then detached, its length 0).
+ * @returns {Float64Array}
+ */
+function f64Memory() {
+  if (memoryF64.byteLength === 0) memoryF64 = new Float64Array(/** @type {WebAssembly.Memory} */ (wasmMemory()).buffer);
+  return memoryF64;
+}
 
 /** The clock used when none is given: `performance.now()` in milliseconds. */
 export const defaultClock = Object.freeze({ now: () => performance.now() });
@@ -183,7 +204,7 @@ export class Sequencer {
    * @returns {Promise<number>}
    */
   async start(kind, ws) {
-    return this.#loading(() => this.#core.start(kind, ws));
+    return this.#start(kind, ws);
   }
 
   /**
@@ -431,6 +452,95 @@ export class Sequencer {
   }
 
   /**
+   * `start`: the offset or 0, or a promise of it while storage answers later. A numbers read
+   * the core still awaits for this very start (a `tryStart` said `'needs-load'`) is performed
+   * as the core handed it out, not asked for again; each read is reported together with the
+   * start it was for, in one call into the core.
+   * @param {number} kind
+   * @param {number} ws
+   * @returns {number | Promise<number>}
+   */
+  #start(kind, ws) {
+    this.#notStarting();
+    const core = this.#core;
+    const at = core.loadRequestFor(kind, ws);
+    if (at !== 0) {
+      // In place: the count of sequences, the ticket, the workspace, the sequences.
+      const mem = f64Memory();
+      const i = at / 8;
+      const end = i + 3 + mem[i];
+      // A plain array, as storage.readNumbers takes.
+      const seqs = [];
+      for (let k = i + 3; k < end; k++) seqs.push(mem[k]);
+      return this.#loadStart(kind, ws, mem[i + 1], mem[i + 2], seqs);
+    }
+    const r = core.start(kind, ws);
+    this.#kick();
+    if (r !== Sentinel.Load) return this.#started(r);
+    return this.#loadStartRequested(kind, ws);
+  }
+
+  /**
+   * `#loadStart` of the read the core last handed out (`loadRequest`).
+   * @param {number} kind
+   * @param {number} ws
+   * @returns {number | Promise<number>}
+   */
+  #loadStartRequested(kind, ws) {
+    const request = this.#core.loadRequest(); // ticket, workspace, sequences
+    // A plain array, as storage.readNumbers takes (a loop: Array.from of a typed array is slower).
+    const seqs = [];
+    for (let i = 2; i < request.length; i++) seqs.push(request[i]);
+    return this.#loadStart(kind, ws, request[0], request[1], seqs);
+  }
+
+  /**
+   * Performs the numbers read of a start, then reports it and makes the start.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {number} ticket the read's
+   * @param {number} loadWs the workspace to read
+   * @param {number[]} seqs the sequences to read
+   * @returns {number | Promise<number>}
+   */
+  #loadStart(kind, ws, ticket, loadWs, seqs) {
+    const numbers = this.#read('readNumbers', ticket, () => this.#storage.readNumbers(loadWs, seqs));
+    if (isThenable(numbers)) return numbers.then((n) => this.#completeStart(kind, ws, ticket, n));
+    return this.#completeStart(kind, ws, ticket, numbers);
+  }
+
+  /**
+   * Reports a start's numbers read and makes the start (`completeNumbersStart`): the offset or
+   * 0, or the next read's promise. A refused report abandons the read and is thrown, unless the
+   * read was superseded (by `actualize`): then the start is made again.
+   * @param {number} kind
+   * @param {number} ws
+   * @param {number} ticket
+   * @param {ArrayLike<number>} numbers
+   * @returns {number | Promise<number>}
+   */
+  #completeStart(kind, ws, ticket, numbers) {
+    const core = this.#core;
+    let r;
+    try {
+      r = core.completeNumbersStart(ticket, numbers);
+    } catch (cause) {
+      // Not an array of numbers at all.
+      core.fail(ticket);
+      throw new InvalidArgumentError('storage.readNumbers must return an array of numbers', { cause });
+    }
+    this.#kick();
+    if (r === Sentinel.Load) return this.#loadStartRequested(kind, ws);
+    if (r === Sentinel.Refused) {
+      const err = errorFrom(core);
+      if (err.code === 'UNKNOWN_TICKET') return this.#start(kind, ws); // superseded by actualize
+      core.fail(ticket); // abandons the read (refused, harmlessly, if the start was refused)
+      throw err;
+    }
+    return this.#started(r);
+  }
+
+  /**
    * Maps a core start result to the offset or 0 (`notNowReason`), throwing refusals.
    * @param {number} r
    * @returns {number}
@@ -440,7 +550,7 @@ export class Sequencer {
       this.#notNowReason = null;
       return r;
     }
-    const reason = NOT_NOW[r];
+    const reason = notNow(r);
     if (reason === undefined) throw errorFrom(this.#core);
     this.#notNowReason = reason;
     return 0;
@@ -468,7 +578,7 @@ export class Sequencer {
     }
     if (r[0] === Sentinel.Refused) throw errorFrom(core);
     const stop = r[2];
-    this.#notNowReason = stop === 0 ? null : (NOT_NOW[stop] ?? 'needs-load');
+    this.#notNowReason = stop === 0 ? null : (notNow(stop) ?? 'needs-load');
     return { started: r[0], firstOffset: r[1], notNowReason: this.#notNowReason, numbers: r.subarray(3) };
   }
 
@@ -769,11 +879,18 @@ export class Sequencer {
   }
 }
 
-/** `notNowReason` by the core's sentinel. */
-const NOT_NOW = /** @type {Record<number, import('./index').NotNowReason>} */ ({
-  [Sentinel.NotNowActualizing]: 'actualizing',
-  [Sentinel.NotNowTooManyUnflushed]: 'too-many-unflushed',
-  [Sentinel.Load]: 'needs-load',
-  [Sentinel.LoadMany]: 'needs-load',
-});
+/**
+ * `notNowReason` by the core's sentinel, negated: an array indexed by small integers (an object
+ * keyed by negative numbers looks each one up as a string, about ten times slower; `tryStart` of
+ * a cold workspace pays it on every call). `undefined` for offsets and `Refused`.
+ * @param {number} r a start's result
+ * @returns {import('./index').NotNowReason | undefined}
+ */
+const notNow = (r) => NOT_NOW[-r];
 
+/** @type {Array<import('./index').NotNowReason | undefined>} */
+const NOT_NOW = [];
+NOT_NOW[-Sentinel.NotNowActualizing] = 'actualizing';
+NOT_NOW[-Sentinel.NotNowTooManyUnflushed] = 'too-many-unflushed';
+NOT_NOW[-Sentinel.Load] = 'needs-load';
+NOT_NOW[-Sentinel.LoadMany] = 'needs-load';

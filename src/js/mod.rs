@@ -13,7 +13,11 @@
 //!   kinds and statuses are enums this module exports, so the driver mirrors none of them.
 //! - The host's numbers reads happen in JavaScript (they may be asynchronous): the shell hands
 //!   them out as loads ([`Sentinel::Load`], [`Sentinel::LoadMany`]), the driver performs them,
-//!   reports them with `completeNumbers` / `completeNumbersMany` and calls again.
+//!   reports them with `completeNumbers` / `completeNumbersMany` and calls again (a `start`'s
+//!   load: `completeNumbersStart` reports it and starts in one call; `loadRequestFor` finds a
+//!   start's load still pending, so a second `start` need not ask for it again, and answers in
+//!   place, in the module's memory read through `wasmMemory()`: a returned `Vec` costs an
+//!   allocation, a copy and a second crossing to free it, more than the rest of the call).
 //! - Storage work the shell begins waits in a queue the driver takes from (`takeWork`); the
 //!   wake-up it asks for is `wakeAt()`. Work and PLog pages cross as flat arrays of numbers.
 //! - Time crosses as milliseconds on the driver's clock (`clock.now()`, read by the shell only
@@ -51,7 +55,7 @@ pub enum Sentinel {
     /// Not now: too many values wait to be flushed.
     NotNowTooManyUnflushed = -3,
     /// Numbers must be read first (`loadRequest`, then `completeNumbers`), then the call made
-    /// again.
+    /// again (for `start`: `completeNumbersStart` does both).
     Load = -4,
     /// A batch's cold workspaces must be read first (`loadManyWs`, `loadSeqs`, then
     /// `completeNumbersMany`), then the call made again.
@@ -95,6 +99,13 @@ impl From<Status> for CoreStatus {
             Status::CleanedUp => Self::CleanedUp,
         }
     }
+}
+
+/// The module's `WebAssembly.Memory`, where calls that answer in place (`loadRequestFor`) put
+/// their answer for the driver to read (through a view renewed when the memory grew).
+#[wasm_bindgen(js_name = wasmMemory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
 }
 
 #[wasm_bindgen]
@@ -162,6 +173,8 @@ pub struct SequencerCore {
     ws: Vec<WsId>,
     numbers: Vec<Number>,
     page: Vec<(u64, SeqValue)>,
+    /// `loadRequestFor`'s answer, read in place by the driver.
+    request: Vec<f64>,
     error: Option<Error>,
 }
 
@@ -189,6 +202,7 @@ impl SequencerCore {
             ws: Vec::new(),
             numbers: Vec::new(),
             page: Vec::new(),
+            request: Vec::new(),
             error: None,
         })
     }
@@ -216,6 +230,47 @@ impl SequencerCore {
             self.shell.complete_numbers(ticket, &self.numbers)
         })();
         self.done(r)
+    }
+
+    /// Reports the numbers read for a [`Sentinel::Load`] as `completeNumbers` does, then makes
+    /// the start the load was for (its kind and workspace) in the same call: the PLog offset,
+    /// or a [`Sentinel`] (`Load` again if another read is needed). `Refused` with code
+    /// `UNKNOWN_TICKET` when the load was dropped meanwhile (start again); any other refusal
+    /// of the report leaves the load awaited (`fail` it).
+    #[wasm_bindgen(js_name = completeNumbersStart)]
+    pub fn complete_numbers_start(&mut self, ticket: f64, numbers: &[f64]) -> f64 {
+        let r = (|| {
+            let ticket = Ticket(to_u64("ticket", ticket)?);
+            self.numbers.clear();
+            for &n in numbers {
+                self.numbers.push(to_u64("stored number", n)?);
+            }
+            self.shell
+                .complete_numbers_start(ticket, &self.numbers, &mut self.host)
+        })();
+        self.started(r)
+    }
+
+    /// The read a start of workspace `ws` of kind `kind` handed out ([`Sentinel::Load`]) and
+    /// that is still awaited: perform it and report it with `completeNumbersStart` instead of
+    /// starting again. Answered in place, for the driver to read before its next call into the
+    /// module: the byte address in `wasmMemory()` of the numbers `[count, ticket, workspace,
+    /// ...sequences]` (`count` sequences), in a buffer reused from call to call (no allocation
+    /// once it holds the longest read). `0` if none (nor for ids `start` would refuse).
+    #[wasm_bindgen(js_name = loadRequestFor)]
+    pub fn load_request_for(&mut self, kind: f64, ws: f64) -> usize {
+        let (Ok(kind), Ok(ws)) = (to_u16("workspace kind", kind), to_u64("workspace id", ws))
+        else {
+            return 0;
+        };
+        let Some((ticket, seqs)) = self.shell.pending_load(kind, ws) else {
+            return 0;
+        };
+        let request = &mut self.request;
+        request.clear();
+        request.extend([seqs.len() as f64, ticket.0 as f64, ws as f64]);
+        request.extend(seqs.iter().map(|&s| f64::from(s)));
+        request.as_ptr() as usize
     }
 
     /// Reports the numbers read for a [`Sentinel::LoadMany`] (`loadSeqs().length` per
