@@ -140,12 +140,13 @@ pub struct Sequencer {
     /// The slot `next` looks at first: the one after the last it used.
     slot_cursor: usize,
     pending_load: Option<PendingLoad>,
-    /// The write that was in flight when the last actualization began, while it still is: the
-    /// replay supersedes it, so if it fails it is dropped, not retried.
+    /// The write that was in flight when the last actualization began, while it still is:
+    /// after `actualize` it is dropped if it fails (the replay supersedes it); after
+    /// `actualize_beside_write` it waits again once it settles ([`Self::requeue_superseded`]).
     superseded_write: Option<Ticket>,
-    /// The offset a write superseded by `actualize_beside_write` stored when it landed during
-    /// the actualization (0: none): the replay skips the events before it, which that write
-    /// covers, so that no later write carries their older numbers.
+    /// The offset of a write superseded by `actualize_beside_write` that settled during the
+    /// actualization (0: none): the replay skips the events before it, which that write's
+    /// values (waiting again) cover, so that no later write carries their older numbers.
     replay_floor: PLogOffset,
     /// Consecutive failed writes; [`Timer::WriteRetry`] holds the next one back.
     write_retry: Backoff,
@@ -939,7 +940,8 @@ impl Sequencer {
         }
     }
 
-    /// True while an actualization begun by `actualize_beside_write` has not ended.
+    /// True while actualizing with no wait for a write ahead: after `actualize_beside_write`,
+    /// or once `actualize`'s wait is over (then no write is superseded any more).
     fn reading_beside_write(&self) -> bool {
         matches!(&self.phase, Phase::Actualizing(a) if !matches!(a.step, Step::AwaitWrite))
     }
