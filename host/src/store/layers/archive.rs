@@ -619,7 +619,21 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let end = self.end(partition);
         let (Some(a), true) = (&self.archive, from.max(1) <= end) else {
-            return self.hot.events(partition, from, max);
+            let hot = self.hot.events(partition, from, max)?;
+            // The hot store starts past `from`: another process archived and trimmed since
+            // this reader opened the archive. The archive as it is now holds what is between.
+            if let Some(a) = &self.archive
+                && hot.first().is_some_and(|e| e.offset > from.max(1))
+            {
+                let now = Archive::open(&a.root).map_err(|e| StorageError(e.to_string()))?;
+                let now_end = now.end(partition);
+                if now_end >= from.max(1) {
+                    let take =
+                        max.min(usize::try_from(now_end - from.max(1) + 1).unwrap_or(usize::MAX));
+                    return now.events(partition, from, take);
+                }
+            }
+            return Ok(hot);
         };
         let take = max.min(usize::try_from(end - from.max(1) + 1).unwrap_or(usize::MAX));
         let old = a.events(partition, from, take)?;
@@ -847,6 +861,33 @@ mod tests {
             Err(AppendError::WrongOffset { expected: 101, .. })
         ));
         assert_eq!(hot.trim(0, 1_000).expect("trim").first_kept, 90);
+    }
+
+    #[test]
+    fn a_reader_whose_archive_grew_and_trimmed_since_it_opened_reads_the_events_between() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let hot = store(tmp.path(), 100, 90);
+        let root = tmp.path().join("a");
+        let archive = Archive::create_or_open(&root, 16).expect("archive");
+        archive_pass(&hot, &archive, |_| {}).expect("pass");
+        // A reader (a check) opens the archive as it is: it ends at 80.
+        let reader = WithArchive::new(hot.clone(), Some(Archive::open(&root).expect("open")))
+            .expect("lines up");
+        // Another process appends, flushes, archives and trims meanwhile.
+        let mut batch = EventBatch::new(101);
+        for o in 101..=140 {
+            batch.push(&[SeqValue::new(1, 1, o)], b"payload");
+        }
+        hot.append_events(0, &batch).expect("append");
+        futures::executor::block_on(hot.write(0, vec![SeqValue::new(1, 1, 139)], 140))
+            .expect("write");
+        archive_pass(&hot, &archive, |_| {}).expect("pass");
+        let (hot_first, _) = hot.plog_bounds(0).expect("bounds").expect("a PLog");
+        assert!(hot_first > 81, "trimmed past the reader's archive end");
+        let events = reader.events(0, 81, 1000).expect("events");
+        assert_eq!(events.first().map(|e| e.offset), Some(81), "no gap");
+        let offsets: Vec<_> = events.iter().map(|e| e.offset).collect();
+        assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
     }
 
     #[test]
