@@ -223,10 +223,7 @@ impl SequencerCore {
     pub fn complete_numbers(&mut self, ticket: f64, numbers: &[f64]) -> i32 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);
-            self.numbers.clear();
-            for &n in numbers {
-                self.numbers.push(to_u64("stored number", n)?);
-            }
+            self.read_numbers(numbers)?;
             self.shell.complete_numbers(ticket, &self.numbers)
         })();
         self.done(r)
@@ -241,10 +238,7 @@ impl SequencerCore {
     pub fn complete_numbers_start(&mut self, ticket: f64, numbers: &[f64]) -> f64 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);
-            self.numbers.clear();
-            for &n in numbers {
-                self.numbers.push(to_u64("stored number", n)?);
-            }
+            self.read_numbers(numbers)?;
             self.shell
                 .complete_numbers_start(ticket, &self.numbers, &mut self.host)
         })();
@@ -280,10 +274,7 @@ impl SequencerCore {
         let r = (|| {
             let kind = to_u16("workspace kind", kind)?;
             self.read_ws(ws)?;
-            self.numbers.clear();
-            for &n in numbers {
-                self.numbers.push(to_u64("stored number", n)?);
-            }
+            self.read_numbers(numbers)?;
             self.shell
                 .complete_numbers_many(kind, &self.ws, &self.numbers)
         })();
@@ -669,6 +660,15 @@ impl SequencerCore {
     fn keep_load(&mut self, load: Option<ReadNumbers>, many: Option<ReadNumbersMany>) {
         self.load = load;
         self.load_many = many;
+    }
+
+    /// `numbers` as stored numbers into the reused buffer.
+    fn read_numbers(&mut self, numbers: &[f64]) -> Result<(), Error> {
+        self.numbers.clear();
+        for &n in numbers {
+            self.numbers.push(to_u64("stored number", n)?);
+        }
+        Ok(())
     }
 
     /// `ws` as workspace ids into the reused buffer.
