@@ -214,6 +214,41 @@ fn group_commit_holds_a_write_report_until_the_interval_passed() {
     assert_eq!(seq.storage_ops_in_flight(), 0);
 }
 
+#[test]
+fn group_commit_reports_at_once_a_write_of_half_the_partitions_unflushed_limit() {
+    let h = Harness::new();
+    // An hour on a clock that only moves when told: a held write is never reported.
+    let driver = sequencer_host::Driver::spawn(
+        std::sync::Arc::new(h.storage.clone()),
+        std::sync::Arc::new(h.clock.clone()),
+        sequencer_host::DriverConfig::default(),
+    )
+    .with_min_write_interval(Duration::from_secs(3600));
+    let seq = driver
+        .open(&h.runtime, P, &params().with_max_unflushed_values(4))
+        .unwrap();
+    driver.sync();
+    while seq.status() == Status::Actualizing {
+        std::thread::yield_now();
+    }
+    // One number: a write of one value, a quarter of the limit, is held.
+    seq.start_next(1, 5, &[1]).unwrap();
+    seq.flush().unwrap();
+    wait_until(|| h.storage.view_value(P, 5, 1) == 1);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(seq.storage_ops_in_flight(), 1, "held");
+    h.clock.advance(Duration::from_secs(3600));
+    wait_until(|| seq.storage_ops_in_flight() == 0);
+    // Two numbers: a write of half the limit is reported as soon as storage completes it, so
+    // values arriving meanwhile never wait an interval for room.
+    let (_, n) = seq.start_next(1, 6, &[1, 2]).unwrap();
+    assert_eq!(n, [1, 100]);
+    seq.flush().unwrap();
+    wait_until(|| seq.storage_ops_in_flight() == 0);
+    assert_eq!(h.storage.view_value(P, 6, 2), 100);
+    assert_eq!(h.storage.stored_next_offset(P), 2);
+}
+
 fn wait_until(cond: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !cond() {

@@ -3,8 +3,9 @@
 //! `STORE_ALONE_EVENTS_PER_APPEND` events (128-byte payloads, three numbers of one workspace
 //! each, as `sequencer-host run` appends them) back to back, and beside the appends keeps one
 //! flusher write of the sequences view in flight (the numbers appended meanwhile, by
-//! workspace, and the stored offset), as the main job's flusher does; no component, no
-//! reads, no failed commands. `scripts/bench-durable.sh` runs it beside the main job on etcd.
+//! workspace, and the stored offset), at most one per the store's
+//! [`view_write_interval`](sequencer_host::Storage::view_write_interval), as the main job's
+//! flusher does; no component, no reads, no failed commands. `scripts/bench-durable.sh` runs it beside the main job on etcd.
 //!
 //! `STORE_ALONE_URL=etcd://HOST:PORT,... cargo bench -p plog-sequencer-host --features etcd
 //! --bench store_alone`; `STORE_ALONE_PARTITIONS` (8), `STORE_ALONE_WORKSPACES` (1,000 over
@@ -40,6 +41,8 @@ fn partition(
     let mut waiting: BTreeMap<(u64, u16), Number> = BTreeMap::new();
     let mut write: Option<BoxFuture<'static, Result<(), StorageError>>> = None;
     let mut next = 1u64;
+    let interval = store.view_write_interval();
+    let mut write_began: Option<Instant> = None;
     let mut x = u64::from(p) * 0x9e37_79b9 + 1;
     while next <= events {
         let mut batch = EventBatch::new(next);
@@ -63,7 +66,12 @@ fn partition(
             .append_events(p, &batch)
             .map_err(|e| StorageError(e.to_string()))?;
         next = batch.next();
-        // One flusher write in flight at a time, carrying everything appended meanwhile.
+        // One flusher write in flight at a time, carrying everything appended meanwhile, and
+        // begun no sooner than the store's view write interval after the last (as the
+        // main job's driver holds them).
+        if write_began.is_some_and(|at| at.elapsed() < interval) {
+            continue;
+        }
         let done = match write.as_mut().map(|w| w.now_or_never()) {
             None => true,
             Some(None) => false,
@@ -78,6 +86,7 @@ fn partition(
                 .map(|((ws, s), n)| SeqValue::new(ws, s, n))
                 .collect();
             write = Some(store.write(p, values, next - 1));
+            write_began = Some(Instant::now());
         }
     }
     if let Some(w) = write {
@@ -117,7 +126,8 @@ fn main() {
     // The lines `scripts/bench-durable.sh` reads, in the main job's words and order.
     println!("events  {appended}");
     println!(
-        "shape {partitions} partitions, {per_append} events per append, {workspaces} workspaces each, one view write in flight"
+        "shape {partitions} partitions, {per_append} events per append, {workspaces} workspaces each, one view write in flight, at most one per {} ms",
+        store.view_write_interval().as_millis()
     );
     println!("durable events/s {:.0}", appended as f64 / secs);
     println!(

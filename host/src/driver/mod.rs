@@ -73,7 +73,7 @@ impl Driver {
             inflight: FuturesUnordered::new(),
             timer: None,
             idle_waiters: Vec::new(),
-            min_write_interval: Duration::ZERO,
+            min_write_interval: storage.view_write_interval(),
             deadlines: BinaryHeap::new(),
             held_writes: 0,
             settles: 0,
@@ -109,6 +109,7 @@ impl Driver {
                 let _ = self.events.unbounded_send(DriverMsg::Register {
                     partition,
                     shared: Arc::downgrade(shared),
+                    max_unflushed: params.max_unflushed_values,
                 });
             },
         )?;
@@ -119,8 +120,11 @@ impl Driver {
     /// began (on the driver's clock), so the next write carries every value flushed meanwhile.
     /// With fast storage and a busy partition this turns a write (and a guest call to report
     /// it) per transaction into one per `interval`; nothing waits for it but storage, and a
-    /// slower storage is not slowed further. Zero (the default) reports each write as soon as
-    /// storage completes it.
+    /// slower storage is not slowed further. A write that carried half of the partition's
+    /// `max_unflushed_values` or more is reported at once: values come fast enough that
+    /// holding it could make `start` say "not now". The default is the storage's
+    /// [`view_write_interval`](Storage::view_write_interval) (zero for every backend but
+    /// etcd: each write reported as soon as storage completes it).
     pub fn with_min_write_interval(self, interval: Duration) -> Self {
         let _ = self
             .events
@@ -178,6 +182,10 @@ struct Part {
     write_busy: bool,
     /// When the write in flight began.
     write_began: Instant,
+    /// How many values the write in flight carries.
+    write_values: usize,
+    /// The partition's `max_unflushed_values`: a write of half as many is never held.
+    max_unflushed: usize,
     /// A completed write held back until this instant (`Driver::with_min_write_interval`).
     held_write: Option<(Instant, Done)>,
     queued: VecDeque<(u64, Op)>,
@@ -195,6 +203,8 @@ impl Part {
             closed: false,
             write_busy: false,
             write_began: Instant::default(),
+            write_values: 0,
+            max_unflushed: usize::MAX,
             held_write: None,
             queued: VecDeque::new(),
             wake: None,
@@ -314,12 +324,17 @@ impl LoopState {
 
     fn handle(&mut self, msg: DriverMsg) {
         match msg {
-            DriverMsg::Register { partition, shared } => {
+            DriverMsg::Register {
+                partition,
+                shared,
+                max_unflushed,
+            } => {
                 let part = self
                     .parts
                     .entry(partition)
                     .or_insert_with(|| Part::new(shared.clone()));
                 part.shared = shared;
+                part.max_unflushed = max_unflushed;
                 part.closed = false;
                 part.wake = None;
                 part.abort_reads();
@@ -436,6 +451,7 @@ impl LoopState {
                 ..
             }) => {
                 part.write_busy = true;
+                part.write_values = values.len();
                 if !self.min_write_interval.is_zero() {
                     part.write_began = self.clock.now();
                 }
@@ -482,7 +498,11 @@ impl LoopState {
         let Some(part) = self.parts.get_mut(&done.partition) else {
             return;
         };
-        if done.is_write && !self.min_write_interval.is_zero() && !part.closed {
+        if done.is_write
+            && !self.min_write_interval.is_zero()
+            && !part.closed
+            && part.write_values.saturating_mul(2) < part.max_unflushed
+        {
             let due = part.write_began.saturating_add(self.min_write_interval);
             if self.clock.now() < due {
                 self.deadlines.push(Reverse((due, done.partition)));

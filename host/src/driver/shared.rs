@@ -26,6 +26,8 @@ pub(crate) enum DriverMsg {
     Register {
         partition: PartitionId,
         shared: Weak<Shared>,
+        /// The partition's `max_unflushed_values` (whether a write may be held back).
+        max_unflushed: usize,
     },
     Work {
         partition: PartitionId,

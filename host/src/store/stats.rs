@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-/// One counter a backend may keep.
+/// One counter a backend may keep (more may be added: match with a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Counter {
     /// Flusher writes applied (values and the stored offset).
     ViewWrites,
@@ -38,13 +39,15 @@ pub enum Counter {
     ReadBacks,
     /// View writes tried again because another writer changed the same workspaces.
     ViewConflicts,
+    /// View write transactions sent without a read first: the store knew their workspaces.
+    ViewReadsSkipped,
     /// Event objects the object store's appends created (one per append part).
     ObjectsWritten,
 }
 
 impl Counter {
     /// Every counter, in the order [`StoreStats`] lists them.
-    pub const ALL: [Counter; 17] = [
+    pub const ALL: [Counter; 18] = [
         Self::ViewWrites,
         Self::ViewRows,
         Self::Commits,
@@ -61,6 +64,7 @@ impl Counter {
         Self::Retries,
         Self::ReadBacks,
         Self::ViewConflicts,
+        Self::ViewReadsSkipped,
         Self::ObjectsWritten,
     ];
 
@@ -87,6 +91,7 @@ impl Counter {
             Self::Retries => "retries",
             Self::ReadBacks => "read-backs",
             Self::ViewConflicts => "view conflicts",
+            Self::ViewReadsSkipped => "view reads skipped",
             Self::ObjectsWritten => "event objects written",
         }
     }

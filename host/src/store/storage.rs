@@ -3,6 +3,7 @@
 
 use core::fmt;
 use core::ops::Range;
+use core::time::Duration;
 
 use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
@@ -475,6 +476,17 @@ pub trait Storage: Send + Sync + 'static {
     /// the backend has a limit (etcd: operations per transaction and request size).
     fn append_limits(&self) -> AppendLimits {
         AppendLimits::UNLIMITED
+    }
+
+    /// The shortest time between two of a partition's flusher writes this backend is best
+    /// served with: the values flushed meanwhile go together in one write of the sequences
+    /// view (group commit of the view; the PLog append, not this write, is what makes an
+    /// event durable, so nothing acknowledged waits for it). The [`Driver`](crate::Driver)
+    /// applies it unless told otherwise ([`Driver::with_min_write_interval`](crate::Driver::with_min_write_interval)).
+    /// Zero (the default): each write as soon as the last one completed. A layer over another
+    /// storage passes its answer on.
+    fn view_write_interval(&self) -> Duration {
+        Duration::ZERO
     }
 
     /// An error the store met that cannot clear by itself (redb after an I/O error such as a

@@ -126,3 +126,89 @@ fn writers_raising_the_same_workspaces_at_once_leave_the_largest_numbers() {
         .sum();
     eprintln!("view writes tried again after a conflict: {conflicts}");
 }
+
+fn skipped(store: &EtcdStorage) -> u64 {
+    store.stats().view_reads_skipped.load(Ordering::Relaxed)
+}
+
+fn conflicts(store: &EtcdStorage) -> u64 {
+    store.stats().view_conflicts.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_second_write_of_the_same_workspaces_reads_nothing_first() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let store = cluster.store(Duration::from_secs(5));
+    let write = |n: u64, offset| {
+        let values = (1..=70u64).map(|ws| SeqValue::new(ws, 1, n + ws)).collect();
+        futures::executor::block_on(store.write(6, values, offset)).expect("write")
+    };
+    write(0, 3);
+    assert_eq!(
+        skipped(&store),
+        0,
+        "the first write reads what it does not know"
+    );
+    write(100, 5);
+    assert_eq!(
+        skipped(&store),
+        2,
+        "70 workspaces: two transactions, neither read first"
+    );
+    assert_eq!(conflicts(&store), 0);
+    let view = store.view(6).expect("view");
+    assert_eq!(view.len(), 70);
+    assert!(view.iter().all(|&(ws, _, n)| n == 100 + ws));
+    assert_eq!(store.stored_next_offset(6), Ok(5));
+}
+
+#[test]
+fn a_workspace_another_writer_raised_since_is_read_again_and_keeps_the_larger_number() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let (a, b) = (
+        cluster.store(Duration::from_secs(5)),
+        cluster.store(Duration::from_secs(5)),
+    );
+    let write = |s: &EtcdStorage, n: u64, offset| {
+        futures::executor::block_on(s.write(1, vec![SeqValue::new(1, 1, n)], offset))
+            .expect("write")
+    };
+    write(&a, 5, 2);
+    write(&b, 9, 3);
+    write(&a, 6, 4);
+    assert_eq!(skipped(&a), 1, "a remembered 5 and tried without reading");
+    assert_eq!(conflicts(&a), 1, "the revision compare caught b's write");
+    assert_eq!(a.view(1), Ok(vec![(1, 1, 9)]), "never moved back to 6");
+    // And a now knows 9: the next write needs no read.
+    write(&a, 7, 5);
+    assert_eq!((skipped(&a), conflicts(&a)), (2, 1));
+    assert_eq!(a.view(1), Ok(vec![(1, 1, 9)]));
+}
+
+#[test]
+fn a_remembered_key_that_is_gone_is_written_again_even_with_the_same_numbers() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let store = cluster.store(Duration::from_secs(5));
+    futures::executor::block_on(store.write(2, vec![SeqValue::new(1, 1, 5)], 2)).expect("write");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let mut client = rt
+        .block_on(etcd_client::Client::connect(
+            cluster.endpoints.clone(),
+            None,
+        ))
+        .expect("connect");
+    rt.block_on(client.delete(format!("seq/2/{:020}", 1), None))
+        .expect("delete the key behind the store's back");
+    // The same number again: memory says the key holds it already, so nothing would be put;
+    // the compare still finds the key gone, and the write reads and puts it.
+    futures::executor::block_on(store.write(2, vec![SeqValue::new(1, 1, 5)], 3)).expect("write");
+    assert_eq!(conflicts(&store), 1);
+    assert_eq!(store.view(2), Ok(vec![(1, 1, 5)]));
+    assert_eq!(store.stored_next_offset(2), Ok(3));
+}

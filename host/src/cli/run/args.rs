@@ -2,12 +2,14 @@
 //! numbering layout, and the store's options.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use sequencer::Params;
 use sequencer_host::store::{ArchiveUse, OpenOptions, encoded_len};
 use sequencer_host::store::{Layout, LayoutSeq};
+use sequencer_host::{Clock, Driver, DriverConfig, Storage};
 
 use super::super::common::{ArchiveSpec, CliError, CliResult, KIND, SEQS, StoreArg, parse_secs};
 use super::super::component;
@@ -84,8 +86,9 @@ pub struct RunArgs {
     pub store_wait_s: u64,
     /// The shortest time between two flusher writes of a partition, in milliseconds: the
     /// values flushed meanwhile go together, in fewer, larger writes of the sequences view.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_millis)]
-    pub flush_interval_ms: f64,
+    /// Unset: the store's own (etcd 200, every other store 0: each write at once).
+    #[arg(long, value_parser = parse_millis)]
+    pub flush_interval_ms: Option<f64>,
     /// The archive of the store's old PLog events, objects:DIR (recorded with the store the
     /// first time; see `archive`). Without it, a recorded archive is used.
     #[arg(long)]
@@ -173,6 +176,16 @@ pub fn layout(args: &RunArgs) -> Layout {
 }
 
 impl RunArgs {
+    /// The task driver over `storage`: group commit of the view as --flush-interval-ms says,
+    /// else as the store prefers ([`Storage::view_write_interval`]).
+    pub(super) fn driver(&self, storage: Arc<dyn Storage>, clock: Arc<dyn Clock>) -> Driver {
+        let driver = Driver::spawn(storage, clock, DriverConfig::default());
+        match self.flush_interval_ms {
+            Some(ms) => driver.with_min_write_interval(Duration::from_secs_f64(ms / 1000.0)),
+            None => driver,
+        }
+    }
+
     /// Refuses options that could never finish or fit in memory, before anything is opened.
     pub fn validate(&self) -> CliResult<()> {
         if self.host_name.is_some() && self.store.0.backend() != "etcd" {

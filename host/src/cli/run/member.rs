@@ -14,7 +14,7 @@ use sequencer_host::membership::{
     Membership, MembershipConfig, MembershipEvent, MembershipParts, MembershipStats, margin,
 };
 use sequencer_host::store::WarnLimiter;
-use sequencer_host::{Clock, Driver, DriverConfig, MonotonicClock, PartitionId};
+use sequencer_host::{Clock, MonotonicClock, PartitionId};
 
 use super::super::common::{CliError, CliResult, style};
 use super::super::logging::Progress;
@@ -37,14 +37,7 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
         CliError("--host-name: many hosts share an etcd store only (--store etcd://...)".into())
     })?;
     let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
-    let driver = Arc::new(
-        Driver::spawn(
-            opened.storage.clone(),
-            clock.clone(),
-            DriverConfig::default(),
-        )
-        .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0)),
-    );
+    let driver = Arc::new(args.driver(opened.storage.clone(), clock.clone()));
     let mut config = MembershipConfig::new(name, args.partitions);
     config.lease_ttl = Duration::from_secs(args.lease_ttl_s);
     let parts = MembershipParts {

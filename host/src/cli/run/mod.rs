@@ -23,7 +23,7 @@ use sequencer::Params;
 use sequencer_host::store::layers::Trim;
 use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
 use sequencer_host::store::{Counter, Store, WarnLimiter};
-use sequencer_host::{Driver, DriverConfig, MonotonicClock, PartitionSequencer, Runtime, Status};
+use sequencer_host::{Driver, MonotonicClock, PartitionSequencer, Runtime, Status};
 
 pub use args::RunArgs;
 
@@ -85,12 +85,7 @@ fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Re
         }
     }
 
-    let driver = Driver::spawn(
-        storage.clone(),
-        Arc::new(MonotonicClock::new()),
-        DriverConfig::default(),
-    )
-    .with_min_write_interval(Duration::from_secs_f64(args.flush_interval_ms / 1000.0));
+    let driver = args.driver(storage.clone(), Arc::new(MonotonicClock::new()));
     let params = params();
     let actualize_started = Instant::now();
     let seqs = open_partitions(&driver, runtime, &params, args.partitions)?;

@@ -177,13 +177,14 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
         rows.push((
             "etcd transactions".into(),
             format!(
-                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again)",
+                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again, {} view reads skipped)",
                 per(events, txns),
                 per(events, appends),
                 s.count(Counter::Retries),
                 s.count(Counter::ReadBacks),
                 s.count(Counter::Fenced),
-                s.count(Counter::ViewConflicts)
+                s.count(Counter::ViewConflicts),
+                s.count(Counter::ViewReadsSkipped)
             ),
         ));
     } else if let Some(bundles) = s.get(Counter::BundlesWritten) {

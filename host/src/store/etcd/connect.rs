@@ -55,6 +55,7 @@ impl EtcdStorage {
                 damage: DamageLatch::default(),
                 fences: Default::default(),
                 plog_ends: Default::default(),
+                known_view: Default::default(),
             }),
         })
     }

@@ -11,6 +11,7 @@ use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::plog_end::PlogEnds;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
+use crate::store::etcd::view_known::KnownView;
 use crate::store::storage::DamageLatch;
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
@@ -37,6 +38,9 @@ pub(super) struct Inner {
     pub(super) fences: Fences,
     /// The last PLog key seen of each partition: where a read of the PLog's end starts.
     pub(super) plog_ends: PlogEnds,
+    /// The view keys this store last wrote or read: a flusher write of known workspaces
+    /// skips its read.
+    pub(super) known_view: KnownView,
 }
 
 impl Drop for Inner {

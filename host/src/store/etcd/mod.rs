@@ -28,7 +28,8 @@
 //!   the stored value is byte-for-byte its pack (payloads should name their writer, so that two
 //!   hosts' events are never equal).
 //! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches
-//!   (from the member it talks to first, linearizably after a conflict), merges its numbers
+//!   (from the member it talks to first, linearizably after a conflict; not at all when it
+//!   knows what it last wrote or read of them all, `view_known.rs`), merges its numbers
 //!   into them by maximum, and writes them back only if none changed since (revision compares;
 //!   read again otherwise), at most 60 workspaces per transaction, the
 //!   chunks sent together, then the last with the next offset. So a stale host's late flusher
@@ -61,6 +62,7 @@
 //! | `plog_end.rs` | the PLog's end (last key), read from the last key this store has seen |
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
+//! | `view_known.rs` | the view keys this store last wrote or read, so a flusher write of them skips its read |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
 //! | `tail_probe.rs` | [`TailProbe`](crate::store::layers::TailProbe): the stored offset and the PLog's end in one read |
 //! | `reader.rs` | [`StoreReader`](crate::store::reader::StoreReader): what `check` and `inspect` read |
@@ -88,6 +90,7 @@ mod tail_probe;
 #[cfg(feature = "objects")]
 mod trim;
 mod view;
+mod view_known;
 
 pub use append::PACK_MAX_EVENTS;
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, EtcdConfig};
@@ -95,3 +98,11 @@ pub use handle::EtcdStorage;
 pub use plog::PAGE_EVENTS;
 pub use stats::EtcdStats;
 pub use view::{READS_PER_TXN, VIEW_WS_PER_TXN};
+pub use view_known::KNOWN_VIEW_KEYS;
+
+/// The shortest time between two flusher writes of a partition on etcd
+/// ([`Storage::view_write_interval`](crate::Storage::view_write_interval)): a write's workspaces
+/// are mostly the same ones again, so over this interval a partition puts each of its busy
+/// workspaces once instead of once per write. What it costs: a restart replays up to this much
+/// more of the PLog, and an actualization replays the events since the last write.
+pub const VIEW_WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);

@@ -96,6 +96,27 @@ impl WsView {
         Some(v)
     }
 
+    /// A workspace key's value as this host last wrote or read it, at `revision`; `None` if
+    /// the value is not (sequence, number) pairs.
+    fn remembered(revision: i64, value: &[u8]) -> Option<Self> {
+        if !value.len().is_multiple_of(VIEW_ENTRY_BYTES) {
+            return None;
+        }
+        let numbers = value
+            .chunks_exact(VIEW_ENTRY_BYTES)
+            .map(|c| {
+                let seq = u16::from_be_bytes([c[0], c[1]]);
+                parse_u64(&c[2..]).map(|n| (seq, n))
+            })
+            .collect::<Option<_>>()?;
+        Some(Self {
+            numbers,
+            value: value.to_vec(),
+            revision,
+            old_rows: false,
+        })
+    }
+
     /// The numbers of `seqs`, 0 for one never stored.
     fn numbers_of<'a>(&'a self, seqs: &'a [SeqId]) -> impl Iterator<Item = Number> + 'a {
         seqs.iter()
@@ -186,39 +207,81 @@ impl EtcdStorage {
                 .collect();
             Txn::new().and_then(reads)
         };
+        let known = &self.inner.known_view;
+        let chunk_ws = || chunk.iter().map(|(ws, _)| *ws);
         let mut delay = Duration::from_millis(2);
         for attempt in 0..VIEW_WRITE_ATTEMPTS {
-            let read = read(attempt == 0);
-            let resp = self
-                .clone()
-                .retrying(
-                    format!("read the view of partition {partition}"),
-                    |mut kv| {
-                        stats.txns.fetch_add(1, Ordering::Relaxed);
-                        let read = read.clone();
-                        async move { kv.txn(read).await }
-                    },
-                )
-                .await?;
+            // What this host last wrote or read of these workspaces, if it knows them all
+            // (only at the first attempt: after a conflict the keys are read linearizably).
+            let remembered = if attempt == 0 {
+                known.all_of(partition, chunk_ws())
+            } else {
+                None
+            };
+            let from_memory = remembered.is_some();
+            let views: Vec<WsView> = match remembered {
+                Some(keys) => {
+                    stats.view_reads_skipped.fetch_add(1, Ordering::Relaxed);
+                    keys.into_iter()
+                        .map(|k| WsView::remembered(k.revision, &k.value))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| self.err("write the view", "a view value is not ours"))?
+                }
+                None => {
+                    let read = read(attempt == 0);
+                    let resp = self
+                        .clone()
+                        .retrying(
+                            format!("read the view of partition {partition}"),
+                            |mut kv| {
+                                stats.txns.fetch_add(1, Ordering::Relaxed);
+                                let read = read.clone();
+                                async move { kv.txn(read).await }
+                            },
+                        )
+                        .await?;
+                    let mut views = Vec::with_capacity(chunk.len());
+                    for ((ws, _), r) in chunk.iter().zip(resp.op_responses()) {
+                        let stored = match r {
+                            TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                            _ => None,
+                        };
+                        let stored = stored
+                            .ok_or_else(|| self.err("write the view", "a view key is not ours"))?;
+                        if !stored.old_rows {
+                            known.learn(partition, *ws, stored.revision, &stored.value);
+                        }
+                        views.push(stored);
+                    }
+                    if views.len() != chunk.len() {
+                        return Err(self.err("write the view", "the reply misses workspaces"));
+                    }
+                    views
+                }
+            };
             let mut compares = Vec::new();
             let mut ops = Vec::new();
-            for ((ws, new), r) in chunk.iter().zip(resp.op_responses()) {
-                let stored = match r {
-                    TxnOpResponse::Get(g) => WsView::of(g.kvs()),
-                    _ => None,
-                };
-                let stored =
-                    stored.ok_or_else(|| self.err("write the view", "a view key is not ours"))?;
+            let mut written = Vec::with_capacity(chunk.len());
+            for ((ws, new), stored) in chunk.iter().zip(&views) {
                 let mut merged = stored.numbers.clone();
                 for &(seq, n) in new {
                     let e = merged.entry(seq).or_default();
                     *e = (*e).max(n);
                 }
                 let value = encode_numbers(&merged);
+                let key = ws_key(partition, *ws);
                 if value == stored.value && !stored.old_rows {
+                    if from_memory {
+                        // Nothing to put, but what memory says must still hold: had the key
+                        // changed or gone, the offset must not be stored over it.
+                        compares.push(Compare::mod_revision(
+                            key,
+                            CompareOp::Equal,
+                            stored.revision,
+                        ));
+                    }
                     continue;
                 }
-                let key = ws_key(partition, *ws);
                 compares.push(Compare::mod_revision(
                     key.clone(),
                     CompareOp::Equal,
@@ -230,7 +293,8 @@ impl EtcdStorage {
                     let opts = DeleteOptions::new().with_range(prefix_end(&rows));
                     ops.push(TxnOp::delete(rows, Some(opts)));
                 }
-                ops.push(TxnOp::put(key, value, None));
+                ops.push(TxnOp::put(key, value.clone(), None));
+                written.push((*ws, value));
             }
             if let Some(o) = offset {
                 ops.push(TxnOp::put(
@@ -239,7 +303,7 @@ impl EtcdStorage {
                     None,
                 ));
             }
-            if ops.is_empty() {
+            if ops.is_empty() && compares.is_empty() {
                 return Ok(());
             }
             let fence = self.inner.fences.check(partition).map_err(|r| {
@@ -262,10 +326,21 @@ impl EtcdStorage {
                         async move { kv.txn(write).await }
                     },
                 )
-                .await?;
+                .await
+                .inspect_err(|_| known.forget(partition, chunk_ws()))?;
             if resp.succeeded() {
+                // Every put of the transaction is at its revision.
+                match resp.header().map(|h| h.revision()) {
+                    Some(revision) => {
+                        for (ws, value) in &written {
+                            known.learn(partition, *ws, revision, value);
+                        }
+                    }
+                    None => known.forget(partition, written.iter().map(|(ws, _)| *ws)),
+                }
                 return Ok(());
             }
+            known.forget(partition, chunk_ws());
             if let Some(epoch) = epoch {
                 let now = match resp.op_responses().first() {
                     Some(TxnOpResponse::Get(g)) => {

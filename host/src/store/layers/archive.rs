@@ -788,6 +788,10 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
         self.hot.append_limits()
     }
 
+    fn view_write_interval(&self) -> std::time::Duration {
+        self.hot.view_write_interval()
+    }
+
     fn failure(&self) -> Option<String> {
         self.hot.failure()
     }

@@ -369,6 +369,10 @@ impl Storage for ReadAhead {
         self.inner.append_limits()
     }
 
+    fn view_write_interval(&self) -> std::time::Duration {
+        self.inner.view_write_interval()
+    }
+
     fn failure(&self) -> Option<String> {
         self.inner.failure()
     }

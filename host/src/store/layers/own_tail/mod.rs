@@ -374,6 +374,10 @@ impl Storage for OwnTail {
         self.inner.append_limits()
     }
 
+    fn view_write_interval(&self) -> std::time::Duration {
+        self.inner.view_write_interval()
+    }
+
     fn failure(&self) -> Option<String> {
         self.inner.failure()
     }
