@@ -1,6 +1,6 @@
 //! The PLog on object storage: one object per append part (the events of a batch up to the
 //! next bundle boundary), fenced by a conditional put, merged into fixed-size bundles by a
-//! merger thread. See `docs/STORAGE.md`, "The PLog on object storage"; the objects' names are
+//! merger thread. See `docs/OBJECTS.md`; the objects' names are
 //! in [`names`](super::names), the event objects in [`object`](super::object), the hash chain
 //! in [`chain`](super::chain), the bundle format in [`bundle`](super::bundle).
 //!
