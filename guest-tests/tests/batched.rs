@@ -244,9 +244,34 @@ fn group_commit_reports_at_once_a_write_of_half_the_partitions_unflushed_limit()
     let (_, n) = seq.start_next(1, 6, &[1, 2]).unwrap();
     assert_eq!(n, [1, 100]);
     seq.flush().unwrap();
+    wait_until(|| h.storage.view_value(P, 6, 2) == 100);
     wait_until(|| seq.storage_ops_in_flight() == 0);
-    assert_eq!(h.storage.view_value(P, 6, 2), 100);
     assert_eq!(h.storage.stored_next_offset(P), 2);
+
+    // Waiting for the driver to be idle reports a held write at once, and holds none after.
+    seq.start_next(1, 7, &[1]).unwrap();
+    seq.flush().unwrap();
+    wait_until(|| h.storage.view_value(P, 7, 1) == 1);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(seq.storage_ops_in_flight(), 1, "held");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            driver.idle();
+            let _ = tx.send(());
+        });
+        let at_once = rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        if !at_once {
+            // Let the waiting thread go, so that the assertion fails instead of hanging.
+            h.clock.advance(Duration::from_secs(3600));
+        }
+        assert!(
+            at_once,
+            "idle waited for the interval on a clock that does not move"
+        );
+    });
+    assert_eq!(seq.storage_ops_in_flight(), 0);
+    assert_eq!(h.storage.stored_next_offset(P), 3);
 }
 
 fn wait_until(cond: impl Fn() -> bool) {

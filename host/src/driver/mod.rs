@@ -122,7 +122,8 @@ impl Driver {
     /// it) per transaction into one per `interval`; nothing waits for it but storage, and a
     /// slower storage is not slowed further. A write that carried half of the partition's
     /// `max_unflushed_values` or more is reported at once: values come fast enough that
-    /// holding it could make `start` say "not now". The default is the storage's
+    /// holding it could make `start` say "not now". Nothing is held while someone waits in
+    /// [`idle`](Self::idle) (or [`shutdown`](Self::shutdown)). The default is the storage's
     /// [`view_write_interval`](Storage::view_write_interval) (zero for every backend but
     /// etcd: each write reported as soon as storage completes it).
     pub fn with_min_write_interval(self, interval: Duration) -> Self {
@@ -376,6 +377,7 @@ impl LoopState {
             DriverMsg::WhenIdle(tx) => {
                 self.idle_waiters.push(tx);
                 self.settle_all_now();
+                self.report_held_writes_now();
             }
             DriverMsg::MinWriteInterval(d) => self.min_write_interval = d,
         }
@@ -397,6 +399,25 @@ impl LoopState {
         }
         for shared in settle.iter().filter_map(Weak::upgrade) {
             self.left_to_caller |= shared.settle_now();
+        }
+    }
+
+    /// Reports every held write at once (someone waits for the driver to be idle: the next
+    /// writes begin now, and none is held while anyone waits, so the view is written out
+    /// without waiting for the interval, whatever the clock says).
+    fn report_held_writes_now(&mut self) {
+        if self.held_writes == 0 {
+            return;
+        }
+        let mut held = Vec::new();
+        for part in self.parts.values_mut() {
+            if let Some((_, done)) = part.held_write.take() {
+                self.held_writes -= 1;
+                held.push(done);
+            }
+        }
+        for done in held {
+            self.report(done);
         }
     }
 
@@ -502,6 +523,7 @@ impl LoopState {
             && !self.min_write_interval.is_zero()
             && !part.closed
             && part.write_values.saturating_mul(2) < part.max_unflushed
+            && self.idle_waiters.is_empty()
         {
             let due = part.write_began.saturating_add(self.min_write_interval);
             if self.clock.now() < due {
