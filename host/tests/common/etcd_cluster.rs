@@ -98,6 +98,16 @@ impl EtcdCluster {
             .is_ok_and(|s| s.success())
     }
 
+    /// A plain etcd client on the cluster, with the runtime it runs on: for a test that writes
+    /// or reads keys behind the store's back.
+    pub fn client(&self) -> (tokio::runtime::Runtime, etcd_client::Client) {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let client = rt
+            .block_on(etcd_client::Client::connect(self.endpoints.clone(), None))
+            .expect("connect");
+        (rt, client)
+    }
+
     /// A store on the whole cluster, retrying for `retry_for`.
     pub fn store(&self, retry_for: Duration) -> EtcdStorage {
         let mut config = EtcdConfig::new(self.endpoints.clone());

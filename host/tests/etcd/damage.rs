@@ -21,13 +21,7 @@ fn a_flipped_bit_in_an_etcd_value_is_listed_by_check_and_refused_by_a_replay() {
 
     // Partition 1's last key holds its last append; the value's last byte is the payload of
     // its last event, at the key's offset (where a replay starts).
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let mut client = rt
-        .block_on(etcd_client::Client::connect(
-            cluster.endpoints.clone(),
-            None,
-        ))
-        .expect("connect");
+    let (rt, mut client) = cluster.client();
     let last = GetOptions::new()
         .with_prefix()
         .with_sort(SortTarget::Key, SortOrder::Descend)

@@ -39,13 +39,7 @@ fn a_view_in_the_earlier_layout_is_read_merged_and_moved_to_one_key_per_workspac
         return;
     };
     // Rows as builds before one key per workspace wrote them: seq/<p>/<ws:020>/<seq:05>.
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let mut client = rt
-        .block_on(etcd_client::Client::connect(
-            cluster.endpoints.clone(),
-            None,
-        ))
-        .expect("connect");
+    let (rt, mut client) = cluster.client();
     for (seq, n) in [(1u16, 5u64), (2, 7)] {
         let key = format!("seq/0/{:020}/{seq:05}", 1);
         rt.block_on(client.put(key, n.to_be_bytes().to_vec(), None))
@@ -196,13 +190,7 @@ fn a_remembered_key_that_is_gone_is_written_again_even_with_the_same_numbers() {
     };
     let store = cluster.store(Duration::from_secs(5));
     futures::executor::block_on(store.write(2, vec![SeqValue::new(1, 1, 5)], 2)).expect("write");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let mut client = rt
-        .block_on(etcd_client::Client::connect(
-            cluster.endpoints.clone(),
-            None,
-        ))
-        .expect("connect");
+    let (rt, mut client) = cluster.client();
     rt.block_on(client.delete(format!("seq/2/{:020}", 1), None))
         .expect("delete the key behind the store's back");
     // The same number again: memory says the key holds it already, so nothing would be put;
