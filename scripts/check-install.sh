@@ -13,10 +13,13 @@ rust_target wasm32-wasip2 # the bundled component's target (cargo install builds
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 profile=()
-[[ "${INSTALL_PROFILE:-release}" == debug ]] && profile=(--debug)
+wrap=()
+# A dev install runs clippy as the workspace's compiler, as the default build
+# (check-default-build.sh) did: the install is then that very build, not a second compilation.
+[[ "${INSTALL_PROFILE:-release}" == debug ]] && profile=(--debug) && wrap=(with_clippy)
 
 step "cargo install --path host ${profile[*]} (into a temporary root)"
-cargo install --quiet --locked "${profile[@]}" --path host --root "$tmp/root" --target-dir "$TARGET_DIR"
+"${wrap[@]}" cargo install --quiet --locked "${profile[@]}" --path host --root "$tmp/root" --target-dir "$TARGET_DIR"
 bin="$tmp/root/bin/sequencer-host"
 
 step "sequencer-host run, with no component flag or variable, in a fresh data directory"

@@ -67,8 +67,10 @@ step "build and lint (clippy -D warnings) the workspace with the etcd and S3 sto
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --all-targets --no-run
 
-step "every feature at once (they are additive): cargo check --workspace --all-features"
-cargo check --quiet --workspace --all-features
+# The test build above has every feature of the host (the default `cli` and the stores); what
+# only `--all-features` adds is the core's two glue features, which the core alone checks.
+step "every feature at once (they are additive): the core with its component and JavaScript glue"
+cargo check --quiet -p plog-sequencer --all-features
 
 step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
@@ -102,7 +104,11 @@ done
 # compiled in place of this one. So those copies of our own crates go too (never published to
 # crates.io, they exist only from earlier dry runs).
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog-sequencer-host-*
-cargo publish --quiet --dry-run --workspace --allow-dirty
+# A packaged crate's manifest has no profile (profiles live in the workspace's root), so the
+# workspace's profile for dependencies is given again here: the dry run then reuses the
+# dependencies the default build compiled instead of compiling them all again unoptimised.
+cargo publish --quiet --dry-run --workspace --allow-dirty \
+  --config 'profile.dev.package."*".opt-level=2' --config 'profile.dev.package."*".debug=false'
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
@@ -110,8 +116,9 @@ bg_wait s3
 with_clippy cargo test --workspace --features "$HOST_FEATURES"
 
 step "the examples an embedder starts from (host/examples), run"
+# Built by the test build above (same features, same clippy), so nothing compiles again.
 for example in embedded_store custom_storage facade; do
-  cargo run --quiet -p plog-sequencer-host --features testing --example "$example"
+  with_clippy cargo run --quiet -p plog-sequencer-host --features "$HOST_FEATURES" --example "$example"
 done
 
 step "cargo install --path host (dev profile), then run with no component flag"

@@ -40,12 +40,20 @@ debug = false
     )
 }
 
-/// Where the outside crate and its build live: a folder of the build directory this test was
-/// built in (`CARGO_TARGET_DIR`, else the workspace's `target/`), kept between runs so that a
-/// second run builds only what changed. Its own target folder: its features differ from the
-/// workspace's, so it shares no build with it anyway.
+/// Where the outside crate lives: a folder of the build directory this test was built in
+/// (`CARGO_TARGET_DIR`, else the workspace's `target/`), kept between runs so that a second run
+/// builds only what changed.
 fn outside_dir() -> PathBuf {
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+    target_dir().join("outside-embedder")
+}
+
+/// The build directory this test was built in. The outside crate builds there too: the host's
+/// feature pins (host/Cargo.toml) give its wasmtime and Cranelift the same features as the
+/// workspace's, so it compiles only the host, the core and itself. (A cargo command run by a
+/// test may use the target folder of the `cargo test` that runs it: the lock is released once
+/// the tests are built.)
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
         // .../target/debug/deps/embedder-HASH
         None => std::env::current_exe()
@@ -54,8 +62,7 @@ fn outside_dir() -> PathBuf {
             .nth(3)
             .expect("the target folder")
             .to_path_buf(),
-    };
-    target.join("outside-embedder")
+    }
 }
 
 fn read(path: &Path) -> Vec<u8> {
@@ -92,7 +99,7 @@ fn a_program_outside_the_workspace_numbers_on_redb_restarts_and_passes_check() {
         .args(["run", "--quiet", "--"])
         .arg(&data)
         .env("SEQUENCER_COMPONENT", component_path())
-        .env("CARGO_TARGET_DIR", outside.join("target"))
+        .env("CARGO_TARGET_DIR", target_dir())
         // Its own cache of compiled components, so the test leaves nothing behind.
         .env("SEQUENCER_CACHE", tmp.path().join("cache"))
         .env_remove("CARGO_MANIFEST_DIR")
