@@ -5,7 +5,7 @@
 //! 1. `SEQUENCER_BUNDLED_COMPONENT=<file>`: that file, as it is.
 //! 2. The core crate's sources (inside this repository the workspace root, elsewhere
 //!    `DEP_PLOG_SEQUENCER_SOURCE`, published by the core's build script), compiled for
-//!    `wasm32-wasip2` by a nested `cargo build` in a target folder of its own
+//!    `wasm32-wasip2` by a nested `cargo rustc --crate-type cdylib` in a target folder of its own
 //!    (`<target>/bundled-component`, the folder `scripts/build-component.sh` builds in too, so the
 //!    two share one build). Inside this repository it is the workspace's `wasm` profile; from a
 //!    published crate, a copy of the core's package built with the same settings.
@@ -105,9 +105,17 @@ fn component(out: &Path) -> Option<PathBuf> {
     ] {
         cargo.env_remove(var);
     }
+    // The core's library as a `cdylib` (its manifest declares a Rust library only), exactly as
+    // scripts/build-component.sh builds it.
     cargo
-        .args(["build", "--quiet", "--target", TARGET])
-        .args(["--features", "component", "--target-dir"])
+        .args(["rustc", "--quiet", "--lib", "--crate-type", "cdylib"])
+        .args([
+            "--target",
+            TARGET,
+            "--features",
+            "component",
+            "--target-dir",
+        ])
         .arg(&target_dir);
     let profile_dir = if in_workspace {
         // The repository's own build: the workspace's lock file and `wasm` profile, exactly

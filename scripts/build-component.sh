@@ -13,6 +13,7 @@ quiet=()
 [[ "${SEQUENCER_QUIET_BUILD:-}" == 1 ]] && quiet=(--quiet)
 # The target folder the host's build script bundles the component from (host/build.rs), so the
 # two share one build.
-cargo build "${quiet[@]}" -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm \
-  --target-dir "$COMPONENT_TARGET_DIR" >&2
+# The library as a `cdylib` (the manifest declares a Rust library only; see Cargo.toml's [lib]).
+cargo rustc "${quiet[@]}" -p plog-sequencer --lib --crate-type cdylib --target wasm32-wasip2 \
+  --features component --profile wasm --target-dir "$COMPONENT_TARGET_DIR" >&2
 echo "$COMPONENT_TARGET_DIR/wasm32-wasip2/wasm/sequencer.wasm"

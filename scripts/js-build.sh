@@ -12,7 +12,8 @@ profile=wasm-js
 
 rust_target "$TARGET"
 bash "$ROOT/scripts/js-ensure-wasm-bindgen.sh"
-cargo build --quiet -p plog-sequencer --features js --target "$TARGET" --profile "$profile" --target-dir "$JS_TARGET_DIR"
+cargo rustc --quiet -p plog-sequencer --lib --crate-type cdylib --features js --target "$TARGET" \
+  --profile "$profile" --target-dir "$JS_TARGET_DIR"
 rm -rf "$ROOT/js/pkg"
 # The name and producers sections only help a debugger; `strip = true` dropped them before.
 log="$(mktemp)"

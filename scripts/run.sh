@@ -18,7 +18,7 @@ bin_dir="$TARGET_DIR/$([[ "$profile" == dev ]] && echo debug || echo "$profile")
 if [[ ! -x "$bin_dir/sequencer-host" ]]; then
   echo "run.sh: first build of the component and the host (profile $profile); on a 2-core machine this takes about 4 to 5 minutes, later runs start at once" >&2
 fi
-echo "run.sh: building the component (cargo build -p plog-sequencer --target wasm32-wasip2)" >&2
+echo "run.sh: building the component (cargo rustc -p plog-sequencer --crate-type cdylib --target wasm32-wasip2)" >&2
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
 echo "run.sh: building the host (cargo build --profile $profile -p plog-sequencer-host)" >&2
