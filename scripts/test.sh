@@ -67,11 +67,6 @@ step "build and lint (clippy -D warnings) the workspace with the etcd and S3 sto
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --all-targets --no-run
 
-# The test build above has every feature of the host (the default `cli` and the stores); what
-# only `--all-features` adds is the core's two glue features, which the core alone checks.
-step "every feature at once (they are additive): the core with its component and JavaScript glue"
-cargo check --quiet -p plog-sequencer --all-features
-
 step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
@@ -79,11 +74,15 @@ export SEQUENCER_COMPONENT
 # While the tests run (they mostly wait on real processes), two more builds use the cores, each
 # in a target folder of its own so neither waits for the other's lock: clippy on the component
 # and JavaScript glue (wasm targets), and the JavaScript package.
+# The first also checks every feature at once (they are additive): the test build has every
+# feature of the host (the default `cli` and the stores), so what only `--all-features` adds is
+# the core's two glue features, whose procedural macros the wasm lints build anyway.
 bg_wait wasm-bindgen
 rust_target wasm32-unknown-unknown
 bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p plog-sequencer --target wasm32-wasip2 \
   --features component --target-dir "$0" -- -D warnings && cargo clippy --quiet -p plog-sequencer \
-  --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings' "$TARGET_DIR/lint-wasm"
+  --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings &&
+  cargo check --quiet -p plog-sequencer --all-features --target-dir "$0"' "$TARGET_DIR/lint-wasm"
 bg js-pkg nice -n 5 bash scripts/js-build.sh
 
 step "the crates as they would be published (cargo publish --dry-run --workspace)"
@@ -124,7 +123,7 @@ done
 step "cargo install --path host (dev profile), then run with no component flag"
 INSTALL_PROFILE="${INSTALL_PROFILE:-debug}" bash scripts/check-install.sh
 
-step "clippy on the component and JavaScript glue (wasm targets)"
+step "clippy on the component and JavaScript glue (wasm targets); the core with every feature"
 bg_wait lint-wasm
 
 step "JavaScript: the wasm-bindgen package in Node and Chromium"
