@@ -108,14 +108,16 @@ fn component(out: &Path) -> Option<PathBuf> {
     // The core's library as a `cdylib` (its manifest declares a Rust library only), exactly as
     // scripts/build-component.sh builds it.
     cargo
-        .args(["rustc", "--quiet", "--lib", "--crate-type", "cdylib"])
         .args([
+            "rustc",
+            "--quiet",
+            "--lib",
+            "--crate-type",
+            "cdylib",
             "--target",
             TARGET,
-            "--features",
-            "component",
-            "--target-dir",
         ])
+        .args(["--features", "component", "--target-dir"])
         .arg(&target_dir);
     let profile_dir = if in_workspace {
         // The repository's own build: the workspace's lock file and `wasm` profile, exactly
