@@ -15,6 +15,7 @@ pub use self::sequencer::plugin::types::{
     PlogPage, PlogValue, QuadNumbers, SeqQuad, StartOutcome, Status,
 };
 pub use self::sequencer::plugin::{clock, observer, storage};
+use super::exports::Exports;
 
 /// An answer of the WIT's `instance` interface made whole: a refusal replaced by the full error
 /// `last-error` gives for it (one more call, on refusals only), every other answer as it is.
@@ -25,7 +26,7 @@ pub trait Explained: Sized {
     /// call traps, or if the guest refused without keeping an error (a broken guest).
     fn explained(
         self,
-        plugin: &SequencerPlugin,
+        plugin: &Exports,
         store: impl wasmtime::AsContextMut,
     ) -> wasmtime::Result<Self::Full>;
 }
@@ -35,7 +36,7 @@ impl<T> Explained for Result<T, Refusal> {
 
     fn explained(
         self,
-        plugin: &SequencerPlugin,
+        plugin: &Exports,
         store: impl wasmtime::AsContextMut,
     ) -> wasmtime::Result<Self::Full> {
         match self {
@@ -111,7 +112,7 @@ macro_rules! explained_as_is {
 
             fn explained(
                 self,
-                _: &SequencerPlugin,
+                _: &Exports,
                 _: impl wasmtime::AsContextMut,
             ) -> wasmtime::Result<$t> {
                 Ok(self)

@@ -15,7 +15,7 @@ use sequencer::{
     ContractLimits, Host, Instant, Params, PlogWords, Read, SeqValue, Status, Ticket, Work,
     WriteWords,
 };
-use wasmtime::component::{Component, HasData, Linker, ResourceAny};
+use wasmtime::component::{Component, HasData, InstancePre, Linker, ResourceAny};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
     Store,
@@ -23,10 +23,11 @@ use wasmtime::{
 
 use crate::runtime::bindings::sequencer::plugin::types::{self as wit, KindSequences};
 use crate::runtime::bindings::{
-    GuestError, GuestParams, SequencerPlugin, SequencerPluginPre, clock, observer, storage,
+    GuestError, GuestParams, SequencerPlugin, clock, observer, storage,
 };
 use crate::runtime::compile_cache::{CacheOutcome, ComponentCache};
 use crate::runtime::error::HostError;
+use crate::runtime::exports::{ExportIndices, Exports};
 
 /// Limits applied to every instance.
 #[derive(Clone, Debug)]
@@ -231,7 +232,8 @@ impl<H: 'static> HasData for Imports<H> {
 /// `H`.
 pub struct Linked<H: 'static> {
     engine: Engine,
-    pre: SequencerPluginPre<StoreData<H>>,
+    pre: InstancePre<StoreData<H>>,
+    exports: ExportIndices,
     imports: Vec<String>,
     limits: Limits,
 }
@@ -241,7 +243,7 @@ pub struct Instance<H: 'static> {
     /// The store: its data is the host view.
     pub store: Store<StoreData<H>>,
     /// The instance's exports.
-    pub plugin: SequencerPlugin,
+    pub plugin: Exports,
     /// The sequencer resource.
     pub handle: ResourceAny,
 }
@@ -344,7 +346,7 @@ impl<H: Host + Send + 'static> Linked<H> {
         let pre = linker
             .instantiate_pre(&component)
             .map_err(component_error)?;
-        let pre = SequencerPluginPre::new(pre).map_err(component_error)?;
+        let exports = ExportIndices::new(&component).map_err(component_error)?;
         let mut imports: Vec<String> = component
             .component_type()
             .imports(&engine)
@@ -355,6 +357,7 @@ impl<H: Host + Send + 'static> Linked<H> {
             Self {
                 engine,
                 pre,
+                exports,
                 imports,
                 limits,
             },
@@ -364,7 +367,15 @@ impl<H: Host + Send + 'static> Linked<H> {
 
     /// A fresh instance over `host`, without a sequencer yet (for the free functions of the
     /// `events` interface, or to create one later).
-    pub fn instantiate(&self, host: H) -> wasmtime::Result<(Store<StoreData<H>>, SequencerPlugin)> {
+    pub fn instantiate(&self, host: H) -> wasmtime::Result<(Store<StoreData<H>>, Exports)> {
+        let mut store = self.store(host)?;
+        let instance = self.pre.instantiate(&mut store)?;
+        let plugin = self.exports.load(&mut store, &instance)?;
+        Ok((store, plugin))
+    }
+
+    /// A fresh store over `host`, under the limits.
+    fn store(&self, host: H) -> wasmtime::Result<Store<StoreData<H>>> {
         let mut store = Store::new(
             &self.engine,
             StoreData {
@@ -377,8 +388,7 @@ impl<H: Host + Send + 'static> Linked<H> {
         if let Some(fuel) = self.limits.fuel_per_call {
             store.set_fuel(fuel)?;
         }
-        let plugin = self.pre.instantiate(&mut store)?;
-        Ok((store, plugin))
+        Ok(store)
     }
 
     /// A fresh instance over `host` with a sequencer created from `params` (`create`, which
@@ -520,6 +530,48 @@ mod tests {
             max_memory: 0,
             peak_memory: 0,
         }
+    }
+
+    /// A table as a host whose WIT disagrees about `next` would declare it (only its check
+    /// is used).
+    #[allow(dead_code)]
+    mod wrong {
+        use crate::runtime::bindings::Refusal;
+        use crate::runtime::exports::export_table;
+
+        export_table! {
+            /// The `instance` interface's `next`, taking a u32.
+            WrongNext, WrongNextIndices, interface "instance" {
+                fn call_next = "next"(seq: u32) -> Result<u64, Refusal>;
+            }
+        }
+    }
+    use wasmtime::AsContextMut as _;
+    use wrong::WrongNextIndices;
+
+    /// The exports' types are checked on a component's first instance only, and a function
+    /// whose type differs from the host's table is refused by name (not called unchecked).
+    #[test]
+    fn exports_are_type_checked_once_and_a_mismatch_is_named() {
+        let path = component_path();
+        let linked = Linked::<Begun>::from_file(&path, Limits::default())
+            .unwrap_or_else(|e| panic!("{e}; build it first: bash scripts/build-component.sh"));
+        assert!(!linked.exports.checked());
+        let (mut store, plugin) = linked.instantiate(Begun::default()).expect("an instance");
+        assert!(linked.exports.checked());
+        let status = plugin.sequencer_plugin_instance().call_status(&mut store);
+        status.expect("a call through the checked table");
+
+        let wrong = WrongNextIndices::new(linked.pre.component()).expect("`next` is exported");
+        let mut store = linked.store(Begun::default()).expect("a store");
+        let instance = linked.pre.instantiate(&mut store).expect("an instance");
+        let e = wrong
+            .check(&mut store.as_context_mut(), &instance)
+            .expect_err("`next` takes a u16, not a u32");
+        assert!(
+            format!("{e:#}").contains("`instance` export `next` does not have the type"),
+            "{e:#}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod bindings;
 pub(crate) mod compile_cache;
 pub(crate) mod error;
+pub mod exports;
 mod guest_error;
 pub(crate) mod host_state;
 pub mod link;
