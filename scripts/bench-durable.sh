@@ -168,7 +168,7 @@ for store in $stores; do
       /^ack latency/ { p50[n] = $4; p99[n] = $7 + 0 }
       /^time actualizing/ { act[n] = $(NF - 2) }
       /^commits \(1 fsync each\)/ { sub(/.*\(/, ""); w[n] = $1; unit = "per fsync" }
-      /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append txn" }
+      /^etcd transactions/ { sub(/.*appends: /, ""); w[n] = $1; unit = "per append" }
       /^event objects/ { w[n] = 1; if (/events per object/) { sub(/.*\(/, ""); w[n] = $1 }; unit = "per object" }
       /^load / { l[++nl] = $2 }
       END {

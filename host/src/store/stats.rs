@@ -33,6 +33,8 @@ pub enum Counter {
     Transactions,
     /// Append transactions sent (etcd), retries included.
     AppendTransactions,
+    /// Append transactions that held several partitions' appends (etcd).
+    CombinedTransactions,
     /// Requests retried after a transport error or timeout.
     Retries,
     /// Appends whose lost answer was settled by reading the PLog back.
@@ -47,7 +49,7 @@ pub enum Counter {
 
 impl Counter {
     /// Every counter, in the order [`StoreStats`] lists them.
-    pub const ALL: [Counter; 18] = [
+    pub const ALL: [Counter; 19] = [
         Self::ViewWrites,
         Self::ViewRows,
         Self::Commits,
@@ -61,6 +63,7 @@ impl Counter {
         Self::Fenced,
         Self::Transactions,
         Self::AppendTransactions,
+        Self::CombinedTransactions,
         Self::Retries,
         Self::ReadBacks,
         Self::ViewConflicts,
@@ -88,6 +91,7 @@ impl Counter {
             Self::Fenced => "appends fenced",
             Self::Transactions => "transactions",
             Self::AppendTransactions => "append transactions",
+            Self::CombinedTransactions => "combined append transactions",
             Self::Retries => "retries",
             Self::ReadBacks => "read-backs",
             Self::ViewConflicts => "view conflicts",

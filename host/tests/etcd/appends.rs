@@ -148,6 +148,90 @@ fn a_batch_beyond_the_request_limit_is_appended_in_parts_in_order_and_reads_back
     );
 }
 
+/// Partitions appending at once share transactions; a stale part among them writes nothing of
+/// anyone's, is refused with the PLog's real end, and the others are appended on their own.
+#[test]
+fn appends_of_several_partitions_share_transactions_and_a_stale_one_fails_alone() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let (a, b) = (
+        cluster.store(Duration::from_secs(10)),
+        cluster.store(Duration::from_secs(10)),
+    );
+    let partitions = 8u32;
+    let (rounds, n) = (40u64, 5u64);
+    std::thread::scope(|s| {
+        for p in 0..partitions {
+            let a = &a;
+            s.spawn(move || {
+                for r in 0..rounds {
+                    a.append_events(p, &event_batch(1 + r * n, n, 32))
+                        .unwrap_or_else(|e| panic!("partition {p} round {r}: {e}"));
+                }
+            });
+        }
+    });
+    let stats = a.stats();
+    let (txns, combined) = (
+        stats.append_txns.load(Ordering::Relaxed),
+        stats.combined_txns.load(Ordering::Relaxed),
+    );
+    let appends = u64::from(partitions) * rounds;
+    assert!(
+        combined > 0 && txns < appends,
+        "{appends} appends in {txns} transactions, {combined} of them combined"
+    );
+
+    // Partition 0 goes stale each round (B appends there first); A's eight partitions append
+    // at once again, partition 0 at the offset it believed next.
+    let (mut end0, mut end) = (rounds * n, rounds * n);
+    for _ in 0..20 {
+        b.append_events(0, &event_batch(end0 + 1, 1, 32))
+            .expect("B appends");
+        let answers: Vec<Result<(), AppendError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..partitions)
+                .map(|p| {
+                    let a = &a;
+                    let first = if p == 0 { end0 + 1 } else { end + 1 };
+                    s.spawn(move || a.append_events(p, &event_batch(first, 1, 32)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("append"))
+                .collect()
+        });
+        assert_eq!(
+            answers[0],
+            Err(AppendError::WrongOffset {
+                expected: end0 + 2,
+                offered: end0 + 1
+            }),
+            "the stale part"
+        );
+        assert!(answers[1..].iter().all(Result::is_ok), "{answers:?}");
+        // Partition 0 catches up: A appends after B's event.
+        a.append_events(0, &event_batch(end0 + 2, 1, 32))
+            .expect("A appends after B");
+        (end0, end) = (end0 + 2, end + 1);
+    }
+    eprintln!(
+        "combined transactions {}, refused {}",
+        stats.combined_txns.load(Ordering::Relaxed),
+        stats.combined_refused.load(Ordering::Relaxed)
+    );
+    for p in 0..partitions {
+        let offsets: Vec<u64> = all_events(&a, p).iter().map(|e| e.offset).collect();
+        let last = if p == 0 { end0 } else { end };
+        assert_eq!(
+            offsets,
+            (1..=last).collect::<Vec<_>>(),
+            "partition {p}: dense"
+        );
+    }
+}
+
 #[test]
 fn an_event_larger_than_a_request_is_refused_with_a_clear_error_and_writes_nothing() {
     let Some(cluster) = EtcdCluster::start() else {

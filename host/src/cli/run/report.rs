@@ -172,14 +172,16 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
     let views = s.count(Counter::ViewWrites);
     if let Some(txns) = s.get(Counter::Transactions) {
         // etcd
-        let appends = s.count(Counter::AppendTransactions);
+        let appends = s.count(Counter::Appends);
         rows.push(("flushes (view writes)".into(), views.to_string()));
         rows.push((
             "etcd transactions".into(),
             format!(
-                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again, {} view reads skipped)",
+                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each, in {} transactions, {} of them several partitions' together; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again, {} view reads skipped)",
                 per(events, txns),
                 per(events, appends),
+                s.count(Counter::AppendTransactions),
+                s.count(Counter::CombinedTransactions),
                 s.count(Counter::Retries),
                 s.count(Counter::ReadBacks),
                 s.count(Counter::Fenced),

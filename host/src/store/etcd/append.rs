@@ -1,5 +1,6 @@
 //! Appends: one fenced transaction per part of a batch (see "The fence" and "Ambiguous
-//! outcomes" in the module's doc), a batch split to fit the cluster's request limit.
+//! outcomes" in the module's doc), a batch split to fit the cluster's request limit; parts of
+//! several partitions sent together when they wait at once (`combine.rs`).
 
 use std::sync::atomic::Ordering;
 
@@ -7,6 +8,7 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use sequencer::PLogOffset;
 
 use crate::store::codec::encode_pack;
+use crate::store::etcd::combine::Combined;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{owner_key, plog_key, plog_prefix, prefix_end};
 use crate::store::etcd::ownership::fences::Fence;
@@ -16,7 +18,7 @@ use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId};
 pub const PACK_MAX_EVENTS: usize = 1024;
 
 /// Room in an append request for the key, the compares, the else branch and gRPC framing.
-const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
+pub(super) const REQUEST_HEADROOM_BYTES: usize = 16 * 1024;
 
 impl EtcdStorage {
     /// Appends `batch` (see
@@ -132,6 +134,22 @@ impl EtcdStorage {
             TxnOp::get(end_read.start.clone(), Some(end_read.options.clone())),
         ];
         let epoch = epoch_compare(partition, fence, &mut when, &mut otherwise);
+        // With the other partitions' appends waiting now, in one transaction (`combine.rs`);
+        // on its own below only if that one did not say "written".
+        let put = TxnOp::put(key.clone(), pack.clone(), None);
+        let ambiguous = match self
+            .append_combined(when.clone(), put, key.len() + pack.len())
+            .await
+        {
+            Combined::Written => {
+                stats.appends.fetch_add(count, Ordering::Relaxed);
+                stats.packs.fetch_add(1, Ordering::Relaxed);
+                self.inner.plog_ends.saw(partition, last);
+                return Ok(());
+            }
+            Combined::NotWritten => false,
+            Combined::Unknown => true,
+        };
         let txn = Txn::new()
             .when(when)
             .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
@@ -155,6 +173,7 @@ impl EtcdStorage {
             .map_err(AppendError::Storage)?;
         if resp.succeeded() {
             stats.appends.fetch_add(count, Ordering::Relaxed);
+            stats.packs.fetch_add(1, Ordering::Relaxed);
             self.inner.plog_ends.saw(partition, last);
             return Ok(());
         }
@@ -170,12 +189,13 @@ impl EtcdStorage {
                 }
             }
         }
-        // Only after an attempt whose outcome is unknown can the events be ours: a first
-        // attempt that was answered "no" wrote nothing (and another writer's events may be
-        // byte-for-byte equal to ours).
-        if attempts > 1 && at_last.as_deref() == Some(pack.as_slice()) {
+        // Only after an attempt whose outcome is unknown (a combined one included) can the
+        // events be ours: a first attempt that was answered "no" wrote nothing (and another
+        // writer's events may be byte-for-byte equal to ours).
+        if (attempts > 1 || ambiguous) && at_last.as_deref() == Some(pack.as_slice()) {
             stats.read_backs.fetch_add(1, Ordering::Relaxed);
             stats.appends.fetch_add(count, Ordering::Relaxed);
+            stats.packs.fetch_add(1, Ordering::Relaxed);
             self.inner.plog_ends.saw(partition, last);
             return Ok(());
         }

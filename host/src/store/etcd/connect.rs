@@ -56,6 +56,7 @@ impl EtcdStorage {
                 fences: Default::default(),
                 plog_ends: Default::default(),
                 known_view: Default::default(),
+                combiner: Default::default(),
             }),
         })
     }

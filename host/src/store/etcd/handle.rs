@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use etcd_client::Client;
 
+use crate::store::etcd::combine::Combiner;
 use crate::store::etcd::config::EtcdConfig;
 use crate::store::etcd::ownership::fences::Fences;
 use crate::store::etcd::pack_shape::PackShape;
@@ -41,6 +42,8 @@ pub(super) struct Inner {
     /// The view keys this store last wrote or read: a flusher write of known workspaces
     /// skips its read.
     pub(super) known_view: KnownView,
+    /// The appends waiting to go with others in one transaction.
+    pub(super) combiner: Combiner,
 }
 
 impl Drop for Inner {

@@ -72,6 +72,7 @@
 //! | `ownership/` | many hosts: leases, partitions owned through them, the epoch fence, placement |
 
 mod append;
+mod combine;
 mod config;
 mod connect;
 mod handle;

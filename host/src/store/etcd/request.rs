@@ -60,7 +60,7 @@ fn classify(e: etcd_client::Error) -> Failure {
 }
 
 impl EtcdStorage {
-    fn kv(&self) -> KvClient {
+    pub(super) fn kv(&self) -> KvClient {
         self.inner
             .client
             .kv_client()

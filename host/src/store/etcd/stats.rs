@@ -7,9 +7,17 @@ use std::sync::atomic::AtomicU64;
 pub struct EtcdStats {
     /// PLog events appended by this store.
     pub appends: AtomicU64,
+    /// Appends (batches, or parts of one: one PLog key each) acknowledged.
+    pub packs: AtomicU64,
     /// Append transactions sent (one per batch, or per part of a batch split to fit etcd's
     /// request limit), retries included.
     pub append_txns: AtomicU64,
+    /// Append transactions that held the appends of several partitions (`append_txns` counts
+    /// them once each).
+    pub combined_txns: AtomicU64,
+    /// Combined append transactions that did not apply (a part's compare failed): each of
+    /// their parts was sent again on its own.
+    pub combined_refused: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
     /// Appends and view writes the cluster refused for their epoch (another host owns the

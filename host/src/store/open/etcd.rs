@@ -36,8 +36,10 @@ impl Backend for EtcdStorage {
         StoreStats::of([
             (Counter::ViewWrites, get(&s.writes)),
             (Counter::EventsAppended, get(&s.appends)),
+            (Counter::Appends, get(&s.packs)),
             (Counter::Transactions, get(&s.txns)),
             (Counter::AppendTransactions, get(&s.append_txns)),
+            (Counter::CombinedTransactions, get(&s.combined_txns)),
             (Counter::Retries, get(&s.retries)),
             (Counter::ReadBacks, get(&s.read_backs)),
             (Counter::Fenced, get(&s.fenced)),
