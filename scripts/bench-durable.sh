@@ -7,7 +7,8 @@
 # data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
 # store and mode: durable events/s, acknowledgement latency (numbering to durable ack) p50/p99,
 # the mean time an actualization took (from `actualize` to the next start), and events per
-# fsync (redb commit), per etcd append transaction or per event object, as medians over the
+# fsync (redb commit), per etcd append (one PLog key; several partitions' appends may share a
+# transaction) or per event object, as medians over the
 # runs.
 #
 #   bash scripts/bench-durable.sh                   # 3 rounds
