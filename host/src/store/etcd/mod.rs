@@ -27,6 +27,11 @@
 //!   else branch also returns the key at `L`, and the append counts as the writer's own only if
 //!   the stored value is byte-for-byte its pack (payloads should name their writer, so that two
 //!   hosts' events are never equal).
+//! - **Several partitions in one transaction** (`combine.rs`). Parts appended while another
+//!   transaction is in flight go together: all their fences as compares, all their packs as
+//!   puts, applied whole or not at all. When a compare fails each part is sent again on its own
+//!   (the stale one is refused alone); when no answer comes, again on its own as after an
+//!   ambiguous attempt.
 //! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches
 //!   (from the member it talks to first, linearizably after a conflict; not at all when it
 //!   knows what it last wrote or read of them all, `view_known.rs`), merges its numbers
