@@ -128,12 +128,8 @@ impl EtcdStorage {
                 0,
             ));
         }
-        let end_read = self.last_key_read(partition);
-        let mut otherwise = vec![
-            TxnOp::get(key.clone(), None),
-            TxnOp::get(end_read.start.clone(), Some(end_read.options.clone())),
-        ];
-        let epoch = epoch_compare(partition, fence, &mut when, &mut otherwise);
+        let mut owner_read = Vec::new();
+        let epoch = epoch_compare(partition, fence, &mut when, &mut owner_read);
         // With the other partitions' appends waiting now, in one transaction (`combine.rs`);
         // on its own below only if that one did not say "written".
         let put = TxnOp::put(key.clone(), pack.clone(), None);
@@ -150,6 +146,13 @@ impl EtcdStorage {
             Combined::NotWritten => false,
             Combined::Unknown => true,
         };
+        // On its own, with the else branch that says why it was not written.
+        let end_read = self.last_key_read(partition);
+        let mut otherwise = vec![
+            TxnOp::get(key.clone(), None),
+            TxnOp::get(end_read.start.clone(), Some(end_read.options.clone())),
+        ];
+        otherwise.extend(owner_read);
         let txn = Txn::new()
             .when(when)
             .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
