@@ -40,6 +40,11 @@ bg_wait() {
 # apt-get or npm stopped half-way would leave a broken install behind.
 trap 'wait; rm -rf "$logs"' EXIT
 
+# What this run compiles is counted from here (or from where .ci/run began, before the default
+# build): see the last step.
+since="${SEQUENCER_BUILDS_SINCE:-$logs/started}"
+[[ -e "$since" ]] || touch "$since"
+
 step "preparing in the background: etcd, moto, chromium, npm and Python packages, wasm-bindgen-cli"
 [[ -x /usr/bin/chromium ]] ||
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
@@ -135,5 +140,19 @@ bash scripts/test-js.sh
 step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
 bg_wait conformance-deps
 bash scripts/test-conformance.sh
+
+step "one wasmtime and one Cranelift for every build of the run"
+# host/Cargo.toml names the features the stores' and tests' dependencies turn on in wasmtime's
+# own dependencies (docs/ARCHITECTURE.md, the dependency table), so every build shares one
+# copy. A second copy compiled in this run means a dependency now turns on another feature,
+# and a cold run takes about ten minutes longer: stop here, naming it.
+for crate in wasmtime cranelift_codegen; do
+  copies="$(find "$TARGET_DIR/debug/deps" -maxdepth 1 -name "lib$crate-*.rlib" -newer "$since" | wc -l)"
+  if ((copies > 1)); then
+    echo "error: this run compiled $crate $copies times, not once: a dependency turned on a feature in one of wasmtime's dependencies; compare the builds' unit graphs (cargo +nightly build -Z unstable-options --unit-graph) and name that feature in host/Cargo.toml" >&2
+    exit 1
+  fi
+done
+echo "ok: wasmtime and cranelift-codegen compiled at most once" >&2
 
 step_times
