@@ -25,7 +25,9 @@ use object_store::{
 };
 use sequencer::SeqValue;
 use sequencer_host::store::codec::encode_event;
-use sequencer_host::store::objects::{Access, ObjectFormat, ObjectPlog, PlogOptions, event_object};
+use sequencer_host::store::objects::{
+    Access, ObjectFormat, ObjectPlog, PlogOptions, bundle_object, event_object,
+};
 use sequencer_host::{AppendError, EventBatch};
 
 fn batch(first: u64, n: u64, tag: u8) -> EventBatch {
@@ -64,6 +66,8 @@ struct Faulty {
     slow: AtomicBool,
     /// Runs before the next HEAD request is answered (what other hosts do meanwhile).
     before_head: Mutex<Meanwhile>,
+    /// Every put of a bundle fails (the store refuses them for a while).
+    refuse_bundles: AtomicBool,
 }
 
 /// What other hosts do while a request is on its way.
@@ -116,6 +120,9 @@ impl ObjectStore for Faulty {
         };
         if self.slow.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(100));
+        }
+        if self.refuse_bundles.load(Ordering::SeqCst) && location.as_ref().starts_with("bundles/") {
+            return Err(failed("the store refuses bundles for now"));
         }
         match fault {
             Some(Fault::Lost) => Err(failed("the put never reached the store")),
@@ -343,6 +350,63 @@ fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_bot
     holds(&fresh, 1, &[1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2]);
     // A read from inside an object starts there.
     holds(&fresh, 10, &[2, 2, 2]);
+}
+
+#[test]
+fn a_merge_the_store_failed_is_tried_again_and_only_a_broken_range_stops_merging() {
+    let store = Arc::new(Faulty::default());
+    store.refuse_bundles.store(true, Ordering::SeqCst);
+    let plog = open(&store, 4);
+    plog.append(0, &batch(1, 9, 1)).expect("1..=9");
+    // The store fails the bundle: the merge fails with its error, and the partition's
+    // merging has not stopped (no merge error, the two bundles still owed).
+    let refused = plog.merge_now().expect_err("the store refuses bundles");
+    assert!(refused.0.contains("refuses bundles"), "{refused}");
+    assert_eq!(plog.merge_error(), None);
+    assert_eq!(plog.merge_backlog(), 2);
+    // The merger thread meets the same refusal for a while, and keeps trying.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(plog.stats().bundles_written.load(Ordering::Relaxed), 0);
+    assert_eq!(plog.merge_error(), None);
+    // Once the store takes bundles again, the merger writes them without being asked.
+    store.refuse_bundles.store(false, Ordering::SeqCst);
+    let waited = std::time::Instant::now();
+    while plog.stats().bundles_written.load(Ordering::Relaxed) < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the merger did not try again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(plog.bounds(0), (10, 8));
+    assert_eq!(plog.merge_error(), None);
+    holds(&reader(&store, 4), 1, &[1; 9]);
+    // A broken range does stop it: another bundle of 9..=12 than its events make (put
+    // while the store refuses this handle's bundles, so that its merger cannot be first).
+    store.refuse_bundles.store(true, Ordering::SeqCst);
+    plog.append(0, &batch(10, 3, 2)).expect("10..=12");
+    futures::executor::block_on(store.inner.put(
+        &Path::from(bundle_object(0, 9, 12)),
+        PutPayload::from_static(b"other events"),
+    ))
+    .expect("put");
+    store.refuse_bundles.store(false, Ordering::SeqCst);
+    let waited = std::time::Instant::now();
+    let stopped = loop {
+        // The merger thread or this call, whichever comes first.
+        let _ = plog.merge_now();
+        if let Some(e) = plog.merge_error() {
+            break e;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "merging went on"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(stopped.contains("two different objects"), "{stopped}");
+    assert_eq!(plog.merge_backlog(), 0);
+    assert_eq!(plog.bounds(0), (13, 8));
 }
 
 /// A writer of PLogs on `store` in bundles of 4 whose merger deletes merged objects `delay`

@@ -55,6 +55,18 @@ impl RetryPolicy {
         deadline: Duration::from_secs(2),
     };
 
+    /// The object store's merger after the store failed a merge (each request retried first
+    /// under [`S3_REQUEST`](Self::S3_REQUEST)): 250 ms doubling to 10 s, jittered, for at
+    /// most 2 minutes; then merging that partition stops. Longer than any store wait a run
+    /// is likely to be given, so that a store which stays away stops the run for what it is
+    /// (its appends fail) and not for the merger.
+    pub const MERGE: Self = Self {
+        first_wait: Duration::from_millis(250),
+        max_wait: Duration::from_secs(10),
+        max_retries: usize::MAX,
+        deadline: Duration::from_secs(120),
+    };
+
     /// The waits between tries, in order: `None` once the retries or the deadline are spent.
     /// `seed` seeds the jitter (a different one per caller keeps callers apart).
     pub fn waits(&self, seed: u64) -> ExponentialBackoff {

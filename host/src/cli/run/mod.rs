@@ -230,6 +230,9 @@ fn run_workload(
     });
     let archived = archived.transpose()?;
     let elapsed = started.elapsed();
+    // A partition's failure is the run's cause: it goes out before the merger is drained
+    // (which fails too when the store went away).
+    let results: Vec<_> = results.into_iter().collect::<CliResult<_>>()?;
     if let Some(m) = merge_bar {
         m.drain()?;
     }
@@ -239,7 +242,7 @@ fn run_workload(
     events_bar.finish_and_clear();
     let mut tally = Tally::default();
     for r in results {
-        tally.add(r?);
+        tally.add(r);
     }
 
     Ok(Ran {

@@ -1,13 +1,21 @@
 //! The merger: a thread per writing handle that writes every complete, linked
 //! bundle-sized range of event objects (of one event or of many, in either format) as a
-//! bundle, makes it durable, then deletes the objects it holds. A partition whose range has a hole, a broken link or a conflicting bundle
-//! stops merging (the error is kept and reported); the others go on.
+//! bundle, makes it durable, then deletes the objects it holds.
+//!
+//! Two kinds of failure, kept apart ([`MergeError`]): a partition whose range has a hole, a
+//! broken link or a conflicting bundle stops merging for good (the error is kept and
+//! reported); a store that fails a request (S3 away for a while) is tried again under
+//! [`RetryPolicy::MERGE`], and stops the partition's merging only once those retries are
+//! spent. The other partitions go on either way.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use backon::ExponentialBackoff;
 
 use sequencer::PLogOffset;
 
@@ -15,6 +23,7 @@ use crate::store::objects::bundle::Bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock};
+use crate::store::retry::{RetryPolicy, WarnLimiter};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Names a pause (milliseconds) the merger makes after writing a bundle and half-way
@@ -63,11 +72,39 @@ impl MergerThread {
     }
 }
 
+/// Why a merge failed.
+#[derive(Debug)]
+pub(super) enum MergeError {
+    /// The range cannot be merged as it stands (a hole, a broken link, a damaged event, a
+    /// conflicting bundle): merging that partition stops for good.
+    Broken(StorageError),
+    /// The store failed a request (each retried first): the same merge may succeed later.
+    Store(StorageError),
+}
+
+impl From<MergeError> for StorageError {
+    fn from(e: MergeError) -> Self {
+        match e {
+            MergeError::Broken(e) | MergeError::Store(e) => e,
+        }
+    }
+}
+
+/// A partition whose merge the store failed: when to try again, and the waits left.
+struct Retrying {
+    at: Instant,
+    waits: ExponentialBackoff,
+}
+
 /// Merges the partitions appends name (each is sent once a bundle-sized range may be
 /// complete), and every partition every [`MERGE_POLL`], and deletes merged objects when their
 /// time comes, until the handle is dropped (objects still waiting are left in place: the next
-/// writable open finds them under their bundles).
+/// writable open finds them under their bundles). A partition the store failed is tried
+/// again after its next wait under [`RetryPolicy::MERGE`]; once those are spent, its
+/// merging stops with the store's error.
 fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
+    let mut retrying: HashMap<PartitionId, Retrying> = HashMap::new();
+    let warnings = WarnLimiter::new(Duration::from_secs(5));
     loop {
         let wait = match shared.delete_due() {
             Some(at) => at
@@ -86,17 +123,48 @@ fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
             Err(RecvTimeoutError::Timeout) => lock(&shared.parts).keys().copied().collect(),
             Err(RecvTimeoutError::Disconnected) => return,
         };
+        let now = Instant::now();
         for p in wanted {
-            // An error is kept on the partition (and logged); merging goes on elsewhere.
-            let _ = shared.merge_ready(p);
+            if retrying.get(&p).is_some_and(|r| r.at > now) {
+                continue;
+            }
+            // A broken range is kept on the partition (and logged) by `merge_ready`; merging
+            // goes on elsewhere.
+            match shared.merge_ready(p) {
+                Ok(_) | Err(MergeError::Broken(_)) => {
+                    retrying.remove(&p);
+                }
+                Err(MergeError::Store(e)) => {
+                    let r = retrying.entry(p).or_insert_with(|| Retrying {
+                        at: now,
+                        waits: RetryPolicy::MERGE.waits(u64::from(p)),
+                    });
+                    match r.waits.next() {
+                        Some(wait) => {
+                            r.at = Instant::now() + wait;
+                            warnings.warn("merge", || {
+                                format!("{e}; merging partition {p} again in {wait:.1?}")
+                            });
+                        }
+                        None => {
+                            tracing::error!(
+                                "{e}; the store failed the merge for too long: merging stops on partition {p}"
+                            );
+                            lock(&shared.part(p)).merge_error = Some(e.0);
+                            retrying.remove(&p);
+                        }
+                    }
+                }
+            }
         }
     }
 }
 
 impl Shared {
     /// Merges every complete, linked bundle-sized range of a partition; returns how many
-    /// bundles it wrote.
-    pub(super) fn merge_ready(&self, p: PartitionId) -> Result<u64, StorageError> {
+    /// bundles it wrote. A broken range stops the partition's merging (kept in its
+    /// `merge_error`); a store's failure is only returned.
+    pub(super) fn merge_ready(&self, p: PartitionId) -> Result<u64, MergeError> {
         let _merging = lock(&self.merging);
         let part = self.part(p);
         let mut written = 0;
@@ -113,11 +181,12 @@ impl Shared {
                     lock(&part).merged(first + self.bundle_events - 1, last_hash);
                     written += 1;
                 }
-                Err(e) => {
+                Err(MergeError::Broken(e)) => {
                     tracing::error!("{e}; merging stops on partition {p}");
                     lock(&part).merge_error = Some(e.0.clone());
-                    return Err(e);
+                    return Err(MergeError::Broken(e));
                 }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -125,7 +194,8 @@ impl Shared {
     /// Writes the bundle of `first..first + bundle_events` (whose predecessor's hash is
     /// `prev`), makes it durable, then deletes the event objects it holds (at once, or after
     /// the store's delete delay). Returns the hash of its last event.
-    fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, StorageError> {
+    fn merge(&self, p: PartitionId, first: PLogOffset, prev: u64) -> Result<u64, MergeError> {
+        use MergeError::{Broken, Store};
         let last = first + self.bundle_events - 1;
         // The objects that hold the range, as this handle knows them (every writer cuts its
         // objects at bundle boundaries), read at once from a few threads.
@@ -138,29 +208,32 @@ impl Shared {
         // the range first, its objects then deleted, or this handle's tail moved past the range
         // meanwhile (an append's rescan found that bundle between the merger reading where to
         // start and reading the tail here).
-        let hole = |o: PLogOffset| -> Result<u64, StorageError> {
-            if let Some(b) = self.get_bundle(p, first)?
+        let hole = |o: PLogOffset| -> Result<u64, MergeError> {
+            if let Some(b) = self.get_bundle(p, first).map_err(Store)?
                 && b.prev == prev
             {
                 return Ok(b.last_hash());
             }
-            Err(StorageError(format!(
+            Err(Broken(StorageError(format!(
                 "object store: partition {p}: hole at offset {o} while merging {first}..={last}: {} is missing",
                 event_object(p, o)
-            )))
+            ))))
         };
         let mut events: Vec<(u64, Vec<u8>)> = Vec::with_capacity(self.bundle_events as usize);
         let mut link = prev;
         let mut o = first;
-        for (&f, obj) in firsts.iter().zip(self.objects_for(p, &firsts)?) {
+        for (&f, obj) in firsts
+            .iter()
+            .zip(self.objects_for(p, &firsts).map_err(Store)?)
+        {
             let Some(e) = obj.filter(|_| f == o) else {
                 return hole(o);
             };
             if let Some(bad) = e.damaged {
-                return Err(damaged(p, bad, o));
+                return Err(Broken(damaged(p, bad, o)));
             }
             if e.prev != link || e.last() > last {
-                return Err(StorageError(format!(
+                return Err(Broken(StorageError(format!(
                     "object store: partition {p}: {} at offset {o} while merging {first}..={last}: {} (writer {}, offsets {o}..={}) {}",
                     if e.prev != link {
                         "broken link"
@@ -175,7 +248,7 @@ impl Shared {
                     } else {
                         format!("does not end by offset {last}")
                     }
-                )));
+                ))));
             }
             link = e.last_hash();
             o = e.last() + 1;
@@ -188,13 +261,14 @@ impl Shared {
         match self.create(&name, &Bundle::encode(first, prev, &events)) {
             Ok(_) => {}
             Err(CreateError::Taken) => {
-                return Err(StorageError(format!(
+                return Err(Broken(StorageError(format!(
                     "object store: partition {p}: two different objects for offsets {first}..={last}: {name} exists and differs from the events it should hold"
-                )));
+                ))));
             }
-            Err(CreateError::Storage(e)) => return Err(e),
+            Err(CreateError::Storage(e)) => return Err(Store(e)),
         }
-        self.sync_objects(&partition_dir(BUNDLES, p), &[name])?;
+        self.sync_objects(&partition_dir(BUNDLES, p), &[name])
+            .map_err(Store)?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
         // The objects go in two halves, with the kill test's pause before each.
         let names: Vec<String> = firsts.iter().map(|&f| event_object(p, f)).collect();
@@ -203,7 +277,7 @@ impl Shared {
             if !self.merge_pause.is_zero() {
                 std::thread::sleep(self.merge_pause);
             }
-            self.delete_later(half.to_vec())?;
+            self.delete_later(half.to_vec()).map_err(Store)?;
         }
         self.stats
             .merged_events

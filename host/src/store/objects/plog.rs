@@ -253,7 +253,7 @@ impl ObjectPlog {
     pub fn merge_now(&self) -> Result<u64, StorageError> {
         let mut written = 0;
         for p in self.partitions() {
-            written += self.shared.merge_ready(p)?;
+            written += self.shared.merge_ready(p).map_err(StorageError::from)?;
         }
         Ok(written)
     }
