@@ -36,7 +36,7 @@
 //!   (from the member it talks to first, linearizably after a conflict; not at all when it
 //!   knows what it last wrote or read of them all, `view_known.rs`), merges its numbers
 //!   into them by maximum, and writes them back only if none changed since (revision compares;
-//!   read again otherwise), at most 60 workspaces per transaction, the
+//!   read again otherwise), up to 127 workspaces per transaction (63 not known), the
 //!   chunks sent together, then the last with the next offset. So a stale host's late flusher
 //!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every

@@ -19,9 +19,14 @@ use crate::store::storage::{PartitionId, StorageError};
 /// transaction by default).
 pub const READS_PER_TXN: usize = 100;
 
-/// Workspaces per view write transaction: a put each, and a delete each for workspaces still
-/// in the earlier layout, plus the next offset, within etcd's 128 operations.
-pub const VIEW_WS_PER_TXN: usize = 60;
+/// The most operations etcd takes in each part of a transaction: its compares, the operations
+/// it applies, and those of its else branch (`--max-txn-ops`, 128 by default).
+pub const MAX_TXN_OPS: usize = 128;
+
+/// The most workspaces in one view write transaction: a compare each, beside the epoch's.
+/// Fewer when some may still hold rows of the earlier layout (a delete each, beside the
+/// puts and the next offset); see [`view_chunks`].
+pub const VIEW_WS_PER_TXN: usize = MAX_TXN_OPS - 1;
 
 /// How often a view write is tried when another writer keeps changing the same workspaces.
 const VIEW_WRITE_ATTEMPTS: u32 = 10;
@@ -124,6 +129,29 @@ impl WsView {
     }
 }
 
+/// The workspaces of a flusher write (`known[i]`: this store knows what `by_ws[i]`'s key holds,
+/// without rows of the earlier layout), cut in order into transactions within etcd's
+/// operations: a compare per workspace beside the epoch's; a put per workspace, a delete too
+/// for one not known (it may still hold rows of the earlier layout), and the next offset. In a
+/// partition this host owns, every workspace is known after its first write: one transaction
+/// for up to [`VIEW_WS_PER_TXN`] workspaces.
+fn view_chunks<'a>(by_ws: &'a [WsNumbers], known: &[bool]) -> Vec<&'a [WsNumbers]> {
+    let mut chunks = Vec::new();
+    let (mut start, mut ops) = (0, 0);
+    for i in 0..by_ws.len() {
+        let cost = if known.get(i) == Some(&true) { 1 } else { 2 };
+        if i - start == VIEW_WS_PER_TXN || ops + cost > MAX_TXN_OPS - 1 {
+            chunks.push(&by_ws[start..i]);
+            (start, ops) = (i, 0);
+        }
+        ops += cost;
+    }
+    if start < by_ws.len() {
+        chunks.push(&by_ws[start..]);
+    }
+    chunks
+}
+
 impl EtcdStorage {
     pub(super) async fn get_u64(
         self,
@@ -162,7 +190,11 @@ impl EtcdStorage {
         let by_ws: Vec<WsNumbers> = by_ws.into_iter().collect();
         // Every chunk but the last at once (their order does not matter); then the last with
         // the offset, so the offset is durable only after every value is.
-        let mut chunks: Vec<&[WsNumbers]> = by_ws.chunks(VIEW_WS_PER_TXN).collect();
+        let known = self
+            .inner
+            .known_view
+            .knows(partition, by_ws.iter().map(|(ws, _)| *ws));
+        let mut chunks = view_chunks(&by_ws, &known);
         let last = chunks.pop().unwrap_or_default();
         futures::future::try_join_all(
             chunks
@@ -305,6 +337,13 @@ impl EtcdStorage {
             }
             if ops.is_empty() && compares.is_empty() {
                 return Ok(());
+            }
+            if (ops.len() > MAX_TXN_OPS || compares.len() >= MAX_TXN_OPS) && chunk.len() > 1 {
+                // More rows of the earlier layout than the chunk was cut for (a workspace
+                // known when it was cut, forgotten since): its halves, in order.
+                let (first, second) = chunk.split_at(chunk.len() / 2);
+                Box::pin(self.clone().merge_view(partition, first, None)).await?;
+                return Box::pin(self.merge_view(partition, second, offset)).await;
             }
             let fence = self.inner.fences.check(partition).map_err(|r| {
                 stats.not_sent.fetch_add(1, Ordering::Relaxed);
@@ -480,5 +519,36 @@ impl EtcdStorage {
                 _ => return Ok(out.into_iter().map(|((w, s), n)| (w, s, n)).collect()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(known: &[bool]) -> Vec<usize> {
+        let by_ws: Vec<WsNumbers> = (0..known.len() as u64).map(|w| (w, vec![(1, w)])).collect();
+        let chunks = view_chunks(&by_ws, known);
+        // In order, every workspace once.
+        let flat: Vec<WsId> = chunks
+            .iter()
+            .flat_map(|c| c.iter().map(|(w, _)| *w))
+            .collect();
+        assert_eq!(flat, (0..known.len() as u64).collect::<Vec<_>>());
+        chunks.iter().map(|c| c.len()).collect()
+    }
+
+    #[test]
+    fn a_view_write_of_known_workspaces_takes_a_transaction_per_127_and_unknown_ones_cost_two() {
+        // Known: a compare and a put each, beside the epoch's compare and the offset's put.
+        assert_eq!(sizes(&[true; 250]), vec![127, 123]);
+        assert_eq!(sizes(&[true; 127]), vec![127]);
+        // Not known: a delete too, in case of rows of the earlier layout.
+        assert_eq!(sizes(&[false; 130]), vec![63, 63, 4]);
+        // Mixed: the operations decide.
+        let mut mixed = vec![true; 100];
+        mixed.extend([false; 20]);
+        assert_eq!(sizes(&mixed), vec![113, 7]);
+        assert!(sizes(&[]).is_empty());
     }
 }

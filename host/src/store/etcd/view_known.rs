@@ -52,6 +52,16 @@ impl KnownView {
         ws.map(|w| known.get(&(partition, w)).cloned()).collect()
     }
 
+    /// Whether each workspace of `ws` in `partition` is known, in order.
+    pub(super) fn knows(
+        &self,
+        partition: PartitionId,
+        ws: impl Iterator<Item = WsId>,
+    ) -> Vec<bool> {
+        let known = self.lock();
+        ws.map(|w| known.contains_key(&(partition, w))).collect()
+    }
+
     /// `ws`'s key in `partition` holds `value` since `revision` (a read saw it, or this host's
     /// write put it). What is known of a later revision is kept: a key's revisions only grow,
     /// so a read answered before this host's write landed does not replace what it wrote.
