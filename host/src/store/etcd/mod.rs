@@ -103,7 +103,7 @@ pub use config::{DEFAULT_MAX_REQUEST_BYTES, EtcdConfig};
 pub use handle::EtcdStorage;
 pub use plog::PAGE_EVENTS;
 pub use stats::EtcdStats;
-pub use view::{READS_PER_TXN, VIEW_WS_PER_TXN};
+pub use view::{MAX_TXN_OPS, READS_PER_TXN, VIEW_WS_PER_TXN};
 pub use view_known::KNOWN_VIEW_KEYS;
 
 /// The shortest time between two flusher writes of a partition on etcd
@@ -111,4 +111,4 @@ pub use view_known::KNOWN_VIEW_KEYS;
 /// are mostly the same ones again, so over this interval a partition puts each of its busy
 /// workspaces once instead of once per write. What it costs: a restart replays up to this much
 /// more of the PLog, and an actualization replays the events since the last write.
-pub const VIEW_WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+pub const VIEW_WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
