@@ -31,6 +31,7 @@
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ensure_toolchain
 cd "$ROOT"
 
 runs="${BENCH_RUNS:-3}"

@@ -5,6 +5,7 @@
 # build is already known to be quick).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ensure_toolchain
 cd "$ROOT"
 rust_target wasm32-wasip2
 # The shipped component is always compiled by rustc itself, never by a linting wrapper.

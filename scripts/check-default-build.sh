@@ -11,6 +11,7 @@
 # only this feature set compiles is linted here).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ensure_toolchain
 cd "$ROOT"
 
 step "the default build's dependency tree has no etcd, gRPC build or protoc crate"

@@ -6,6 +6,7 @@
 # run while another cargo command holds the main one.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ensure_toolchain
 cd "$ROOT"
 TARGET=wasm32-unknown-unknown
 profile=wasm-js

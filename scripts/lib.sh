@@ -70,6 +70,25 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" "${APT_GET[@]}" install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# ensure_toolchain: installs the Rust toolchain rust-toolchain.toml names (with its components
+# and targets) when rustup does not have it yet, after one line saying so; a machine whose own
+# stable is older or newer keeps it (rustup picks the file's toolchain inside the clone only).
+# Instant when it is there. Without rustup, the cargo on PATH must be that version.
+ensure_toolchain() {
+  local want
+  want="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' "$ROOT/rust-toolchain.toml")"
+  if ! command -v rustup >/dev/null; then
+    rustc --version 2>/dev/null | grep -q "^rustc $want " && return 0
+    echo "error: this project builds with Rust $want (rust-toolchain.toml); install rustup (https://rustup.rs) or that toolchain" >&2
+    return 1
+  fi
+  rustup toolchain list 2>/dev/null | grep -q "^$want-" &&
+    rustup which --toolchain "$want" clippy-driver >/dev/null 2>&1 &&
+    rustup which --toolchain "$want" rustfmt >/dev/null 2>&1 && return 0
+  echo "rustup: installing Rust $want (rust-toolchain.toml) with clippy, rustfmt and the wasm32 targets" >&2
+  (cd "$ROOT" && rustup toolchain install >&2)
+}
+
 # rust_target TRIPLE: adds a rustup target if it is missing (to the toolchain in use only).
 rust_target() {
   rustup target list --installed | grep -qx "$1" && return 0

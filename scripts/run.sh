@@ -12,6 +12,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
+ensure_toolchain
 profile="${SEQUENCER_PROFILE:-release}"
 bin_dir="$TARGET_DIR/$([[ "$profile" == dev ]] && echo debug || echo "$profile")"
 

@@ -16,6 +16,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
+ensure_toolchain
 
 # --- background preparation ---------------------------------------------------------------
 logs="$(mktemp -d)"

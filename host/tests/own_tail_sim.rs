@@ -134,7 +134,7 @@ impl Storage for Shared {
         self.m.append_events(p, batch)?;
         let lose = self
             .lose_answers
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .try_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         if lose {
             return Err(AppendError::Storage(StorageError("answer lost".into())));

@@ -524,7 +524,7 @@ impl Shared {
         // Finished is final: a late status from the tasks never revives a closed sequencer.
         let _ = self
             .status
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
+            .try_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
                 (old != Status02::Finished as u8).then_some(status as u8)
             });
     }

@@ -160,8 +160,8 @@ pub fn split_pack(bytes: &[u8]) -> Option<Vec<&[u8]>> {
             let lengths = bytes.get(5..5 + n.checked_mul(4)?)?;
             let mut at = 5 + lengths.len();
             let mut out = Vec::with_capacity(n);
-            for len in lengths.chunks_exact(4) {
-                let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+            for len in lengths.as_chunks::<4>().0 {
+                let len = u32::from_le_bytes(*len) as usize;
                 let event = bytes.get(at..at.checked_add(len)?)?;
                 parse(event)?;
                 out.push(event);
@@ -213,7 +213,9 @@ impl Parts<'_> {
 
     fn values(&self) -> Vec<SeqValue> {
         self.values
-            .chunks_exact(VALUE_BYTES)
+            .as_chunks::<VALUE_BYTES>()
+            .0
+            .iter()
             .map(|c| {
                 let ws = u64::from_le_bytes(c[0..8].try_into().unwrap_or_default());
                 let seq = u16::from_le_bytes(c[8..10].try_into().unwrap_or_default());

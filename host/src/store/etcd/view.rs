@@ -56,7 +56,9 @@ fn view_rows(key: &[u8], value: &[u8]) -> Option<Vec<(WsId, SeqId, Number)>> {
     match parts.next() {
         None if value.len().is_multiple_of(VIEW_ENTRY_BYTES) => Some(
             value
-                .chunks_exact(VIEW_ENTRY_BYTES)
+                .as_chunks::<VIEW_ENTRY_BYTES>()
+                .0
+                .iter()
                 .map(|c| {
                     let seq = u16::from_be_bytes([c[0], c[1]]);
                     (ws, seq, parse_u64(&c[2..]).unwrap_or_default())
@@ -108,7 +110,9 @@ impl WsView {
             return None;
         }
         let numbers = value
-            .chunks_exact(VIEW_ENTRY_BYTES)
+            .as_chunks::<VIEW_ENTRY_BYTES>()
+            .0
+            .iter()
             .map(|c| {
                 let seq = u16::from_be_bytes([c[0], c[1]]);
                 parse_u64(&c[2..]).map(|n| (seq, n))

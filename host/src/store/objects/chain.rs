@@ -29,18 +29,18 @@ pub fn event_hash(offset: PLogOffset, prev: u64, event: &[u8]) -> u64 {
         0xD6E8_FEB8_6659_FD93,
         0xA076_1D64_78BD_642F,
     ];
-    let mut blocks = event.chunks_exact(32);
-    for b in &mut blocks {
+    let (blocks, rest) = event.as_chunks::<32>();
+    for b in blocks {
         for (i, lane) in lanes.iter_mut().enumerate() {
             *lane = step(*lane, word(&b[8 * i..8 * i + 8]));
         }
     }
-    let mut words = blocks.remainder().chunks_exact(8);
-    for (i, w) in (&mut words).enumerate() {
-        lanes[i] = step(lanes[i], word(w));
+    let (words, rest) = rest.as_chunks::<8>();
+    for (i, w) in words.iter().enumerate() {
+        lanes[i] = step(lanes[i], u64::from_le_bytes(*w));
     }
     let mut tail = [0u8; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    tail[..rest.len()].copy_from_slice(rest);
     let mut h = step(step(step(lanes[0], offset), prev), event.len() as u64);
     h = step(h, u64::from_le_bytes(tail));
     for lane in &lanes[1..] {
