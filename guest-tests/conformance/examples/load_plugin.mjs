@@ -23,10 +23,11 @@ const imports = {
   'sequencer:plugin/clock': { now: () => 0n, setWake: (at) => {} },
   'sequencer:plugin/observer': { statusChanged: (status) => {} }, // the status, whenever it changes
 };
-// std's wasi:cli and wasi:io imports (the sequencer never calls them), from the preview2 shim.
+// std's wasi:cli, wasi:io and monotonic-clock imports (the sequencer never calls them), from the
+// preview2 shim.
 for (const name of ['cli/environment', 'cli/exit', 'cli/stderr', 'cli/stdin', 'cli/stdout',
   'cli/terminal-input', 'cli/terminal-output', 'cli/terminal-stderr', 'cli/terminal-stdin',
-  'cli/terminal-stdout', 'io/error', 'io/poll', 'io/streams']) {
+  'cli/terminal-stdout', 'io/error', 'io/poll', 'io/streams', 'clocks/monotonic-clock']) {
   const [pkg, iface] = name.split('/');
   imports[`wasi:${name}`] = shim[pkg][iface.replace(/-(\w)/g, (_, c) => c.toUpperCase())];
 }

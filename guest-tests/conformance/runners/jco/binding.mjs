@@ -1,6 +1,6 @@
 // The jco binding: the component transpiled by `jco transpile --instantiation sync` into
 // ./gen (see scripts/test-conformance.sh), one fresh instance per `create`. WASI imports
-// (std's wasi:cli and wasi:io, never called) come from @bytecodealliance/preview2-shim.
+// (std's wasi:cli, wasi:io and monotonic clock, never called) come from @bytecodealliance/preview2-shim.
 //
 // jco maps u64 to BigInt, raises a refused call as a ComponentError whose `payload` is the WIT
 // `error` ({ tag, val }), and takes an import's `err` as a thrown value with a `payload`.
@@ -25,7 +25,7 @@ const wasi = (name) => {
 const WASI = [
   'cli/environment', 'cli/exit', 'cli/stderr', 'cli/stdin', 'cli/stdout', 'cli/terminal-input',
   'cli/terminal-output', 'cli/terminal-stderr', 'cli/terminal-stdin', 'cli/terminal-stdout',
-  'io/error', 'io/poll', 'io/streams',
+  'io/error', 'io/poll', 'io/streams', 'clocks/monotonic-clock',
 ].map((i) => `wasi:${i}`);
 
 const num = (b) => {
