@@ -121,6 +121,12 @@ fn writers_raising_the_same_workspaces_at_once_leave_the_largest_numbers() {
     eprintln!("view writes tried again after a conflict: {conflicts}");
 }
 
+/// Two handles on the cluster: two hosts writing the same view.
+fn two_stores(cluster: &EtcdCluster) -> (EtcdStorage, EtcdStorage) {
+    let store = || cluster.store(Duration::from_secs(5));
+    (store(), store())
+}
+
 fn skipped(store: &EtcdStorage) -> u64 {
     store.stats().view_reads_skipped.load(Ordering::Relaxed)
 }
@@ -163,10 +169,7 @@ fn a_workspace_another_writer_raised_since_is_read_again_and_keeps_the_larger_nu
     let Some(cluster) = EtcdCluster::start() else {
         return;
     };
-    let (a, b) = (
-        cluster.store(Duration::from_secs(5)),
-        cluster.store(Duration::from_secs(5)),
-    );
+    let (a, b) = two_stores(&cluster);
     let write = |s: &EtcdStorage, n: u64, offset| {
         futures::executor::block_on(s.write(1, vec![SeqValue::new(1, 1, n)], offset))
             .expect("write")
@@ -206,10 +209,7 @@ fn a_write_whose_known_workspaces_turn_out_to_hold_old_rows_is_cut_to_fit_the_cl
     let Some(cluster) = EtcdCluster::start() else {
         return;
     };
-    let (a, b) = (
-        cluster.store(Duration::from_secs(5)),
-        cluster.store(Duration::from_secs(5)),
-    );
+    let (a, b) = two_stores(&cluster);
     let write = |s: &EtcdStorage, n: u64, offset| {
         let values = (1..=127u64)
             .map(|ws| SeqValue::new(ws, 1, n + ws))
