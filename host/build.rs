@@ -75,7 +75,7 @@ fn component(out: &Path) -> Option<PathBuf> {
                 .expect("plog-sequencer's build script publishes its source folder"),
         ),
     };
-    for part in ["src", "wit", "Cargo.toml"] {
+    for part in ["src", "wit", "Cargo.toml", "build.rs"] {
         println!("cargo::rerun-if-changed={}", source.join(part).display());
     }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());

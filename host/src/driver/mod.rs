@@ -675,7 +675,6 @@ fn abortable_read(
 #[cfg(test)]
 mod pooled {
     use sequencer::Params;
-    use wasmtime::PoolingAllocationConfig;
 
     use std::sync::Arc;
 
@@ -739,9 +738,7 @@ mod pooled {
             .expect("pooling");
         assert_eq!(metrics.component_instances(), 0);
         assert!(metrics.unused_memory_bytes_resident() <= POOL_KEEP_RESIDENT_MEMORY);
-        if PoolingAllocationConfig::is_pagemap_scan_available() {
-            assert!(metrics.unused_memory_bytes_resident() > 0);
-        }
+        assert!(metrics.unused_memory_bytes_resident() > 0);
         assert!(metrics.unused_table_bytes_resident() <= 2 * POOL_KEEP_RESIDENT_TABLES);
         eprintln!(
             "freed slot: {} bytes of memory, {} of tables resident",

@@ -7,12 +7,18 @@
 //! checked against the calls below on a component's first instance ([`ExportIndices::load`])
 //! and every later instance only packages the already-known export indices.
 //!
+//! An instance looks each function up on its first call, not when it is made: since wasmtime
+//! 50 a lookup also resolves the function's entry point, and looking all 60 up front made a
+//! pooled instance 70 % dearer to create (W6), while most instances call a handful.
+//!
 //! Each table lists one exported interface of `wit/sequencer.wit` with the Rust types of the
 //! generated bindings (the same records and variants, from [`super::bindings`]). A function
 //! whose WIT signature no longer matches its line here fails that first check with an error
 //! naming it, and the instance is not made; a function missing from a table is simply not
 //! callable from the host.
 
+use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use wasmtime::component::{Component, ComponentExportIndex, Func, Instance, ResourceAny};
@@ -41,9 +47,14 @@ macro_rules! export_table {
         }
     ) => {
         $(#[$doc])*
-        #[derive(Clone, Copy)]
+        ///
+        /// Each function is looked up in its instance on its first call, not when the instance
+        /// is made: most instances call a few of them.
+        #[derive(Clone)]
         pub struct $table {
-            $( $call: ::wasmtime::component::Func, )*
+            instance: ::wasmtime::component::Instance,
+            indices: ::std::sync::Arc<$indices>,
+            $( $call: ::std::cell::Cell<Option<::wasmtime::component::Func>>, )*
         }
 
         /// Where each function of the table is in one component: looked up once.
@@ -66,17 +77,17 @@ macro_rules! export_table {
                 })
             }
 
-            /// The table for `instance`, without type checks (see [`ExportIndices::load`]).
-            fn load<T: 'static>(
-                &self,
-                store: &mut ::wasmtime::StoreContextMut<'_, T>,
+            /// The table for `instance`, without type checks (see [`ExportIndices::load`]);
+            /// nothing is looked up yet.
+            fn table(
+                self: &::std::sync::Arc<Self>,
                 instance: &::wasmtime::component::Instance,
-            ) -> ::wasmtime::Result<$table> {
-                Ok($table {
-                    $( $call: $crate::runtime::exports::function(
-                        store, instance, &self.$call, $iface, $wit,
-                    )?, )*
-                })
+            ) -> $table {
+                $table {
+                    instance: *instance,
+                    indices: ::std::sync::Arc::clone(self),
+                    $( $call: ::std::cell::Cell::new(None), )*
+                }
             }
 
             /// Whether every function of `instance` has the type its method below calls it
@@ -99,22 +110,32 @@ macro_rules! export_table {
             $(
                 #[doc = concat!("Calls the guest's `", $wit, "` (interface `", $iface,
                     "` of `wit/sequencer.wit`, which documents it).")]
+                // Inlined as before the lookup became lazy (the first call's is out of line):
+                // a call of its own here costs about 5 ns of a 100 ns empty call.
+                #[inline]
                 pub fn $call<S: ::wasmtime::AsContextMut>(
                     &self,
                     mut store: S,
                     $($arg: $ty),*
                 ) -> ::wasmtime::Result<export_table!(@ret $($ret)?)> {
+                    let mut store = ::wasmtime::AsContextMut::as_context_mut(&mut store);
+                    let func = match self.$call.get() {
+                        Some(func) => func,
+                        None => $crate::runtime::exports::first_call(
+                            &mut store, &self.instance, &self.$call, &self.indices.$call, $iface, $wit,
+                        )?,
+                    };
                     // SAFETY: `new_unchecked` asks that the function have exactly these
                     // parameter and result types. `$indices::check` proved it, with these
-                    // types, on the first instance of the component this table was loaded
-                    // from (`ExportIndices::load` loads no table before that check passed),
+                    // types, on the first instance of the component this table was made
+                    // for (`ExportIndices::load` makes no table before that check passed),
                     // and a function's type is the component's, the same in every instance.
                     let typed = unsafe {
                         ::wasmtime::component::TypedFunc::<($($ty,)*), ($($ret,)?)>::new_unchecked(
-                            self.$call,
+                            func,
                         )
                     };
-                    let out = typed.call(::wasmtime::AsContextMut::as_context_mut(&mut store), ($($arg,)*))?;
+                    let out = typed.call(store, ($($arg,)*))?;
                     Ok(export_table!(@out out $($ret)?))
                 }
             )*
@@ -252,7 +273,7 @@ export_table! {
 
 /// An instance's exports: the functions of the three interfaces the component exports, with
 /// the accessors the generated bindings name them by.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Exports {
     sequencer: SequencerResource,
     instance: InstanceFunctions,
@@ -289,9 +310,9 @@ impl Exports {
 
 /// Where a component's exports are, and whether their types were checked yet.
 pub(crate) struct ExportIndices {
-    sequencer: SequencerResourceIndices,
-    instance: InstanceFunctionsIndices,
-    events: EventFunctionsIndices,
+    sequencer: Arc<SequencerResourceIndices>,
+    instance: Arc<InstanceFunctionsIndices>,
+    events: Arc<EventFunctionsIndices>,
     /// Set once an instance of the component passed every table's type check.
     checked: AtomicBool,
 }
@@ -301,9 +322,9 @@ impl ExportIndices {
     /// function it does not export.
     pub(crate) fn new(component: &Component) -> wasmtime::Result<Self> {
         Ok(Self {
-            sequencer: SequencerResourceIndices::new(component)?,
-            instance: InstanceFunctionsIndices::new(component)?,
-            events: EventFunctionsIndices::new(component)?,
+            sequencer: Arc::new(SequencerResourceIndices::new(component)?),
+            instance: Arc::new(InstanceFunctionsIndices::new(component)?),
+            events: Arc::new(EventFunctionsIndices::new(component)?),
             checked: AtomicBool::new(false),
         })
     }
@@ -330,9 +351,9 @@ impl ExportIndices {
             self.checked.store(true, Ordering::Release);
         }
         Ok(Exports {
-            sequencer: self.sequencer.load(&mut store, instance)?,
-            instance: self.instance.load(&mut store, instance)?,
-            events: self.events.load(&mut store, instance)?,
+            sequencer: self.sequencer.table(instance),
+            instance: self.instance.table(instance),
+            events: self.events.table(instance),
         })
     }
 }
@@ -358,6 +379,23 @@ pub(crate) fn function_index(
     component
         .get_export_index(Some(interface), name)
         .ok_or_else(|| wasmtime::format_err!("the component's `{iface}` exports no `{name}`"))
+}
+
+/// The function at `index` in `instance`, looked up on its first call and kept in `cell` (out
+/// of line, so that every later call is a load and a branch).
+#[cold]
+#[inline(never)]
+pub(crate) fn first_call<T: 'static>(
+    store: &mut StoreContextMut<'_, T>,
+    instance: &Instance,
+    cell: &Cell<Option<Func>>,
+    index: &ComponentExportIndex,
+    iface: &str,
+    name: &str,
+) -> wasmtime::Result<Func> {
+    let func = function(store, instance, index, iface, name)?;
+    cell.set(Some(func));
+    Ok(func)
 }
 
 /// The function at `index` in `instance`.

@@ -17,8 +17,7 @@ use sequencer::{
 };
 use wasmtime::component::{Component, HasData, InstancePre, Linker, ResourceAny};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
-    Store,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
 };
 
 use crate::runtime::bindings::sequencer::plugin::types::{self as wit, KindSequences};
@@ -43,15 +42,16 @@ pub struct Limits {
     ///
     /// A slot freed by a dropped instance is reused by a later one, which starts from pristine
     /// memory all the same. To spare that one the page faults, a freed slot keeps one page of
-    /// each of its tables resident, zeroed in place, and, where Linux offers the `PAGEMAP_SCAN`
-    /// ioctl (6.7 and later), up to 64 KiB of the linear memory pages its instance wrote, reset
-    /// in place. So resident memory stays up to about 72 KiB per slot ever used, live or not,
-    /// for as long as the engine lives.
+    /// each of its tables resident, zeroed in place, and the lowest 64 KiB of its linear
+    /// memory (the component's stack, data and first heap pages), reset in place. So resident
+    /// memory stays about 72 KiB per slot ever used, live or not, for as long as the engine
+    /// lives.
     pub pooled_instances: Option<u32>,
 }
 
 /// How much of a freed pooled slot's linear memory stays resident for the next instance (see
-/// [`Limits::pooled_instances`]): 16 pages, where a sequencer that ran a transaction wrote 3.
+/// [`Limits::pooled_instances`]): its lowest 16 pages, which hold every page a sequencer that
+/// ran a transaction wrote (the top of its 32 KiB stack, its data, the start of its heap).
 pub(crate) const POOL_KEEP_RESIDENT_MEMORY: usize = 64 << 10;
 
 /// How much of each of a freed pooled slot's tables stays resident: one page (the component's
@@ -306,14 +306,13 @@ impl<H: Host + Send + 'static> Linked<H> {
                 // A freed slot's tables are zeroed in place rather than given back with
                 // `madvise` (a TLB flush on every core the process runs on) and faulted in again.
                 .table_keep_resident(POOL_KEEP_RESIDENT_TABLES);
-            // Likewise the pages of linear memory an instance wrote, found with PAGEMAP_SCAN
-            // and reset in place (to zero or the data image). Without the ioctl, wasmtime would
-            // reset the *lowest* bytes instead, which a sequencer never touches (its stack ends
-            // and its data begins at 1 MiB): then `madvise` as before is better.
-            if PoolingAllocationConfig::is_pagemap_scan_available() {
-                pool.pagemap_scan(Enabled::Auto)
-                    .linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY);
-            }
+            // Likewise the lowest bytes of a freed slot's linear memory, reset in place (to zero
+            // or the data image): the component's small stack, its data and the start of its
+            // heap, the pages every sequencer writes (build.rs at the repository's root lays
+            // them out so). Not wasmtime's `pagemap_scan`: since wasmtime 50 it counts pages
+            // an instance never touched as written (on Linux 6.18), so it resets the same
+            // lowest bytes, plus one `ioctl`.
+            pool.linear_memory_keep_resident(POOL_KEEP_RESIDENT_MEMORY);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
         // `SEQUENCER_PERF_MAP=1`: write /tmp/perf-PID.map so that `perf report` names the
