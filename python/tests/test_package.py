@@ -144,11 +144,11 @@ def test_a_trap_surfaces_as_trapped_and_the_instance_stays_dead(plugin):
 
 
 def test_a_guest_out_of_memory_traps_through_the_wasi_stub_and_surfaces_as_trapped(plugin):
-    small = ps.Plugin(plugin.path, max_memory_bytes=3 << 20)
+    small = ps.Plugin(plugin.path, max_memory_bytes=2 << 20)
     seq = small.open(ps.Params(kinds={1: {1: 1}}, max_unflushed_values=100_000), ps.MemoryStorage())
     seq.run_until_ready(timeout_s=10)
     with pytest.raises(ps.Trapped) as e:
-        seq.start_batch(1, range(5000), [1])  # 5,000 cold workspaces do not fit in 3 MiB
+        seq.start_batch(1, range(5000), [1])  # 5,000 cold workspaces do not fit in 2 MiB
     # std reports the failed allocation on stderr, a WASI import linked as a trap
     assert "wasi:cli/stderr" in str(e.value) and "backtrace" in e.value.wasm_error
     assert seq.pending == [] and seq.wake_at is None
