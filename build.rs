@@ -22,6 +22,6 @@ fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if os == "wasi" && env == "p2" && std::env::var_os("CARGO_FEATURE_COMPONENT").is_some() {
-        println!("cargo::rustc-link-arg-cdylib=-zstack-size={COMPONENT_STACK_BYTES}");
+        println!("cargo::rustc-link-arg=-zstack-size={COMPONENT_STACK_BYTES}");
     }
 }
