@@ -9,7 +9,7 @@
 /// 4 KiB stack (a deeper call would trap), so 32 KiB leaves eight times that. The
 /// linker's default, 1 MiB, would put the pages an instance writes (the top of its stack, its
 /// data, the start of its heap) a megabyte apart from the bottom of memory; small, they lie in
-/// the lowest ~100 KiB, which is what a pooled slot keeps resident and resets in place
+/// the lowest 64 KiB, which is what a pooled slot keeps resident and resets in place
 /// (`Limits::pooled_instances` in host/src/runtime/link.rs).
 const COMPONENT_STACK_BYTES: u32 = 32 << 10;
 

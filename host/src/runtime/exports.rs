@@ -393,22 +393,11 @@ pub(crate) fn first_call<T: 'static>(
     iface: &str,
     name: &str,
 ) -> wasmtime::Result<Func> {
-    let func = function(store, instance, index, iface, name)?;
+    let func = instance.get_func(&mut *store, index).ok_or_else(|| {
+        wasmtime::format_err!("the component's `{iface}` export `{name}` is not a function")
+    })?;
     cell.set(Some(func));
     Ok(func)
-}
-
-/// The function at `index` in `instance`.
-pub(crate) fn function<T: 'static>(
-    store: &mut StoreContextMut<'_, T>,
-    instance: &Instance,
-    index: &ComponentExportIndex,
-    iface: &str,
-    name: &str,
-) -> wasmtime::Result<Func> {
-    instance.get_func(&mut *store, index).ok_or_else(|| {
-        wasmtime::format_err!("the component's `{iface}` export `{name}` is not a function")
-    })
 }
 
 /// The context of a type check's error: which function differs from its table.
