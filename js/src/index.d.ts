@@ -201,6 +201,14 @@ export declare class Sequencer {
    */
   tryStart(kind: number, ws: number): number;
   /**
+   * `start` as far as it gets within the call: the offset (or 0, see `notNowReason`) when the
+   * start completed synchronously (numbers in memory, or `storage.readNumbers` answered
+   * synchronously), else `start`'s promise. A cold workspace on synchronous storage starts
+   * with no promise.
+   * @throws {TransactionInProgressError | UnknownWsKindError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}
+   */
+  startNow(kind: number, ws: number): number | Promise<number>;
+  /**
    * `start`, then `next` of each of `seqs` (numbers in `out`), in one call into the core:
    * the offset, or 0 for "not now". A refused `next` drops the transaction.
    * @throws {TransactionInProgressError | UnknownWsKindError | UnknownSeqIdError | SequenceExhaustedError | UnsafeIntegerError | CleanedUpError | InvalidArgumentError | StorageError | MalformedNumbersError}

@@ -208,6 +208,24 @@ export class Sequencer {
   }
 
   /**
+   * `start`, as far as it gets within the call: the offset (or `0`, see `notNowReason`) when
+   * the start completed synchronously, as it does when the workspace's numbers are in memory
+   * or when `storage.readNumbers` answered synchronously; otherwise a promise of it, as
+   * `start` returns. A cold workspace on synchronous storage thus starts with no promise and
+   * no turn of the microtask queue. Throws (or rejects) as `start` does.
+   * @param {number} kind
+   * @param {number} ws
+   * @returns {number | Promise<number>}
+   */
+  startNow(kind, ws) {
+    this.#notStarting();
+    const r = this.#core.start(kind, ws);
+    if (r !== Sentinel.Load) return this.#started(r);
+    this.#kick();
+    return this.#start(kind, ws);
+  }
+
+  /**
    * `start` without waiting: the offset if the transaction began synchronously, else `0`
    * with `notNowReason` `'actualizing'`, `'too-many-unflushed'` or `'needs-load'` (the
    * workspace's numbers must be read: use `start`). The fast path for hot loops.

@@ -69,6 +69,9 @@ export async function usage(): Promise<number> {
   seq.flush();
   await seq.whenFlushed();
   const fast: number = seq.tryStart(1, 7);
+  const now: number | Promise<number> = seq.startNow(1, 7);
+  const nowOffset: number = typeof now === 'number' ? now : await now;
+  void nowOffset;
   const out = new Float64Array(2);
   const one: number = await seq.startNext(1, 7, [1, 2], out);
   const next: number = await seq.flushStartNext(1, 8, [1, 2], out);
