@@ -3,7 +3,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { SequencerError } from 'plog-sequencer';
+import { Sequencer, SequencerError } from 'plog-sequencer';
 
 export const KIND = 1;
 export const SEQ = 1;
@@ -74,4 +74,20 @@ export function watchUnhandledRejections() {
       assert.deepEqual(seen, [], 'no storage failure may become an unhandled rejection');
     },
   };
+}
+
+/**
+ * A ready sequencer over `storage` with params `p`, and the numbers reads it makes
+ * (`[ws, seqs]`, in order).
+ * @param {import('plog-sequencer').SeqStorage} storage
+ */
+export async function openCountingReads(storage, p = params()) {
+  const reads = [];
+  const real = storage.readNumbers.bind(storage);
+  storage.readNumbers = (ws, seqs) => {
+    reads.push([ws, [...seqs]]);
+    return real(ws, seqs);
+  };
+  const s = await Sequencer.open({ params: p, storage });
+  return { s, reads };
 }

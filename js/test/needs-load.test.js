@@ -7,23 +7,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MalformedNumbersError, MemoryStorage, Sequencer, StorageError } from 'plog-sequencer';
-import { KIND, SEQ, WS, params, rejectsWith } from './helpers.js';
+import { KIND, SEQ, WS, openCountingReads, params, rejectsWith } from './helpers.js';
 
 const SEQ2 = 2;
 /** One kind with two sequences, so a read asks for both. */
 const twoSeqs = () => params({ seqTypes: { [KIND]: { [SEQ]: 1, [SEQ2]: 10 } } });
 
-/** A ready sequencer over `storage`, and the numbers reads it makes (`[ws, seqs]`). */
-async function open(storage) {
-  const reads = [];
-  const real = storage.readNumbers.bind(storage);
-  storage.readNumbers = (ws, seqs) => {
-    reads.push([ws, [...seqs]]);
-    return real(ws, seqs);
-  };
-  const s = await Sequencer.open({ params: twoSeqs(), storage });
-  return { s, reads };
-}
+/** A ready sequencer of two sequences over `storage`, and the numbers reads it makes. */
+const open = (storage) => openCountingReads(storage, twoSeqs());
 
 test('tryStart says needs-load, then start reads the workspace once and begins its transaction', async () => {
   const storage = new MemoryStorage();

@@ -6,20 +6,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryStorage, Sequencer, StorageError, TransactionInProgressError } from 'plog-sequencer';
-import { KIND, SEQ, WS, params, rejectsWith } from './helpers.js';
+import { MemoryStorage, StorageError, TransactionInProgressError } from 'plog-sequencer';
+import { KIND, SEQ, WS, openCountingReads, rejectsWith } from './helpers.js';
 
-/** A ready sequencer over `storage`, and the numbers reads it makes (`[ws, seqs]`). */
-async function open(storage) {
-  const reads = [];
-  const real = storage.readNumbers.bind(storage);
-  storage.readNumbers = (ws, seqs) => {
-    reads.push([ws, [...seqs]]);
-    return real(ws, seqs);
-  };
-  const s = await Sequencer.open({ params: params(), storage });
-  return { s, reads };
-}
+const open = (storage) => openCountingReads(storage);
 
 test('startNow begins a cold workspace in the call when storage reads synchronously', async () => {
   const storage = new MemoryStorage();
