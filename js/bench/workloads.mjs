@@ -1,7 +1,8 @@
 // Issue 6's workloads on the wasm-bindgen build in Node, through the package's driver
 // (`Sequencer`): `startNow` (in the call when the numbers are in memory or storage reads
-// synchronously, as this bench's does), `next` per number, `flush`; and for W1, W2 and W5 the batched path too: one
-// `flushStartBatch` per 64 events (it completes the previous batch and numbers the next). Run by `scripts/bench.sh` after `scripts/js-build.sh`; alone:
+// synchronously, as this bench's does), `next` per number, `flush`; and for W1, W2 and W5 the
+// batched path too: one `flushStartBatch` per 64 events (it completes the previous batch and
+// numbers the next). Run by `scripts/bench.sh` after `scripts/js-build.sh`; alone:
 //   node js/bench/workloads.mjs
 // Environment: BENCH_SCALE (default 1), BENCH_RUNS (default 3), BENCH_ONLY (W1,...,W6),
 // BENCH_OUT (also write the rows there, tab-separated, for table.mjs).
