@@ -42,10 +42,9 @@ impl PartitionSequencer {
         let shared = Arc::new(Shared::new(
             partition, runtime, storage, clock, params, events,
         ));
-        register(&shared);
         {
             let mut slot = shared.lock();
-            let created = shared.replace_instance(&mut slot);
+            let created = shared.create_first_instance(&mut slot, || register(&shared));
             shared.let_go(slot);
             created?;
         }

@@ -359,8 +359,33 @@ impl Shared {
         }
     }
 
-    /// Creates a fresh instance (which starts actualizing) under a new generation.
+    /// Creates a fresh instance (which starts actualizing) under a new generation, and hands
+    /// the driver the work it began.
     pub(super) fn replace_instance(&self, slot: &mut Slot) -> Result<(), HostError> {
+        self.create_instance(slot)?;
+        self.forward(slot);
+        Ok(())
+    }
+
+    /// A partition's first instance: created, then `register` (which tells the driver about
+    /// the partition), then the work it began goes to the driver. The two messages leave
+    /// back to back, so a sleeping driver is woken once for both, not once before the
+    /// instantiation and again after it; and a partition whose instance cannot be created is
+    /// never registered.
+    pub(super) fn create_first_instance(
+        &self,
+        slot: &mut Slot,
+        register: impl FnOnce(),
+    ) -> Result<(), HostError> {
+        self.create_instance(slot)?;
+        register();
+        self.forward(slot);
+        Ok(())
+    }
+
+    /// Creates a fresh instance under a new generation; the work it began stays in its host
+    /// state until [`forward`](Self::forward).
+    fn create_instance(&self, slot: &mut Slot) -> Result<(), HostError> {
         slot.generation = GENERATIONS.fetch_add(1, Ordering::SeqCst);
         let created = self.runtime.instantiate(
             self.partition,
@@ -371,7 +396,6 @@ impl Shared {
         match created {
             Ok(Ok(instance)) => {
                 slot.instance = Some(instance);
-                self.forward(slot);
                 Ok(())
             }
             Ok(Err(e)) => Err(HostError::Sequencer(e)),
