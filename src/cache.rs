@@ -77,7 +77,6 @@ impl NumberCache {
     }
 
     /// The numbers of `ws`, leaving the order of use alone.
-    #[cfg(test)]
     pub(crate) fn peek(&self, ws: WsId) -> Option<&WsNumbers> {
         self.peek_slot(ws).map(|(_, numbers)| numbers)
     }
@@ -168,6 +167,13 @@ impl NumberCache {
         if self.orphans.is_empty() {
             return None;
         }
+        self.orphan_of(ws)
+    }
+
+    /// [`orphan`](Self::orphan) with orphans held (out of line: rarely any are).
+    #[cold]
+    #[inline(never)]
+    fn orphan_of(&self, ws: WsId) -> Option<u32> {
         self.orphans.get(&ws).copied()
     }
 

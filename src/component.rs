@@ -171,13 +171,20 @@ trait ForInstance {
 
 impl<T> ForInstance for Result<T, wit::Error> {
     type Answer = Result<T, wit::Refusal>;
+    #[inline]
     fn for_instance(self) -> Self::Answer {
-        self.map_err(|e| {
-            let refusal = refusal_of(&e);
-            LAST_ERROR.with(|last| *last.borrow_mut() = Some(e));
-            refusal
-        })
+        self.map_err(keep_last_error)
     }
+}
+
+/// A refused call's refusal, its full error kept for `last-error` (out of line: refusals are
+/// rare).
+#[cold]
+#[inline(never)]
+fn keep_last_error(e: wit::Error) -> wit::Refusal {
+    let refusal = refusal_of(&e);
+    LAST_ERROR.with(|last| *last.borrow_mut() = Some(e));
+    refusal
 }
 
 macro_rules! answered_as_is {
@@ -579,14 +586,19 @@ fn batch_numbers(batch: crate::Batch, numbers: Vec<u64>) -> Result<wit::BatchNum
 }
 
 /// The sequences a `seq-quad` names, or `invalid-params` if it names more than four.
+#[inline]
 fn quad_seqs(q: &wit::SeqQuad) -> Result<([u16; 4], usize), wit::Error> {
     if q.count > 4 {
-        return Err(to_wit_error(Error::InvalidArgument(format!(
-            "a seq-quad names at most 4 sequences, not {}",
-            q.count
-        ))));
+        return Err(too_many_in_quad(q.count));
     }
     Ok(([q.s0, q.s1, q.s2, q.s3], usize::from(q.count)))
+}
+
+#[cold]
+fn too_many_in_quad(count: u8) -> wit::Error {
+    to_wit_error(Error::InvalidArgument(format!(
+        "a seq-quad names at most 4 sequences, not {count}"
+    )))
 }
 
 fn quad_numbers(outcome: wit::StartOutcome, n: [u64; 4]) -> wit::QuadNumbers {

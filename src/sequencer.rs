@@ -43,7 +43,7 @@ pub struct HeldNumbers {
 }
 
 /// One sequence of the transaction in progress.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Slot {
     seq: SeqId,
     last: Number,
@@ -107,6 +107,22 @@ fn unwritten(
     orphan
         .and_then(|staged| unflushed.staged_get(staged, seq))
         .or_else(|| of_ws.get(seq))
+}
+
+/// [`unwritten`] for a start that found `seq` of `ws` missing from the cache, looking the
+/// workspace up once (`of_ws`) for all its sequences (out of line: a start usually finds
+/// every number in the cache).
+#[cold]
+#[inline(never)]
+fn unwritten_at<'a>(
+    unflushed: &'a Unflushed,
+    of_ws: &mut Option<UnwrittenWs<'a>>,
+    ws: WsId,
+    orphan: Option<u32>,
+    seq: SeqId,
+) -> Option<Number> {
+    let of_ws = of_ws.get_or_insert_with(|| unflushed.of_ws(ws));
+    unwritten(unflushed, orphan, of_ws, seq)
 }
 
 /// The sequencer state machine (docs/DESIGN.md §3, §4).
@@ -251,51 +267,94 @@ impl Sequencer {
             return Ok(Start::NotNow(NotNowReason::TooManyUnflushed));
         }
 
-        self.slots.clear();
         self.slot_cursor = 0;
         let orphan = self.cache.orphan(ws);
         let found = self.cache.get_at(hint, ws);
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
-        let mut missing: Vec<SeqId> = Vec::new();
-        // Looked up once, at the first key the cache lacks.
-        let mut unwritten_ws = None;
-        for (i, &(seq, initial)) in seqs.all().iter().enumerate() {
-            let known = cached.and_then(|c| c.get_at(i, seq)).or_else(|| {
-                let of_ws = unwritten_ws.get_or_insert_with(|| self.unflushed.of_ws(ws));
-                unwritten(&self.unflushed, orphan, of_ws, seq)
-            });
-            match known {
-                Some(last) => self.slots.push(Slot {
+        let all = seqs.all();
+        if let Some(numbers) = cached.and_then(|c| c.in_order_of(all)) {
+            // The usual start: every number cached, in the kind's order, copied in one pass
+            // over the slots (of the same length as the last transaction's, usually).
+            if self.slots.len() != all.len() {
+                self.slots.resize(all.len(), Slot::default());
+            }
+            for (slot, (&(seq, initial), &(_, last))) in
+                self.slots.iter_mut().zip(all.iter().zip(numbers))
+            {
+                *slot = Slot {
                     seq,
                     last: continue_from(last, initial),
                     touched: false,
-                }),
-                None => missing.push(seq),
+                };
             }
+            return Ok(self.begin_transaction(ws, kind, slot));
         }
-        if !missing.is_empty() {
-            self.slots.clear();
-            let ticket = self.new_ticket();
-            self.pending_load = Some(PendingLoad {
-                ticket,
-                ws,
-                kind,
-                seqs: missing.clone(),
+        self.slots.clear();
+        // Looked up once, at the first key the cache lacks.
+        let mut unwritten_ws = None;
+        for (i, &(seq, initial)) in all.iter().enumerate() {
+            let known = cached
+                .and_then(|c| c.get_at(i, seq))
+                .or_else(|| unwritten_at(&self.unflushed, &mut unwritten_ws, ws, orphan, seq));
+            let Some(last) = known else {
+                return Ok(self.load_missing(kind, ws, i));
+            };
+            self.slots.push(Slot {
+                seq,
+                last: continue_from(last, initial),
+                touched: false,
             });
-            return Ok(Start::Load(ReadNumbers {
-                ticket,
-                ws,
-                seqs: missing,
-            }));
         }
+        Ok(self.begin_transaction(ws, kind, slot))
+    }
+
+    /// The transaction of a start that found every number: it numbers the next offset.
+    #[inline]
+    fn begin_transaction(&mut self, ws: WsId, kind: WsKind, cached: Option<CacheSlot>) -> Start {
         self.tx = Some(Transaction {
             ws,
             kind,
             offset: self.next_offset,
-            cached: slot,
+            cached,
         });
-        Ok(Start::Started(self.next_offset))
+        Start::Started(self.next_offset)
+    }
+
+    /// The rest of a start whose `first`-th sequence of `kind` is neither cached nor
+    /// unwritten: the sequences of `kind` from there on without a number in memory, to be read
+    /// (out of line: a start usually finds every number in memory).
+    #[cold]
+    #[inline(never)]
+    fn load_missing(&mut self, kind: WsKind, ws: WsId, first: usize) -> Start {
+        self.slots.clear();
+        let orphan = self.cache.orphan(ws);
+        let cached = self.cache.peek(ws);
+        let of_ws = self.unflushed.of_ws(ws);
+        let missing: Vec<SeqId> = self
+            .kinds
+            .get(kind)
+            .map(|seqs| seqs.all()[first..].iter())
+            .into_iter()
+            .flatten()
+            .map(|&(seq, _)| seq)
+            .filter(|&seq| {
+                cached.and_then(|c| c.get(seq)).is_none()
+                    && unwritten(&self.unflushed, orphan, &of_ws, seq).is_none()
+            })
+            .collect();
+        let ticket = self.new_ticket();
+        self.pending_load = Some(PendingLoad {
+            ticket,
+            ws,
+            kind,
+            seqs: missing.clone(),
+        });
+        Start::Load(ReadNumbers {
+            ticket,
+            ws,
+            seqs: missing,
+        })
     }
 
     /// The numbers read a start of workspace `ws` of kind `kind` handed out
@@ -604,10 +663,17 @@ impl Sequencer {
     }
 
     /// The staged events' values wait to be written; the cache forgets where they were.
+    #[inline]
     fn commit_staged(&mut self) {
-        if !self.unflushed.has_staged() {
-            return;
+        if self.unflushed.has_staged() {
+            self.commit_staged_values();
         }
+    }
+
+    /// [`commit_staged`](Self::commit_staged) with events staged (out of line: most
+    /// transactions are one event).
+    #[inline(never)]
+    fn commit_staged_values(&mut self) {
         let cache = &mut self.cache;
         self.unflushed
             .commit_staged(|ws, slot| cache.unmark_staged(slot, ws));
@@ -735,6 +801,14 @@ impl Sequencer {
         };
         self.next_ticket += 1;
         Some(work)
+    }
+
+    /// Whether [`poll_work`](Self::poll_work) might hand out work now: false only where it
+    /// certainly would not (ready, no write wanted, no timer armed), so that a caller polling
+    /// after every call skips it in the usual case. A hint; `poll_work` decides.
+    #[inline]
+    pub fn may_have_work(&self) -> bool {
+        !matches!(self.phase, Phase::Ready) || self.write_wanted() || !self.timers.none_armed()
     }
 
     /// Whether the flusher wants to begin a write (once its retry delay, if any, has passed):

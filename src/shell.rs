@@ -604,7 +604,7 @@ impl Shell {
     }
 
     /// [`start_core`](Self::start_core) with where the workspace's numbers sat in the cache.
-    #[inline]
+    #[inline(always)]
     fn start_core_at<H: Host + ?Sized>(
         &mut self,
         kind: WsKind,
@@ -612,7 +612,22 @@ impl Shell {
         hint: Option<CacheSlot>,
         host: &mut H,
     ) -> Result<Start, Error> {
-        let mut outcome = self.core.start_at(kind, ws, hint)?;
+        match self.core.start_at(kind, ws, hint)? {
+            Start::Load(read) => self.load_and_start(read, host),
+            outcome => Ok(outcome),
+        }
+    }
+
+    /// The rest of a start that must read numbers first: `read` through the host, then the
+    /// start again (out of line: most starts find their numbers in memory).
+    #[cold]
+    #[inline(never)]
+    fn load_and_start<H: Host + ?Sized>(
+        &mut self,
+        read: ReadNumbers,
+        host: &mut H,
+    ) -> Result<Start, Error> {
+        let mut outcome = Start::Load(read);
         // A load completes the start; a second load cannot follow because loaded numbers stay
         // cached (the cache holds at least one whole kind), but it is bounded all the same.
         for _ in 0..2 {
@@ -785,12 +800,14 @@ impl Shell {
     fn pump_and_report<H: Host + ?Sized>(&mut self, host: &mut H) {
         // The core makes no decision by the time unless it has a deadline (`poll_timeout`), so
         // the clock (an import call) is read only then; a flush usually has none.
-        let now = match self.core.poll_timeout() {
-            Some(_) => self.read_clock(host),
-            None => self.last_now,
-        };
-        while let Some(work) = self.core.poll_work(now) {
-            host.begin(work);
+        if self.core.may_have_work() {
+            let now = match self.core.poll_timeout() {
+                Some(_) => self.read_clock(host),
+                None => self.last_now,
+            };
+            while let Some(work) = self.core.poll_work(now) {
+                host.begin(work);
+            }
         }
         let wake = self.core.poll_timeout();
         if Some(wake) != self.wake {

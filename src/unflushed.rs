@@ -11,8 +11,9 @@ use crate::types::{Number, PLogOffset, SeqId, SeqValue, WsId};
 use crate::work::Ticket;
 use crate::ws_numbers::WsNumbers;
 
-/// The numbers of `ws` (hash `hash`) in `by_ws`, recorded empty if absent: one probe either way.
-#[inline]
+/// The numbers of `ws` (hash `hash`) in `by_ws`, recorded empty if absent: one probe either
+/// way (inlined: a flush would otherwise spend a call on it).
+#[inline(always)]
 fn entry<'a>(
     by_ws: &'a mut HashTable<(WsId, WsNumbers)>,
     hasher: &DefaultHashBuilder,
@@ -22,6 +23,32 @@ fn entry<'a>(
     match by_ws.entry(hash, |e| e.0 == ws, |e| hasher.hash_one(e.0)) {
         Entry::Occupied(o) => &mut o.into_mut().1,
         Entry::Vacant(v) => &mut v.insert((ws, WsNumbers::default())).into_mut().1,
+    }
+}
+
+/// A key new among the waiting values `nums` of workspace `ws` (hash `hash`), recorded at
+/// `at`: raised to the number the write in flight (`flying`, its numbers of `ws` looked up
+/// once into `memo`) carries for it, if any; true if it carries one (the key is then both
+/// waiting and in flight). Out of line: a transaction's keys are new once per write (a
+/// replay's more often, but its work per key is larger).
+#[inline(never)]
+fn raise_to_flying<'a>(
+    nums: &mut WsNumbers,
+    flying: Option<&'a ValueSet>,
+    memo: &mut Option<Option<&'a WsNumbers>>,
+    (hash, ws): (u64, WsId),
+    at: usize,
+    seq: SeqId,
+) -> bool {
+    let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hash, ws)));
+    // The write in flight recorded the keys in the same order, most likely at the same place.
+    match of_ws.and_then(|f| f.get_at(at, seq)) {
+        Some(written) => {
+            let mut c = at;
+            nums.raise_next(&mut c, seq, written);
+            true
+        }
+        None => false,
     }
 }
 
@@ -186,22 +213,18 @@ impl Unflushed {
         let mut in_flight: Option<Option<&WsNumbers>> = None;
         let mut cursor = 0;
         for (seq, value) in values {
-            if !nums.raise_next(&mut cursor, seq, value) {
-                continue;
-            }
-            self.waiting.count += 1;
-            let flying = *in_flight.get_or_insert_with(|| {
-                self.in_flight
-                    .as_ref()
-                    .and_then(|f| f.values.find(hash, ws))
-            });
-            // `seq` was just recorded at `cursor - 1`, and the write in flight recorded it in the
-            // same order, most likely at the same place.
-            let at = cursor - 1;
-            if let Some(written) = flying.and_then(|f| f.get_at(at, seq)) {
-                let mut c = at;
-                nums.raise_next(&mut c, seq, written);
-                self.overlap += 1;
+            if nums.raise_next(&mut cursor, seq, value) {
+                self.waiting.count += 1;
+                // `seq` was just recorded at `cursor - 1`.
+                let flying = self.in_flight.as_ref().map(|f| &f.values);
+                self.overlap += usize::from(raise_to_flying(
+                    nums,
+                    flying,
+                    &mut in_flight,
+                    (hash, ws),
+                    cursor - 1,
+                    seq,
+                ));
             }
         }
     }

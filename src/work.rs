@@ -312,6 +312,7 @@ pub struct ReplayProgress {
 }
 
 /// The number a sequence of a loaded workspace continues from.
+#[inline]
 pub(crate) fn continue_from(stored: Number, initial: Number) -> Number {
     stored.max(initial - 1)
 }

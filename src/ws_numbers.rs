@@ -42,9 +42,21 @@ impl WsNumbers {
         }
     }
 
+    /// The first numbers held, if they are those of `seqs`' sequences in the same order (as
+    /// a workspace's numbers cached for its kind are): one pass instead of a search per
+    /// sequence.
+    #[inline]
+    pub(crate) fn in_order_of<T>(&self, seqs: &[(SeqId, T)]) -> Option<&[(SeqId, Number)]> {
+        let held = self.inline().get(..seqs.len())?;
+        held.iter()
+            .zip(seqs)
+            .all(|(h, s)| h.0 == s.0)
+            .then_some(held)
+    }
+
     /// [`raise`](Self::raise), looking at position `*cursor` first, then moving the cursor one
     /// on: raising values in the order they were recorded needs no search.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn raise_next(&mut self, cursor: &mut usize, seq: SeqId, value: Number) -> bool {
         let at = *cursor;
         *cursor += 1;
@@ -67,7 +79,7 @@ impl WsNumbers {
     }
 
     /// Records `value` for `seq` unless a larger number is known; true if `seq` was new.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn raise(&mut self, seq: SeqId, value: Number) -> bool {
         let len = usize::from(self.len);
         match self.inline[..len]
@@ -159,5 +171,29 @@ mod tests {
         for (guess, seq) in [(0, 3u16), (0, 7), (5, 7), (2, 1), (9, 2), (3, 4)] {
             assert_eq!(w.get_at(guess, seq), w.get(seq));
         }
+    }
+
+    #[test]
+    fn numbers_in_a_kinds_order_are_found_only_when_every_place_matches() {
+        let mut w = WsNumbers::default();
+        for (seq, n) in [(1u16, 10), (2, 20), (3, 30)] {
+            w.raise(seq, n);
+        }
+        let kind = |seqs: &[u16]| seqs.iter().map(|&s| (s, 1u64)).collect::<Vec<_>>();
+        assert_eq!(
+            w.in_order_of(&kind(&[1, 2, 3])),
+            Some(&[(1, 10), (2, 20), (3, 30)][..])
+        );
+        assert_eq!(w.in_order_of(&kind(&[1, 2])), Some(&[(1, 10), (2, 20)][..]));
+        assert_eq!(w.in_order_of(&kind(&[2, 1, 3])), None, "another order");
+        assert_eq!(w.in_order_of(&kind(&[1, 2, 3, 4])), None, "one not held");
+        for seq in 4..=6u16 {
+            w.raise(seq, 0);
+        }
+        assert_eq!(
+            w.in_order_of(&kind(&[1, 2, 3, 4, 5])),
+            None,
+            "past the inline places: searched as before"
+        );
     }
 }

@@ -14,7 +14,18 @@ use crate::work::{Ticket, Work};
 impl Sequencer {
     /// The latest instant by which the driver must call [`poll_work`](Self::poll_work) again,
     /// if no outcome is reported before then; `None` when only a report can make work due.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // Usually no timer is armed: said without a call.
+        if self.timers.none_armed() {
+            return None;
+        }
+        self.earliest_awaited()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) with a timer armed.
+    #[inline(never)]
+    fn earliest_awaited(&self) -> Option<Instant> {
         self.timers.earliest(|timer| self.awaits(timer))
     }
 
