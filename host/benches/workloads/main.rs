@@ -13,6 +13,8 @@
 //! - `BENCH_WRITE_INTERVAL_US` (default 100): the group commit window of every engine's driver
 //!   (`Driver::with_min_write_interval`); W1 and W2 also run without it.
 //! - `BENCH_PAGE_EVENTS` (default: the driver's 4096): events per PLog read in W3.
+//! - `BENCH_BARE_QUAD=N` (for profiling, e.g. under callgrind): only N `flush-start-next-quad`
+//!   calls on a bare store (fuel on), then exit.
 //! - `SEQUENCER_COMPONENT`: the component (default:
 //!   `sequencer_host::runtime::link::component_path()`).
 //!
@@ -139,6 +141,13 @@ impl Config {
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is understood.
     let cfg = Config::from_env();
+    if let Some(n) = std::env::var("BENCH_BARE_QUAD")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        let bytes = std::fs::read(&cfg.component).expect("component");
+        bare::quad_only(&bytes, n);
+    }
     let load = |fuel: bool| {
         let limits = Limits {
             fuel_per_call: fuel.then_some(Limits::default().fuel_per_call).flatten(),

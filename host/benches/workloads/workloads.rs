@@ -262,6 +262,7 @@ impl Bench {
         let no_fuel = one(&self.rt.no_fuel);
         self.empty = (fuel, no_fuel);
         let bytes = std::fs::read(&self.cfg.component).expect("component");
+        let [status_ops, quad_ops, step_ops] = bare::wasm_ops(&bytes);
         for fuel in [true, false] {
             let runs: Vec<[f64; 6]> = (0..self.cfg.runs)
                 .map(|_| bare::empty_call_ns(&bytes, fuel, raw_calls()))
@@ -304,7 +305,12 @@ impl Bench {
                     ns: median(runs.iter().map(|r| r[i]).collect()),
                     bound: None,
                     target: None,
-                    note: note.into(),
+                    note: match (fuel, i) {
+                        (true, 0) => format!("{note}; {status_ops} wasm operators"),
+                        (true, 2) => format!("{note}; {quad_ops} wasm operators"),
+                        (true, 3) => format!("{note}; {step_ops} wasm operators"),
+                        _ => note.into(),
+                    },
                 });
             }
         }
@@ -376,7 +382,13 @@ impl Bench {
                 ns,
                 bound: None,
                 target: Some(Target::OpsPerSec(3_000_000.0)),
-                note: "open -> first start".into(),
+                note: if fuel {
+                    let bytes = std::fs::read(&self.cfg.component).expect("component");
+                    let ops = bare::replay_ops(&bytes, page);
+                    format!("open -> first start; {ops:.0} wasm operators per event (a page)")
+                } else {
+                    "open -> first start".into()
+                },
             });
         }
     }
