@@ -153,6 +153,9 @@ pub struct Sequencer {
     slots: Vec<Slot>,
     /// The slot `next` looks at first: the one after the last it used.
     slot_cursor: usize,
+    /// Where the last transaction left its workspace's numbers in the cache: a start of the
+    /// same workspace (a hot one) finds them there without hashing (checked before use).
+    last_slot: Option<CacheSlot>,
     pending_load: Option<PendingLoad>,
     /// The write that was in flight when the last actualization began, while it still is:
     /// after `actualize` it is dropped if it fails (the replay supersedes it); after
@@ -198,6 +201,7 @@ impl Sequencer {
             tx: None,
             slots: Vec::with_capacity(widest),
             slot_cursor: 0,
+            last_slot: None,
             pending_load: None,
             superseded_write: None,
             replay_floor: 0,
@@ -269,7 +273,7 @@ impl Sequencer {
 
         self.slot_cursor = 0;
         let orphan = self.cache.orphan(ws);
-        let found = self.cache.get_at(hint, ws);
+        let found = self.cache.get_at(hint.or(self.last_slot), ws);
         let slot = found.map(|(slot, _)| slot);
         let cached = found.map(|(_, numbers)| numbers);
         let all = seqs.all();
@@ -610,6 +614,7 @@ impl Sequencer {
         let slot =
             self.cache
                 .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        self.last_slot = Some(slot);
         let touched = self
             .slots
             .iter()
@@ -653,8 +658,10 @@ impl Sequencer {
                     .map(|s| (s.seq, s.last)),
             );
         }
-        self.cache
-            .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        let slot =
+            self.cache
+                .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+        self.last_slot = Some(slot);
         self.unflushed.raise_offset(tx.offset);
         // Inputs never put an offset at the end of the range (see `validate_page`), so this
         // cannot saturate short of 2^64 - 2 events; it must not panic all the same.
