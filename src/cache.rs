@@ -76,7 +76,15 @@ impl NumberCache {
         Some((CacheSlot(i), &self.nodes[i as usize].numbers))
     }
 
+    /// The numbers at `slot`, where [`get_at`](Self::get_at) just found a workspace's, leaving
+    /// the order of use alone.
+    #[inline]
+    pub(crate) fn numbers_at(&self, slot: CacheSlot) -> Option<&WsNumbers> {
+        self.nodes.get(slot.0 as usize).map(|n| &n.numbers)
+    }
+
     /// The numbers of `ws`, leaving the order of use alone.
+    #[cfg(test)]
     pub(crate) fn peek(&self, ws: WsId) -> Option<&WsNumbers> {
         self.peek_slot(ws).map(|(_, numbers)| numbers)
     }

@@ -594,6 +594,7 @@ fn quad_seqs(q: &wit::SeqQuad) -> Result<([u16; 4], usize), wit::Error> {
     Ok(([q.s0, q.s1, q.s2, q.s3], usize::from(q.count)))
 }
 
+/// The refusal of a `seq-quad` naming `count` (more than four) sequences.
 #[cold]
 fn too_many_in_quad(count: u8) -> wit::Error {
     to_wit_error(Error::InvalidArgument(format!(

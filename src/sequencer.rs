@@ -109,22 +109,6 @@ fn unwritten(
         .or_else(|| of_ws.get(seq))
 }
 
-/// [`unwritten`] for a start that found `seq` of `ws` missing from the cache, looking the
-/// workspace up once (`of_ws`) for all its sequences (out of line: a start usually finds
-/// every number in the cache).
-#[cold]
-#[inline(never)]
-fn unwritten_at<'a>(
-    unflushed: &'a Unflushed,
-    of_ws: &mut Option<UnwrittenWs<'a>>,
-    ws: WsId,
-    orphan: Option<u32>,
-    seq: SeqId,
-) -> Option<Number> {
-    let of_ws = of_ws.get_or_insert_with(|| unflushed.of_ws(ws));
-    unwritten(unflushed, orphan, of_ws, seq)
-}
-
 /// The sequencer state machine (docs/DESIGN.md §3, §4).
 ///
 /// Use: [`start`](Self::start), then [`next`](Self::next) for each number the event needs, then
@@ -272,43 +256,63 @@ impl Sequencer {
         }
 
         self.slot_cursor = 0;
-        let orphan = self.cache.orphan(ws);
         let found = self.cache.get_at(hint.or(self.last_slot), ws);
         let slot = found.map(|(slot, _)| slot);
-        let cached = found.map(|(_, numbers)| numbers);
         let all = seqs.all();
-        if let Some(numbers) = cached.and_then(|c| c.in_order_of(all)) {
-            // The usual start: every number cached, in the kind's order, copied in one pass
-            // over the slots (of the same length as the last transaction's, usually).
-            if self.slots.len() != all.len() {
-                self.slots.resize(all.len(), Slot::default());
-            }
-            for (slot, (&(seq, initial), &(_, last))) in
-                self.slots.iter_mut().zip(all.iter().zip(numbers))
-            {
-                *slot = Slot {
-                    seq,
-                    last: continue_from(last, initial),
-                    touched: false,
-                };
-            }
-            return Ok(self.begin_transaction(ws, kind, slot));
+        let Some(numbers) = found.and_then(|(_, cached)| cached.in_order_of(all)) else {
+            return self.start_searching(kind, ws, slot);
+        };
+        // The usual start: every number cached, in the kind's order, copied in one pass over
+        // the slots (of the same length as the last transaction's, usually).
+        if self.slots.len() != all.len() {
+            self.slots.resize(all.len(), Slot::default());
         }
-        self.slots.clear();
-        // Looked up once, at the first key the cache lacks.
-        let mut unwritten_ws = None;
-        for (i, &(seq, initial)) in all.iter().enumerate() {
-            let known = cached
-                .and_then(|c| c.get_at(i, seq))
-                .or_else(|| unwritten_at(&self.unflushed, &mut unwritten_ws, ws, orphan, seq));
-            let Some(last) = known else {
-                return Ok(self.load_missing(kind, ws, i));
-            };
-            self.slots.push(Slot {
+        for (slot, (&(seq, initial), &(_, last))) in
+            self.slots.iter_mut().zip(all.iter().zip(numbers))
+        {
+            *slot = Slot {
                 seq,
                 last: continue_from(last, initial),
                 touched: false,
+            };
+        }
+        Ok(self.begin_transaction(ws, kind, slot))
+    }
+
+    /// The rest of a start whose numbers are not all cached in the kind's order (`slot`:
+    /// where the cache holds some, if it does): each sequence's number from the cache, else
+    /// from the values not yet written; a read of those in neither. Out of line: a start
+    /// usually finds every number cached.
+    #[inline(never)]
+    fn start_searching(
+        &mut self,
+        kind: WsKind,
+        ws: WsId,
+        slot: Option<CacheSlot>,
+    ) -> Result<Start, Error> {
+        let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
+        let orphan = self.cache.orphan(ws);
+        let cached = slot.and_then(|slot| self.cache.numbers_at(slot));
+        self.slots.clear();
+        let mut missing: Vec<SeqId> = Vec::new();
+        // Looked up once, at the first key the cache lacks.
+        let mut unwritten_ws = None;
+        for (i, &(seq, initial)) in seqs.all().iter().enumerate() {
+            let known = cached.and_then(|c| c.get_at(i, seq)).or_else(|| {
+                let of_ws = unwritten_ws.get_or_insert_with(|| self.unflushed.of_ws(ws));
+                unwritten(&self.unflushed, orphan, of_ws, seq)
             });
+            match known {
+                Some(last) => self.slots.push(Slot {
+                    seq,
+                    last: continue_from(last, initial),
+                    touched: false,
+                }),
+                None => missing.push(seq),
+            }
+        }
+        if !missing.is_empty() {
+            return Ok(self.load(kind, ws, missing));
         }
         Ok(self.begin_transaction(ws, kind, slot))
     }
@@ -325,28 +329,12 @@ impl Sequencer {
         Start::Started(self.next_offset)
     }
 
-    /// The rest of a start whose `first`-th sequence of `kind` is neither cached nor
-    /// unwritten: the sequences of `kind` from there on without a number in memory, to be read
-    /// (out of line: a start usually finds every number in memory).
+    /// A start that lacks the numbers of `missing`: the read to perform first, awaited (out
+    /// of line: a start usually finds every number in memory).
     #[cold]
     #[inline(never)]
-    fn load_missing(&mut self, kind: WsKind, ws: WsId, first: usize) -> Start {
+    fn load(&mut self, kind: WsKind, ws: WsId, missing: Vec<SeqId>) -> Start {
         self.slots.clear();
-        let orphan = self.cache.orphan(ws);
-        let cached = self.cache.peek(ws);
-        let of_ws = self.unflushed.of_ws(ws);
-        let missing: Vec<SeqId> = self
-            .kinds
-            .get(kind)
-            .map(|seqs| seqs.all()[first..].iter())
-            .into_iter()
-            .flatten()
-            .map(|&(seq, _)| seq)
-            .filter(|&seq| {
-                cached.and_then(|c| c.get(seq)).is_none()
-                    && unwritten(&self.unflushed, orphan, &of_ws, seq).is_none()
-            })
-            .collect();
         let ticket = self.new_ticket();
         self.pending_load = Some(PendingLoad {
             ticket,

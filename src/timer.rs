@@ -82,14 +82,14 @@ impl TimerTable {
         self.get(timer).is_some_and(|at| now < at)
     }
 
-    /// The earliest deadline among the armed timers that `counts` keeps (asked only of armed
-    /// ones, so a table with none armed costs no call of it).
     /// Whether no timer is armed.
     #[inline]
     pub(crate) fn none_armed(&self) -> bool {
         self.at.iter().all(Option::is_none)
     }
 
+    /// The earliest deadline among the armed timers that `counts` keeps (asked only of armed
+    /// ones, so a table with none armed costs no call of it).
     #[inline]
     pub(crate) fn earliest(&self, mut counts: impl FnMut(Timer) -> bool) -> Option<Instant> {
         Timer::ALL
