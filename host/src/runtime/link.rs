@@ -295,6 +295,14 @@ impl<H: Host + Send + 'static> Linked<H> {
         // written once), which makes an on-demand instance a sixth cheaper to create (W6).
         // Compiled code is the same either way.
         config.memory_init_cow(limits.pooled_instances.is_some());
+        // On demand, the pages an instance writes while it is made are allocated in one system
+        // call each run of them, not faulted in one by one (`runtime::memory`; Linux only).
+        #[cfg(target_os = "linux")]
+        if limits.pooled_instances.is_none() {
+            config.with_host_memory(std::sync::Arc::new(
+                crate::runtime::memory::PrefaultingMemoryCreator::default(),
+            ));
+        }
         if let Some(n) = limits.pooled_instances {
             let mut pool = PoolingAllocationConfig::new();
             // A sequencer component holds a few core instances, one memory and a few tables.

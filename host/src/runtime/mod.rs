@@ -11,6 +11,8 @@ pub mod exports;
 mod guest_error;
 pub(crate) mod host_state;
 pub mod link;
+#[cfg(target_os = "linux")]
+mod memory;
 
 pub use bindings::{
     BatchNumbers, EventOffsets, EventStart, Explained, GuestError, GuestParams, HeldNumbers,
