@@ -57,9 +57,10 @@ impl PrefaultingMemoryCreator {
 
 // SAFETY: every memory it returns is a private anonymous mapping (zero-filled) of
 // `reserved_size_in_bytes` bytes with `guard_size_in_bytes` inaccessible bytes after it (and as
-// many before it), owned by the memory, never moved and unmapped only when the memory and the
-// creator's probe are both gone; the accessible part is exactly `byte_size()` bytes from
-// `as_ptr()`, and grows only within the reservation.
+// many before it), owned by the memory (the creator keeps only a weak reference, upgraded while
+// it asks the kernel about the pages), never moved and unmapped only when its last owner lets
+// go; the accessible part is exactly `byte_size()` bytes from `as_ptr()`, and grows only within
+// the reservation.
 unsafe impl MemoryCreator for PrefaultingMemoryCreator {
     fn new_memory(
         &self,
@@ -180,8 +181,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: the region was mapped by `reserve` and nothing refers to it any more (the
-        // last owner, the memory or the creator's probe, is being dropped).
+        // SAFETY: the region was mapped by `reserve` and nothing refers to it any more (its last
+        // owner, the memory or the creator reading its pages, is letting go).
         unsafe { libc::munmap(self.start as *mut libc::c_void, self.len) };
     }
 }
