@@ -20,13 +20,14 @@
 //!
 //! Pooled engines do not need this: a freed slot keeps the same pages resident.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 /// How many of a memory's lowest pages the creator learns about and may populate (256 KiB with
 /// 4 KiB pages: a sequencer's initial memory is 64 KiB).
-pub(crate) const WINDOW_PAGES: usize = 64;
+const WINDOW_PAGES: usize = 64;
 
 /// Makes on-demand linear memories and populates in each the pages its first one wrote.
 #[derive(Default)]
@@ -77,14 +78,14 @@ unsafe impl MemoryCreator for PrefaultingMemoryCreator {
             .or(maximum)
             .unwrap_or(minimum)
             .max(minimum);
-        let capacity = round_up(capacity, page).ok_or("memory reservation overflows")?;
-        let guard = round_up(guard_size_in_bytes, page).ok_or("guard size overflows")?;
+        let capacity = capacity
+            .checked_next_multiple_of(page)
+            .ok_or("memory reservation overflows")?;
+        let guard = guard_size_in_bytes
+            .checked_next_multiple_of(page)
+            .ok_or("guard size overflows")?;
         let mapping = Arc::new(Mapping::reserve(guard, capacity, guard, page)?);
-        let mut memory = PrefaultedMemory {
-            mapping,
-            size: 0,
-            capacity,
-        };
+        let mut memory = PrefaultedMemory { mapping, capacity };
         memory.make_accessible(minimum)?;
         let pages = self.pages_for(&memory.mapping);
         memory.mapping.populate(pages, minimum);
@@ -102,8 +103,9 @@ struct Mapping {
     pre: usize,
     /// The system's page size.
     page: usize,
-    /// How many bytes from the memory's first are accessible (kept here for the probe).
-    accessible: std::sync::atomic::AtomicUsize,
+    /// How many bytes from the memory's first are accessible: the memory's size (here, not in
+    /// the memory, so that the creator can read it from a probe).
+    accessible: AtomicUsize,
 }
 
 impl Mapping {
@@ -145,7 +147,7 @@ impl Mapping {
 
     /// Which of the lowest [`WINDOW_PAGES`] accessible pages are resident (bit `i`: page `i`).
     fn resident_pages(&self) -> u64 {
-        let accessible = self.accessible.load(std::sync::atomic::Ordering::Acquire);
+        let accessible = self.accessible.load(Ordering::Acquire);
         // SAFETY: the mapping is alive (borrowed) and its first `accessible` bytes are mapped.
         unsafe { resident_pages(self.base(), accessible, self.page) }
     }
@@ -187,14 +189,18 @@ impl Drop for Mapping {
     }
 }
 
-/// A linear memory in a [`Mapping`]: its first `size` bytes are readable and writable.
+/// A linear memory in a [`Mapping`]: its first `mapping.accessible` bytes are readable and
+/// writable.
 struct PrefaultedMemory {
     mapping: Arc<Mapping>,
-    size: usize,
     capacity: usize,
 }
 
 impl PrefaultedMemory {
+    fn size(&self) -> usize {
+        self.mapping.accessible.load(Ordering::Acquire)
+    }
+
     /// Makes the memory `new_size` bytes long (never shorter).
     fn make_accessible(&mut self, new_size: usize) -> Result<(), String> {
         if new_size > self.capacity {
@@ -203,30 +209,28 @@ impl PrefaultedMemory {
                 self.capacity
             ));
         }
-        if new_size <= self.size {
+        let size = self.size();
+        if new_size <= size {
             return Ok(());
         }
-        let from = self.mapping.base() + self.size;
+        let from = self.mapping.base() + size;
         // SAFETY: `[from, base + new_size)` lies inside the mapping (checked above) and holds
         // no accessible memory yet, so no reference to it exists.
         let rc = unsafe {
             libc::mprotect(
                 from as *mut libc::c_void,
-                new_size - self.size,
+                new_size - size,
                 libc::PROT_READ | libc::PROT_WRITE,
             )
         };
         if rc != 0 {
             return Err(format!(
                 "mprotect of {:#x} bytes of a linear memory failed: {}",
-                new_size - self.size,
+                new_size - size,
                 std::io::Error::last_os_error()
             ));
         }
-        self.size = new_size;
-        self.mapping
-            .accessible
-            .store(new_size, std::sync::atomic::Ordering::Release);
+        self.mapping.accessible.store(new_size, Ordering::Release);
         Ok(())
     }
 }
@@ -235,7 +239,7 @@ impl PrefaultedMemory {
 // is always a whole number of wasm pages, and guard pages follow its reservation.
 unsafe impl LinearMemory for PrefaultedMemory {
     fn byte_size(&self) -> usize {
-        self.size
+        self.size()
     }
 
     fn byte_capacity(&self) -> usize {
@@ -283,10 +287,6 @@ fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
-}
-
-fn round_up(n: usize, page: usize) -> Option<usize> {
-    n.checked_next_multiple_of(page)
 }
 
 #[cfg(test)]
