@@ -58,6 +58,10 @@ struct Transaction {
     offset: PLogOffset,
     /// Where `start` found the workspace's numbers in the cache, for `stage` and `flush`.
     cached: Option<CacheSlot>,
+    /// The slots are the kind's sequences in the order its cache node holds them first (the
+    /// start found every number there so, or continued the slots of the last flush): a flush
+    /// may leave raising that node to later (see `Sequencer::behind`).
+    in_order: bool,
 }
 
 /// A `start` waiting for a numbers read.
@@ -109,6 +113,31 @@ fn unwritten(
         .or_else(|| of_ws.get(seq))
 }
 
+/// `Sequencer::settle` on the fields it touches (so that a caller may hold others).
+#[inline]
+fn settle(
+    behind: &mut Option<(WsId, WsKind)>,
+    cache: &mut NumberCache,
+    last_slot: &mut Option<CacheSlot>,
+    slots: &[Slot],
+) {
+    if let Some((ws, _)) = behind.take() {
+        *last_slot = Some(settle_node(cache, *last_slot, ws, slots));
+    }
+}
+
+/// Raises the node of `ws` (at `at`, if it still holds it) to `slots` (out of line: a hot
+/// workspace needs it only when another one starts).
+#[inline(never)]
+fn settle_node(
+    cache: &mut NumberCache,
+    at: Option<CacheSlot>,
+    ws: WsId,
+    slots: &[Slot],
+) -> CacheSlot {
+    cache.raise_at(at, ws, slots.iter().map(|s| (s.seq, s.last)))
+}
+
 /// The sequencer state machine (docs/DESIGN.md §3, §4).
 ///
 /// Use: [`start`](Self::start), then [`next`](Self::next) for each number the event needs, then
@@ -140,6 +169,14 @@ pub struct Sequencer {
     /// Where the last transaction left its workspace's numbers in the cache: a start of the
     /// same workspace (a hot one) finds them there without hashing (checked before use).
     last_slot: Option<CacheSlot>,
+    /// The workspace (and kind) whose cache node, at `last_slot`, is behind `slots`: the last
+    /// flush consumed the numbers in `slots` and left raising the node to
+    /// [`settle`](Sequencer::settle), which every other reader or writer of the cache's
+    /// numbers calls first (a lookup of which workspaces are cached needs not: the node is
+    /// there either way). A start of the same workspace and kind continues from `slots`
+    /// instead (a hot workspace: no cache raise, lookup or copy per transaction). The node
+    /// holds the kind's sequences first, in the slots' order: only its values lag.
+    behind: Option<(WsId, WsKind)>,
     pending_load: Option<PendingLoad>,
     /// The write that was in flight when the last actualization began, while it still is:
     /// after `actualize` it is dropped if it fails (the replay supersedes it); after
@@ -186,6 +223,7 @@ impl Sequencer {
             slots: Vec::with_capacity(widest),
             slot_cursor: 0,
             last_slot: None,
+            behind: None,
             pending_load: None,
             superseded_write: None,
             replay_floor: 0,
@@ -256,6 +294,19 @@ impl Sequencer {
         }
 
         self.slot_cursor = 0;
+        if self.behind == Some((ws, kind)) {
+            // The workspace of the last flush again: its numbers are the slots'.
+            for slot in &mut self.slots {
+                slot.touched = false;
+            }
+            return Ok(self.begin_transaction(ws, kind, self.last_slot, true));
+        }
+        settle(
+            &mut self.behind,
+            &mut self.cache,
+            &mut self.last_slot,
+            &self.slots,
+        );
         let found = self.cache.get_at(hint.or(self.last_slot), ws);
         let slot = found.map(|(slot, _)| slot);
         let all = seqs.all();
@@ -276,7 +327,7 @@ impl Sequencer {
                 touched: false,
             };
         }
-        Ok(self.begin_transaction(ws, kind, slot))
+        Ok(self.begin_transaction(ws, kind, slot, true))
     }
 
     /// The rest of a start whose numbers are not all cached in the kind's order (`slot`:
@@ -314,17 +365,24 @@ impl Sequencer {
         if !missing.is_empty() {
             return Ok(self.load(kind, ws, missing));
         }
-        Ok(self.begin_transaction(ws, kind, slot))
+        Ok(self.begin_transaction(ws, kind, slot, false))
     }
 
     /// The transaction of a start that found every number: it numbers the next offset.
     #[inline]
-    fn begin_transaction(&mut self, ws: WsId, kind: WsKind, cached: Option<CacheSlot>) -> Start {
+    fn begin_transaction(
+        &mut self,
+        ws: WsId,
+        kind: WsKind,
+        cached: Option<CacheSlot>,
+        in_order: bool,
+    ) -> Start {
         self.tx = Some(Transaction {
             ws,
             kind,
             offset: self.next_offset,
             cached,
+            in_order,
         });
         Start::Started(self.next_offset)
     }
@@ -403,6 +461,7 @@ impl Sequencer {
             self.pending_load = Some(load);
             return Err(err);
         }
+        self.settle();
         let kind = self
             .kinds
             .get(load.kind)
@@ -570,6 +629,12 @@ impl Sequencer {
             });
         }
         if matches!(self.phase, Phase::Ready) {
+            settle(
+                &mut self.behind,
+                &mut self.cache,
+                &mut self.last_slot,
+                &self.slots,
+            );
             // The cache keeps the larger of what it holds and what it is given; an unwritten
             // value is newer than storage, so it wins over the stored one.
             let unflushed = &self.unflushed;
@@ -599,6 +664,9 @@ impl Sequencer {
     pub fn stage(&mut self) -> Result<(), Error> {
         self.check_alive()?;
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
+        // A node behind is this event's workspace's (a start of another settles it first): it
+        // is raised to the slots just below.
+        self.behind = None;
         let slot =
             self.cache
                 .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
@@ -646,15 +714,38 @@ impl Sequencer {
                     .map(|s| (s.seq, s.last)),
             );
         }
-        let slot =
-            self.cache
-                .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
-        self.last_slot = Some(slot);
+        if tx.in_order && tx.cached.is_some() && tx.cached == self.last_slot {
+            // The workspace of the last flush again (a hot one, the place checked when the
+            // transaction started): its cache node keeps its older values until `settle`,
+            // as the next start most likely continues from the slots. Others are raised now.
+            self.behind = Some((tx.ws, tx.kind));
+            self.last_slot = tx.cached;
+        } else {
+            self.behind = None;
+            let slot =
+                self.cache
+                    .raise_at(tx.cached, tx.ws, self.slots.iter().map(|s| (s.seq, s.last)));
+            self.last_slot = Some(slot);
+        }
         self.unflushed.raise_offset(tx.offset);
         // Inputs never put an offset at the end of the range (see `validate_page`), so this
         // cannot saturate short of 2^64 - 2 events; it must not panic all the same.
         self.next_offset = tx.offset.saturating_add(1);
         Ok(())
+    }
+
+    /// Raises the cache node the last flush left behind (see `Sequencer::behind`) to the
+    /// numbers it consumed: the slots', as no transaction is open, or higher ones of a
+    /// transaction that continues them (consumed in turn, or dropped with the whole cache by
+    /// an actualization).
+    #[inline]
+    fn settle(&mut self) {
+        settle(
+            &mut self.behind,
+            &mut self.cache,
+            &mut self.last_slot,
+            &self.slots,
+        );
     }
 
     /// The staged events' values wait to be written; the cache forgets where they were.
@@ -705,6 +796,7 @@ impl Sequencer {
         }
         self.tx = None;
         self.pending_load = None;
+        self.behind = None;
         self.cache.clear();
         self.unflushed.clear_waiting();
         self.superseded_write = self.unflushed.in_flight();
@@ -730,6 +822,7 @@ impl Sequencer {
         self.slots = Vec::new();
         self.pending_load = None;
         self.superseded_write = None;
+        self.behind = None;
         self.cache.clear();
         self.unflushed.clear_all();
         self.probe = Probe::default();

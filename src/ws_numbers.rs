@@ -45,7 +45,7 @@ impl WsNumbers {
     /// The first numbers held, if they are those of `seqs`' sequences in the same order (as
     /// a workspace's numbers cached for its kind are): one pass instead of a search per
     /// sequence.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn in_order_of<T>(&self, seqs: &[(SeqId, T)]) -> Option<&[(SeqId, Number)]> {
         let held = self.inline().get(..seqs.len())?;
         held.iter()

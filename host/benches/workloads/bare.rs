@@ -204,7 +204,8 @@ pub fn replay_ops(bytes: &[u8], events: usize) -> f64 {
 }
 
 /// `BENCH_BARE_QUAD=N` (for profiling, e.g. under callgrind): only N `flush-start-next-quad`
-/// calls on a bare store with fuel on, then exit.
+/// calls on a bare store with fuel on, then exit; W2's workspace, or W1's with
+/// `BENCH_BARE_SPREAD=1`.
 pub fn quad_only(bytes: &[u8], n: u64) -> ! {
     let instance = bare(bytes, true);
     let mut store = instance.store;
@@ -218,8 +219,10 @@ pub fn quad_only(bytes: &[u8], n: u64) -> ! {
 /// `n` calls of `flush-start-next-quad`, each expected to start.
 #[inline(never)]
 fn run_quad(api: &Guest, store: &mut Store<StoreData<State>>, quad: SeqQuad, n: u64) {
-    for _ in 0..n {
-        let r = api.call_flush_start_next_quad(&mut *store, crate::KIND, 7, quad);
+    let spread = std::env::var_os("BENCH_BARE_SPREAD").is_some();
+    for i in 0..n {
+        let ws = if spread { crate::workspace_w1(i) } else { 7 };
+        let r = api.call_flush_start_next_quad(&mut *store, crate::KIND, ws, quad);
         std::hint::black_box(r.expect("call").expect("flush-start-next-quad"));
     }
 }

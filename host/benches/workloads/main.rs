@@ -14,7 +14,8 @@
 //!   (`Driver::with_min_write_interval`); W1 and W2 also run without it.
 //! - `BENCH_PAGE_EVENTS` (default: the driver's 4096): events per PLog read in W3.
 //! - `BENCH_BARE_QUAD=N` (for profiling, e.g. under callgrind): only N `flush-start-next-quad`
-//!   calls on a bare store (fuel on), then exit.
+//!   calls on a bare store (fuel on), then exit: on W2's one workspace, or round W1's with
+//!   `BENCH_BARE_SPREAD=1`.
 //! - `SEQUENCER_COMPONENT`: the component (default:
 //!   `sequencer_host::runtime::link::component_path()`).
 //!
