@@ -78,6 +78,10 @@ impl Driver {
             held_writes: 0,
             settles: 0,
             left_to_caller: false,
+            opened: false,
+            // Waiting by spinning for another thread's message only pays where that thread
+            // runs at the same time, on another core.
+            may_spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
         };
         let thread = std::thread::Builder::new()
             .name("sequencer-driver".into())
@@ -255,6 +259,12 @@ struct LoopState {
     /// An outcome or wake-up of this pass was left to a caller holding its instance: the
     /// work that begins comes moments later (see [`CALLER_GRACE`]).
     left_to_caller: bool,
+    /// A partition opened in this pass: the next one most likely opens moments later (see
+    /// [`OPEN_GRACE`]).
+    opened: bool,
+    /// More than one core may run this process's threads: [`LoopState::grace`] spins only
+    /// then (on one core, spinning would hold off the very thread it waits for).
+    may_spin: bool,
 }
 
 /// How long the driver keeps looking for a message, without sleeping, after it left an outcome
@@ -263,6 +273,12 @@ struct LoopState {
 /// would cost the caller a futex wake-up for it (6 % of a caller's time, one event per call).
 /// Bounded: past this the driver sleeps as before.
 const CALLER_GRACE: Duration = Duration::from_micros(20);
+
+/// How long the driver keeps looking for a message, without sleeping, after a partition
+/// opened. Partitions open in bursts (a host starting, or taking over another's partitions),
+/// one moments after another; a driver asleep between them costs every opener a futex
+/// wake-up of the driver thread. Bounded: past this the driver sleeps as before.
+const OPEN_GRACE: Duration = Duration::from_micros(50);
 
 impl LoopState {
     async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<DriverMsg>) {
@@ -286,8 +302,13 @@ impl LoopState {
                 if self.poll_timer(cx) {
                     progressed = true;
                 }
-                if !progressed && std::mem::take(&mut self.left_to_caller) {
-                    progressed = self.grace(&mut rx, cx);
+                if !progressed {
+                    let opened = std::mem::take(&mut self.opened);
+                    let left = std::mem::take(&mut self.left_to_caller);
+                    if (opened || left) && self.may_spin {
+                        let within = if opened { OPEN_GRACE } else { CALLER_GRACE };
+                        progressed = self.grace(&mut rx, cx, within);
+                    }
                 }
                 if !progressed {
                     if self.inflight.is_empty() && self.held_writes == 0 && self.settles == 0 {
@@ -302,14 +323,15 @@ impl LoopState {
         .await
     }
 
-    /// Waits up to [`CALLER_GRACE`] for a message on `rx` without sleeping, and handles it;
-    /// true if one came (or the channel closed: the next pass sees that).
+    /// Waits up to `within` for a message on `rx` without sleeping, and handles it; true if
+    /// one came (or the channel closed: the next pass sees that).
     fn grace(
         &mut self,
         rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
         cx: &mut std::task::Context<'_>,
+        within: Duration,
     ) -> bool {
-        let came = spin_for(CALLER_GRACE, || match rx.poll_next_unpin(cx) {
+        let came = spin_for(within, || match rx.poll_next_unpin(cx) {
             Poll::Ready(msg) => Some(msg),
             Poll::Pending => None,
         });
@@ -339,6 +361,7 @@ impl LoopState {
                 part.closed = false;
                 part.wake = None;
                 part.abort_reads();
+                self.opened = true;
                 if part.settle.take().is_some() {
                     self.settles -= 1;
                 }

@@ -1,6 +1,7 @@
 //! Waiting a few microseconds for another thread without sleeping: the caller for the instance
-//! the task driver holds, the driver for the work a caller is about to send. A futex sleep and
-//! the wake-up after it cost more than the wait itself when the other side is running now.
+//! the task driver holds, the driver for the work a caller is about to send or for the next
+//! partition to open. A futex sleep and the wake-up after it cost more than the wait itself
+//! when the other side is running now.
 
 use std::time::{Duration, Instant};
 
