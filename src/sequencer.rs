@@ -113,7 +113,10 @@ fn unwritten(
         .or_else(|| of_ws.get(seq))
 }
 
-/// `Sequencer::settle` on the fields it touches (so that a caller may hold others).
+/// Raises the cache node the last flush left behind (see `Sequencer::behind`) to the numbers
+/// it consumed: the slots', as no transaction is open, or higher ones of a transaction that
+/// continues them (consumed in turn, or dropped with the whole cache by an actualization).
+/// Takes the fields it touches, so that a caller may hold others.
 #[inline]
 fn settle(
     behind: &mut Option<(WsId, WsKind)>,
@@ -170,12 +173,13 @@ pub struct Sequencer {
     /// same workspace (a hot one) finds them there without hashing (checked before use).
     last_slot: Option<CacheSlot>,
     /// The workspace (and kind) whose cache node, at `last_slot`, is behind `slots`: the last
-    /// flush consumed the numbers in `slots` and left raising the node to
-    /// [`settle`](Sequencer::settle), which every other reader or writer of the cache's
-    /// numbers calls first (a lookup of which workspaces are cached needs not: the node is
-    /// there either way). A start of the same workspace and kind continues from `slots`
-    /// instead (a hot workspace: no cache raise, lookup or copy per transaction). The node
-    /// holds the kind's sequences first, in the slots' order: only its values lag.
+    /// flush consumed the numbers in `slots` and left raising the node to `settle`, which a
+    /// start of another workspace or kind and a preload call first (a load's numbers come
+    /// after its start's settle, with no flush between; a lookup of which workspaces are
+    /// cached needs none: the node is there either way). A start of the same workspace and
+    /// kind continues from `slots` instead (a hot workspace: no cache raise, lookup or copy per
+    /// transaction). The node holds the kind's sequences first, in the slots' order: only its
+    /// values lag.
     behind: Option<(WsId, WsKind)>,
     pending_load: Option<PendingLoad>,
     /// The write that was in flight when the last actualization began, while it still is:
@@ -461,7 +465,6 @@ impl Sequencer {
             self.pending_load = Some(load);
             return Err(err);
         }
-        self.settle();
         let kind = self
             .kinds
             .get(load.kind)
@@ -732,20 +735,6 @@ impl Sequencer {
         // cannot saturate short of 2^64 - 2 events; it must not panic all the same.
         self.next_offset = tx.offset.saturating_add(1);
         Ok(())
-    }
-
-    /// Raises the cache node the last flush left behind (see `Sequencer::behind`) to the
-    /// numbers it consumed: the slots', as no transaction is open, or higher ones of a
-    /// transaction that continues them (consumed in turn, or dropped with the whole cache by
-    /// an actualization).
-    #[inline]
-    fn settle(&mut self) {
-        settle(
-            &mut self.behind,
-            &mut self.cache,
-            &mut self.last_slot,
-            &self.slots,
-        );
     }
 
     /// The staged events' values wait to be written; the cache forgets where they were.
