@@ -271,6 +271,9 @@ impl Sequencer {
         }
         let tx = self.tx.take().ok_or(Error::NoTransaction)?;
         self.commit_staged();
+        // The workspace of the last flush again (a hot one, the place checked when the
+        // transaction started).
+        let hot = tx.in_order && tx.cached.is_some() && tx.cached == self.last_slot;
         if self.slots.iter().any(|s| s.touched) {
             self.unflushed.raise_ws(
                 tx.ws,
@@ -278,12 +281,12 @@ impl Sequencer {
                     .iter()
                     .filter(|s| s.touched)
                     .map(|s| (s.seq, s.last)),
+                hot,
             );
         }
-        if tx.in_order && tx.cached.is_some() && tx.cached == self.last_slot {
-            // The workspace of the last flush again (a hot one, the place checked when the
-            // transaction started): its cache node keeps its older values until `settle`,
-            // as the next start most likely continues from the slots. Others are raised now.
+        if hot {
+            // Its cache node keeps its older values until `settle`, as the next start most
+            // likely continues from the slots. Others are raised now.
             self.behind = Some((tx.ws, tx.kind));
             self.last_slot = tx.cached;
         } else {

@@ -26,8 +26,24 @@ fn entry<'a>(
     }
 }
 
-/// A key new among the waiting values `nums` of workspace `ws` (hash `hash`), recorded at
-/// `at`: raised to the number the write in flight (`flying`, its numbers of `ws` looked up
+/// [`entry`], also telling the entry's bucket (for [`HashTable::get_bucket_mut`]). Out of
+/// line: a hot workspace is looked up so once per write.
+#[inline(never)]
+fn entry_at<'a>(
+    by_ws: &'a mut HashTable<(WsId, WsNumbers)>,
+    hasher: &DefaultHashBuilder,
+    hash: u64,
+    ws: WsId,
+) -> (usize, &'a mut WsNumbers) {
+    let o = match by_ws.entry(hash, |e| e.0 == ws, |e| hasher.hash_one(e.0)) {
+        Entry::Occupied(o) => o,
+        Entry::Vacant(v) => v.insert((ws, WsNumbers::default())),
+    };
+    (o.bucket_index(), &mut o.into_mut().1)
+}
+
+/// A key new among the waiting values `nums` of workspace `ws` (hashed by `hasher`), recorded
+/// at `at`: raised to the number the write in flight (`flying`, its numbers of `ws` looked up
 /// once into `memo`) carries for it, if any; true if it carries one (the key is then both
 /// waiting and in flight). Out of line: a transaction's keys are new once per write (a
 /// replay's more often, but its work per key is larger).
@@ -36,11 +52,11 @@ fn raise_to_flying<'a>(
     nums: &mut WsNumbers,
     flying: Option<&'a ValueSet>,
     memo: &mut Option<Option<&'a WsNumbers>>,
-    (hash, ws): (u64, WsId),
+    (hasher, ws): (&DefaultHashBuilder, WsId),
     at: usize,
     seq: SeqId,
 ) -> bool {
-    let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hash, ws)));
+    let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hasher.hash_one(ws), ws)));
     // The write in flight recorded the keys in the same order, most likely at the same place.
     match of_ws.and_then(|f| f.get_at(at, seq)) {
         Some(written) => {
@@ -162,6 +178,11 @@ pub(crate) struct Unflushed {
     in_flight: Option<InFlight>,
     /// Keys both waiting and in flight: they count once in [`Unflushed::count`].
     overlap: usize,
+    /// The bucket of `waiting` where [`raise_ws`](Unflushed::raise_ws) last found or put a hot
+    /// workspace: its next raise finds it there without hashing or probing. A hint, checked
+    /// before use (any other entry there, or none, sends the raise to a lookup), so nothing
+    /// that moves entries needs to update it.
+    hot_bucket: usize,
     /// An empty set with the memory of the last batch written, to wait in next (so a write
     /// cycle allocates no map).
     spare: ValueSet,
@@ -177,6 +198,7 @@ impl Default for Unflushed {
             waiting_offset: None,
             in_flight: None,
             overlap: 0,
+            hot_bucket: 0,
             spare: ValueSet::new(),
             hasher,
         }
@@ -204,11 +226,30 @@ impl Unflushed {
     /// write's number: what waits is never below what is being written (so a replay's maximum
     /// per key holds across the PLog pages a write fell between), and the key counts once.
     ///
-    /// `ws` is hashed once, for both maps (they share a hasher).
+    /// `ws` is hashed once, for both maps (they share a hasher); when `hot` (the caller's
+    /// guess that `ws` is the workspace of the last hot raise), it is first looked for where
+    /// that raise left it, and left there for the next.
     #[inline]
-    pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
-        let hash = self.hasher.hash_one(ws);
-        let nums = entry(&mut self.waiting.by_ws, &self.hasher, hash, ws);
+    pub(crate) fn raise_ws(
+        &mut self,
+        ws: WsId,
+        values: impl Iterator<Item = (SeqId, Number)>,
+        hot: bool,
+    ) {
+        let nums = if hot {
+            match self.waiting.by_ws.get_bucket_mut(self.hot_bucket) {
+                Some((w, nums)) if *w == ws => nums,
+                _ => {
+                    let hash = self.hasher.hash_one(ws);
+                    let (at, nums) = entry_at(&mut self.waiting.by_ws, &self.hasher, hash, ws);
+                    self.hot_bucket = at;
+                    nums
+                }
+            }
+        } else {
+            let hash = self.hasher.hash_one(ws);
+            entry(&mut self.waiting.by_ws, &self.hasher, hash, ws)
+        };
         // The write in flight's numbers of `ws`, looked up only once a key is new.
         let mut in_flight: Option<Option<&WsNumbers>> = None;
         let mut cursor = 0;
@@ -221,7 +262,7 @@ impl Unflushed {
                     nums,
                     flying,
                     &mut in_flight,
-                    (hash, ws),
+                    (&self.hasher, ws),
                     cursor - 1,
                     seq,
                 ));
@@ -301,7 +342,7 @@ impl Unflushed {
         };
         let entries = core::mem::take(&mut self.staged.entries);
         for (ws, slot, nums) in &entries {
-            self.raise_ws(*ws, nums.iter());
+            self.raise_ws(*ws, nums.iter(), false);
             forget(*ws, *slot);
         }
         self.staged.entries = entries;
@@ -391,5 +432,49 @@ impl Unflushed {
         self.clear_waiting();
         self.in_flight = None;
         self.spare = ValueSet::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(u: &Unflushed, ws: WsId, seq: SeqId) -> Option<Number> {
+        u.of_ws(ws).waiting.and_then(|n| n.get(seq))
+    }
+
+    #[test]
+    fn a_hot_raise_whose_bucket_holds_another_workspace_raises_its_own() {
+        let mut u = Unflushed::default();
+        u.raise_ws(7, [(1, 5)].into_iter(), false);
+        let hash = u.hasher.hash_one(7u64);
+        u.hot_bucket = u
+            .waiting
+            .by_ws
+            .find_bucket_index(hash, |e| e.0 == 7)
+            .unwrap();
+        u.raise_ws(8, [(1, 10)].into_iter(), true);
+        assert_eq!(waiting(&u, 7, 1), Some(5));
+        assert_eq!(waiting(&u, 8, 1), Some(10));
+        assert_eq!(u.count(), 2);
+        // The hint now names 8's bucket: found there, raised there.
+        u.raise_ws(8, [(1, 11), (2, 3)].into_iter(), true);
+        assert_eq!(waiting(&u, 8, 1), Some(11));
+        assert_eq!(waiting(&u, 8, 2), Some(3));
+        assert_eq!(waiting(&u, 7, 1), Some(5));
+        assert_eq!(u.count(), 3);
+    }
+
+    #[test]
+    fn a_hot_raise_after_the_write_began_finds_its_workspace_anew() {
+        let mut u = Unflushed::default();
+        u.raise_ws(7, [(1, 5)].into_iter(), true);
+        let (values, _) = u.begin_write(Ticket(0), 0);
+        assert_eq!(values.len(), 1);
+        // The hint names a bucket of the table now in flight; waiting is another (empty) one.
+        u.raise_ws(7, [(1, 6)].into_iter(), true);
+        assert_eq!(waiting(&u, 7, 1), Some(6));
+        // Both waiting and in flight: counted once.
+        assert_eq!(u.count(), 1);
     }
 }
