@@ -42,21 +42,24 @@ fn entry_at<'a>(
     (o.bucket_index(), &mut o.into_mut().1)
 }
 
-/// A key new among the waiting values `nums` of workspace `ws` (hashed by `hasher`), recorded
-/// at `at`: raised to the number the write in flight (`flying`, its numbers of `ws` looked up
-/// once into `memo`) carries for it, if any; true if it carries one (the key is then both
-/// waiting and in flight). Out of line: a transaction's keys are new once per write (a
-/// replay's more often, but its work per key is larger).
+/// A key new among the waiting values `nums` of workspace `ws` (its hash `hash` if known,
+/// else by `hasher`), recorded at `at`: raised to the number the write in flight (`flying`,
+/// its numbers of `ws` looked up once into `memo`) carries for it, if any; true if it carries
+/// one (the key is then both waiting and in flight). Out of line: a transaction's keys are new
+/// once per write (a replay's more often, but its work per key is larger).
 #[inline(never)]
 fn raise_to_flying<'a>(
     nums: &mut WsNumbers,
     flying: Option<&'a ValueSet>,
     memo: &mut Option<Option<&'a WsNumbers>>,
-    (hasher, ws): (&DefaultHashBuilder, WsId),
+    (hash, hasher, ws): (Option<u64>, &DefaultHashBuilder, WsId),
     at: usize,
     seq: SeqId,
 ) -> bool {
-    let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hasher.hash_one(ws), ws)));
+    let of_ws = *memo.get_or_insert_with(|| {
+        let hash = hash.unwrap_or_else(|| hasher.hash_one(ws));
+        flying.and_then(|f| f.find(hash, ws))
+    });
     // The write in flight recorded the keys in the same order, most likely at the same place.
     match of_ws.and_then(|f| f.get_at(at, seq)) {
         Some(written) => {
@@ -236,19 +239,21 @@ impl Unflushed {
         values: impl Iterator<Item = (SeqId, Number)>,
         hot: bool,
     ) {
-        let nums = if hot {
+        // `hash`: the hash of `ws` where one was computed (not for a hot one found at once).
+        let (hash, nums) = if hot {
             match self.waiting.by_ws.get_bucket_mut(self.hot_bucket) {
-                Some((w, nums)) if *w == ws => nums,
+                Some((w, nums)) if *w == ws => (None, nums),
                 _ => {
                     let hash = self.hasher.hash_one(ws);
                     let (at, nums) = entry_at(&mut self.waiting.by_ws, &self.hasher, hash, ws);
                     self.hot_bucket = at;
-                    nums
+                    (Some(hash), nums)
                 }
             }
         } else {
             let hash = self.hasher.hash_one(ws);
-            entry(&mut self.waiting.by_ws, &self.hasher, hash, ws)
+            let nums = entry(&mut self.waiting.by_ws, &self.hasher, hash, ws);
+            (Some(hash), nums)
         };
         // The write in flight's numbers of `ws`, looked up only once a key is new.
         let mut in_flight: Option<Option<&WsNumbers>> = None;
@@ -262,7 +267,7 @@ impl Unflushed {
                     nums,
                     flying,
                     &mut in_flight,
-                    (&self.hasher, ws),
+                    (hash, &self.hasher, ws),
                     cursor - 1,
                     seq,
                 ));
