@@ -482,4 +482,18 @@ mod tests {
         // Both waiting and in flight: counted once.
         assert_eq!(u.count(), 1);
     }
+
+    #[test]
+    fn a_hot_raise_found_at_its_bucket_takes_a_new_key_from_the_write_in_flight() {
+        let mut u = Unflushed::default();
+        u.raise_ws(7, [(1, 5), (2, 9)].into_iter(), true);
+        u.begin_write(Ticket(0), 0);
+        // A lookup (the waiting table is new), which leaves the hint at 7's bucket.
+        u.raise_ws(7, [(1, 6)].into_iter(), true);
+        // Found at the hint, no hash computed: key 2 is new among the waiting values and the
+        // write in flight carries 9 for it, so it waits at 9, not 4, and counts once.
+        u.raise_ws(7, [(2, 4)].into_iter(), true);
+        assert_eq!(waiting(&u, 7, 2), Some(9));
+        assert_eq!(u.count(), 2);
+    }
 }
