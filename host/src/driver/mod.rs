@@ -31,7 +31,7 @@ use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
 use crate::driver::shared::{Delivery, DriverMsg, SETTLE_AFTER, Shared};
-use crate::driver::spin::spin_for;
+use crate::driver::spin::{spin_for, spin_yielding_for};
 use crate::runtime::Runtime;
 use crate::runtime::bindings::Outcome;
 use crate::runtime::error::HostError;
@@ -277,7 +277,9 @@ const CALLER_GRACE: Duration = Duration::from_micros(20);
 /// How long the driver keeps looking for a message, without sleeping, after a partition
 /// opened. Partitions open in bursts (a host starting, or taking over another's partitions),
 /// one moments after another; a driver asleep between them costs every opener a futex
-/// wake-up of the driver thread. Bounded: past this the driver sleeps as before.
+/// wake-up of the driver thread. Bounded: past this the driver sleeps as before. Meanwhile it
+/// lets any other ready thread have the core: on two cores, the thread making the next opens'
+/// memories (`runtime::memory`'s stock) shares it with the driver.
 const OPEN_GRACE: Duration = Duration::from_micros(50);
 
 impl LoopState {
@@ -306,8 +308,7 @@ impl LoopState {
                     let opened = std::mem::take(&mut self.opened);
                     let left = std::mem::take(&mut self.left_to_caller);
                     if (opened || left) && self.may_spin {
-                        let within = if opened { OPEN_GRACE } else { CALLER_GRACE };
-                        progressed = self.grace(&mut rx, cx, within);
+                        progressed = self.grace(&mut rx, cx, opened);
                     }
                 }
                 if !progressed {
@@ -323,18 +324,26 @@ impl LoopState {
         .await
     }
 
-    /// Waits up to `within` for a message on `rx` without sleeping, and handles it; true if
-    /// one came (or the channel closed: the next pass sees that).
+    /// Waits without sleeping for a message on `rx`, and handles it; true if one came (or the
+    /// channel closed: the next pass sees that). After an open (`opened`) it waits up to
+    /// [`OPEN_GRACE`], giving the core to any other thread ready to run meanwhile (on two
+    /// cores, the one making the next instance's memory: `runtime::memory`); else up to
+    /// [`CALLER_GRACE`].
     fn grace(
         &mut self,
         rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
         cx: &mut std::task::Context<'_>,
-        within: Duration,
+        opened: bool,
     ) -> bool {
-        let came = spin_for(within, || match rx.poll_next_unpin(cx) {
+        let try_rx = || match rx.poll_next_unpin(cx) {
             Poll::Ready(msg) => Some(msg),
             Poll::Pending => None,
-        });
+        };
+        let came = if opened {
+            spin_yielding_for(OPEN_GRACE, try_rx)
+        } else {
+            spin_for(CALLER_GRACE, try_rx)
+        };
         match came {
             Some(Some(msg)) => {
                 self.handle(msg);

@@ -7,7 +7,25 @@ use std::time::{Duration, Instant};
 
 /// Tries `attempt` until it gives a value or `within` has passed (then `None`), with a spin-loop
 /// hint between tries; the clock is read once every 32 tries.
-pub(crate) fn spin_for<T>(within: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn spin_for<T>(within: Duration, attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    try_for(within, false, attempt)
+}
+
+/// [`spin_for`], but giving the core to another thread of this process that is ready to run
+/// (if any) after each 32 tries: for a wait long enough that the thread it waits for may need
+/// this core meanwhile, or a third thread doing work for it (on two cores, the memory stock's).
+pub(crate) fn spin_yielding_for<T>(
+    within: Duration,
+    attempt: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    try_for(within, true, attempt)
+}
+
+fn try_for<T>(
+    within: Duration,
+    yielding: bool,
+    mut attempt: impl FnMut() -> Option<T>,
+) -> Option<T> {
     let until = Instant::now() + within;
     loop {
         for _ in 0..32 {
@@ -18,6 +36,9 @@ pub(crate) fn spin_for<T>(within: Duration, mut attempt: impl FnMut() -> Option<
         }
         if Instant::now() >= until {
             return None;
+        }
+        if yielding {
+            std::thread::yield_now();
         }
     }
 }
@@ -34,6 +55,24 @@ mod tests {
             (tries == 40).then_some(tries)
         });
         assert_eq!(got, Some(40));
+    }
+
+    #[test]
+    fn yielding_gives_a_value_another_thread_makes_meanwhile() {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let setter = flag.clone();
+        let other =
+            std::thread::spawn(move || setter.store(true, std::sync::atomic::Ordering::Release));
+        let got = spin_yielding_for(Duration::from_secs(5), || {
+            flag.load(std::sync::atomic::Ordering::Acquire)
+                .then_some(())
+        });
+        other.join().expect("setter");
+        assert_eq!(got, Some(()));
+        let start = Instant::now();
+        let none: Option<()> = spin_yielding_for(Duration::from_micros(200), || None);
+        assert_eq!(none, None);
+        assert!(start.elapsed() >= Duration::from_micros(200));
     }
 
     #[test]

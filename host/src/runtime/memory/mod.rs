@@ -11,23 +11,28 @@
 //! for writing, they are allocated and zeroed with nothing to flush (W6 on demand).
 //!
 //! Which pages: the creator learns them from its first memory. When it makes the second, it
-//! asks the kernel which of the first memory's lowest [`WINDOW_PAGES`] pages are resident
+//! asks the kernel which of the first memory's lowest
+//! [`WINDOW_PAGES`](mapping::WINDOW_PAGES) pages are resident
 //! (`mincore`) and populates those in every later memory, one `madvise` per run of pages. The
 //! set follows the component's layout without being told it; if the first instance is still
 //! being made when the second memory is (two threads instantiating at once) or has already run
 //! transactions, it is smaller or larger than ideal, which costs page faults or resident memory,
 //! never correctness: every page of the memory reads as zero until written either way.
 //!
+//! Once the pages are learned, memories are made ahead on a thread of their own, where the
+//! machine has more than one core ([`stock`]): an open takes one ready.
+//!
 //! Pooled engines do not need this: a freed slot keeps the same pages resident.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod mapping;
+mod stock;
+
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
-/// How many of a memory's lowest pages the creator learns about and may populate (256 KiB with
-/// 4 KiB pages: a sequencer's initial memory is 64 KiB).
-const WINDOW_PAGES: usize = 64;
+use mapping::{Mapping, page_size};
+use stock::{Shape, Stock};
 
 /// Makes on-demand linear memories and populates in each the pages its first one wrote.
 #[derive(Default)]
@@ -36,6 +41,10 @@ pub(crate) struct PrefaultingMemoryCreator {
     learned: OnceLock<u64>,
     /// The memory to learn from: the first one made that is still alive.
     probe: Mutex<Weak<Mapping>>,
+    /// Memories made ahead, started with the first memory made once the pages are learned;
+    /// none on one core (the thread would take the core from the caller it works for) or if
+    /// the thread could not start.
+    stock: OnceLock<Option<Arc<Stock>>>,
 }
 
 impl PrefaultingMemoryCreator {
@@ -54,14 +63,34 @@ impl PrefaultingMemoryCreator {
             }
         }
     }
+
+    /// A new memory of `shape`: from the stock if one is ready, else made here.
+    fn make(&self, shape: Shape) -> Result<Mapping, String> {
+        let stock = self.stock.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if cores > 1 { Stock::start() } else { None }
+        });
+        match stock.as_ref().and_then(|stock| stock.take(shape)) {
+            Some(ready) => Ok(ready),
+            None => shape.make(),
+        }
+    }
 }
 
-// SAFETY: every memory it returns is a private anonymous mapping (zero-filled) of
-// `reserved_size_in_bytes` bytes with `guard_size_in_bytes` inaccessible bytes after it (and as
-// many before it), owned by the memory (the creator keeps only a weak reference, upgraded while
-// it asks the kernel about the pages), never moved and unmapped only when its last owner lets
-// go; the accessible part is exactly `byte_size()` bytes from `as_ptr()`, and grows only within
-// the reservation.
+impl Drop for PrefaultingMemoryCreator {
+    fn drop(&mut self) {
+        if let Some(Some(stock)) = self.stock.get() {
+            stock.close();
+        }
+    }
+}
+
+// SAFETY: every memory it returns is a private anonymous mapping (zero-filled, never handed to
+// another memory before) of `reserved_size_in_bytes` bytes with `guard_size_in_bytes`
+// inaccessible bytes after it (and as many before it), owned by the memory (the creator keeps
+// only a weak reference, upgraded while it asks the kernel about the pages), never moved and
+// unmapped only when its last owner lets go; the accessible part is exactly `byte_size()` bytes
+// from `as_ptr()`, and grows only within the reservation.
 unsafe impl MemoryCreator for PrefaultingMemoryCreator {
     fn new_memory(
         &self,
@@ -84,108 +113,27 @@ unsafe impl MemoryCreator for PrefaultingMemoryCreator {
         let guard = guard_size_in_bytes
             .checked_next_multiple_of(page)
             .ok_or("guard size overflows")?;
-        let mapping = Arc::new(Mapping::reserve(guard, capacity, guard, page)?);
-        let mut memory = PrefaultedMemory { mapping, capacity };
-        memory.make_accessible(minimum)?;
-        let pages = self.pages_for(&memory.mapping);
-        memory.mapping.populate(pages, minimum);
-        Ok(Box::new(memory))
-    }
-}
-
-/// One reserved region: `pre` inaccessible bytes, then the memory's capacity, then the guard.
-struct Mapping {
-    /// The first byte of the whole region (as an address: the pointer is owned, never shared).
-    start: usize,
-    /// The whole region's length.
-    len: usize,
-    /// The offset of the memory's first byte from `start`.
-    pre: usize,
-    /// The system's page size.
-    page: usize,
-    /// How many bytes from the memory's first are accessible: the memory's size (here, not in
-    /// the memory, so that the creator can read it from a probe).
-    accessible: AtomicUsize,
-}
-
-impl Mapping {
-    fn reserve(pre: usize, capacity: usize, post: usize, page: usize) -> Result<Self, String> {
-        let len = pre
-            .checked_add(capacity)
-            .and_then(|n| n.checked_add(post))
-            .ok_or("memory reservation overflows")?;
-        // SAFETY: a new private anonymous mapping at an address of the kernel's choosing,
-        // touching no existing memory.
-        let start = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if start == libc::MAP_FAILED {
+        if minimum > capacity {
             return Err(format!(
-                "mmap of {len:#x} bytes for a linear memory failed: {}",
-                std::io::Error::last_os_error()
+                "a linear memory of {minimum:#x} bytes exceeds its reservation of {capacity:#x}"
             ));
         }
-        Ok(Self {
-            start: start as usize,
-            len,
-            pre,
-            page,
-            accessible: Default::default(),
-        })
-    }
-
-    fn base(&self) -> usize {
-        self.start + self.pre
-    }
-
-    /// Which of the lowest [`WINDOW_PAGES`] accessible pages are resident (bit `i`: page `i`).
-    fn resident_pages(&self) -> u64 {
-        let accessible = self.accessible.load(Ordering::Acquire);
-        // SAFETY: the mapping is alive (borrowed) and its first `accessible` bytes are mapped.
-        unsafe { resident_pages(self.base(), accessible, self.page) }
-    }
-
-    /// Allocates for writing the pages of `pages` (bit `i`: page `i`) that lie in the first
-    /// `accessible` bytes, one `madvise` per run of consecutive pages. Best effort: a kernel
-    /// without `MADV_POPULATE_WRITE` (before Linux 5.14) refuses it, and those pages are then
-    /// faulted in on first use as any others are.
-    fn populate(&self, pages: u64, accessible: usize) {
-        let limit = (accessible / self.page).min(WINDOW_PAGES);
-        let mut i = 0;
-        while i < limit {
-            if pages >> i & 1 == 0 {
-                i += 1;
-                continue;
-            }
-            let first = i;
-            while i < limit && pages >> i & 1 == 1 {
-                i += 1;
-            }
-            // SAFETY: the run lies in the accessible part of this mapping, all zero (the
-            // memory is new): populating it changes no byte.
-            unsafe {
-                libc::madvise(
-                    (self.base() + first * self.page) as *mut libc::c_void,
-                    (i - first) * self.page,
-                    libc::MADV_POPULATE_WRITE,
-                )
+        if let Some(&pages) = self.learned.get() {
+            let shape = Shape {
+                guard,
+                capacity,
+                minimum,
+                page,
+                pages,
             };
+            let mapping = Arc::new(self.make(shape)?);
+            return Ok(Box::new(PrefaultedMemory { mapping, capacity }));
         }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the region was mapped by `reserve` and nothing refers to it any more (its last
-        // owner, the memory or the creator reading its pages, is letting go).
-        unsafe { libc::munmap(self.start as *mut libc::c_void, self.len) };
+        let mapping = Arc::new(Mapping::reserve(guard, capacity, guard, page)?);
+        mapping.make_accessible(minimum, capacity)?;
+        let pages = self.pages_for(&mapping);
+        mapping.populate(pages, minimum);
+        Ok(Box::new(PrefaultedMemory { mapping, capacity }))
     }
 }
 
@@ -196,50 +144,11 @@ struct PrefaultedMemory {
     capacity: usize,
 }
 
-impl PrefaultedMemory {
-    fn size(&self) -> usize {
-        self.mapping.accessible.load(Ordering::Acquire)
-    }
-
-    /// Makes the memory `new_size` bytes long (never shorter).
-    fn make_accessible(&mut self, new_size: usize) -> Result<(), String> {
-        if new_size > self.capacity {
-            return Err(format!(
-                "a linear memory of {new_size:#x} bytes exceeds its reservation of {:#x}",
-                self.capacity
-            ));
-        }
-        let size = self.size();
-        if new_size <= size {
-            return Ok(());
-        }
-        let from = self.mapping.base() + size;
-        // SAFETY: `[from, base + new_size)` lies inside the mapping (checked above) and holds
-        // no accessible memory yet, so no reference to it exists.
-        let rc = unsafe {
-            libc::mprotect(
-                from as *mut libc::c_void,
-                new_size - size,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
-        if rc != 0 {
-            return Err(format!(
-                "mprotect of {:#x} bytes of a linear memory failed: {}",
-                new_size - size,
-                std::io::Error::last_os_error()
-            ));
-        }
-        self.mapping.accessible.store(new_size, Ordering::Release);
-        Ok(())
-    }
-}
-
 // SAFETY: the memory starts on a page boundary (the mapping's, plus whole guard pages), its size
 // is always a whole number of wasm pages, and guard pages follow its reservation.
 unsafe impl LinearMemory for PrefaultedMemory {
     fn byte_size(&self) -> usize {
-        self.size()
+        self.mapping.accessible()
     }
 
     fn byte_capacity(&self) -> usize {
@@ -247,7 +156,8 @@ unsafe impl LinearMemory for PrefaultedMemory {
     }
 
     fn grow_to(&mut self, new_size: usize) -> wasmtime::Result<()> {
-        self.make_accessible(new_size)
+        self.mapping
+            .make_accessible(new_size, self.capacity)
             .map_err(|e| wasmtime::format_err!(e))
     }
 
@@ -256,41 +166,9 @@ unsafe impl LinearMemory for PrefaultedMemory {
     }
 }
 
-/// Which of the lowest [`WINDOW_PAGES`] pages of the `accessible` bytes at `base` are resident
-/// (bit `i`: page `i`); none if the kernel does not say.
-///
-/// # Safety
-/// `[base, base + accessible)` must be mapped for the whole call.
-unsafe fn resident_pages(base: usize, accessible: usize, page: usize) -> u64 {
-    let pages = (accessible / page).min(WINDOW_PAGES);
-    let mut resident = [0u8; WINDOW_PAGES];
-    // SAFETY: the range is mapped (the caller's promise); the kernel writes one byte per page
-    // into `resident`, which has room for `WINDOW_PAGES`.
-    let rc = unsafe {
-        libc::mincore(
-            base as *mut libc::c_void,
-            pages * page,
-            resident.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return 0;
-    }
-    resident[..pages]
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| *r & 1 == 1)
-        .fold(0, |set, (i, _)| set | 1 << i)
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::mapping::resident_pages;
     use super::*;
 
     fn new_memory(creator: &PrefaultingMemoryCreator) -> Box<dyn LinearMemory> {
@@ -368,5 +246,38 @@ mod tests {
         let third = new_memory(&creator);
         assert_eq!(resident(&*third), 1 << 9, "learned from the second");
         drop(second);
+    }
+
+    #[test]
+    fn once_learned_memories_come_from_the_stock_fresh_and_zero() {
+        let creator = PrefaultingMemoryCreator::default();
+        let first = new_memory(&creator);
+        write_pages(&*first, &[7, 15]);
+        let _second = new_memory(&creator);
+        // The first memory made once the pages are learned starts the stock and asks for them.
+        let _third = new_memory(&creator);
+        let Some(Some(stock)) = creator.stock.get() else {
+            if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+                panic!("no stock on a machine with more than one core");
+            }
+            return;
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while stock.ready() < stock::STOCK {
+            assert!(std::time::Instant::now() < until, "the stock is not filled");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let fourth = new_memory(&creator);
+        assert_eq!(stock.ready(), stock::STOCK - 1, "taken from the stock");
+        assert_eq!(resident(&*fourth), 1 << 7 | 1 << 15);
+        // SAFETY: the memory's first 64 KiB are accessible.
+        let bytes = unsafe { std::slice::from_raw_parts(fourth.as_ptr(), 64 << 10) };
+        assert!(
+            bytes.iter().all(|&b| b == 0),
+            "never an earlier memory's bytes"
+        );
+        drop(first);
+        drop(fourth);
+        drop(creator);
     }
 }
