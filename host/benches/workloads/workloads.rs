@@ -512,7 +512,10 @@ impl Bench {
         for (rt, path) in [
             (&self.rt.fuel, "on-demand allocation"),
             (&pooled, "pooling allocator"),
-        ] {
+        ]
+        .into_iter()
+        .filter(|(_, path)| self.cfg.wants_path(path))
+        {
             let [open, mem, teardown] = Self::w6_open_held(rt, n, runs);
             self.rows.push(Row {
                 workload: "W6 density",
