@@ -9,7 +9,8 @@
 //! - `BENCH_OUT`: also write the rows there, tab-separated, for `js/bench/table.mjs`.
 //! - `BENCH_ENGINES` (default `native,component`): `native` skips the component rows.
 //! - `BENCH_PATHS`: comma-separated parts of path names (`batches`, `core calls`, `quad`, ...):
-//!   W1, W2 and W5 run only the paths whose name contains one (to profile a single path).
+//!   W1, W2 and W5 run only the paths whose name contains one (to profile a single path); W6
+//!   only the allocators named (`on-demand`, `pooling`).
 //! - `BENCH_WRITE_INTERVAL_US` (default 100): the group commit window of every engine's driver
 //!   (`Driver::with_min_write_interval`); W1 and W2 also run without it.
 //! - `BENCH_PAGE_EVENTS` (default: the driver's 4096): events per PLog read in W3.
