@@ -40,8 +40,9 @@ pub struct Limits {
     /// instances reserved up front (faster instantiation; creating instance `n + 1` fails).
     /// `None` (the default): allocate each instance on demand. On Linux with more than one
     /// core, such an engine starts a thread (`sequencer-memory`) once it has made a few
-    /// instances, which keeps up to 16 new linear memories ready for the next ones (about
-    /// 20 KiB resident each); it ends when the engine is dropped.
+    /// instances, which keeps up to 16 new linear memories ready for the next ones (each with
+    /// the pages an instance writes resident: five for the sequencer, plus their page tables);
+    /// it ends when the engine is dropped.
     ///
     /// A slot freed by a dropped instance is reused by a later one, which starts from pristine
     /// memory all the same. To spare that one the page faults, a freed slot keeps one page of
