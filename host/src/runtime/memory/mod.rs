@@ -27,6 +27,7 @@
 mod mapping;
 mod stock;
 
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
@@ -127,21 +128,48 @@ unsafe impl MemoryCreator for PrefaultingMemoryCreator {
                 pages,
             };
             let mapping = Arc::new(self.make(shape)?);
-            return Ok(Box::new(PrefaultedMemory { mapping, capacity }));
+            let stock = self.stock.get().cloned().flatten();
+            return Ok(Box::new(PrefaultedMemory::new(mapping, capacity, stock)));
         }
         let mapping = Arc::new(Mapping::reserve(guard, capacity, guard, page)?);
         mapping.make_accessible(minimum, capacity)?;
         let pages = self.pages_for(&mapping);
         mapping.populate(pages, minimum);
-        Ok(Box::new(PrefaultedMemory { mapping, capacity }))
+        Ok(Box::new(PrefaultedMemory::new(mapping, capacity, None)))
     }
 }
 
 /// A linear memory in a [`Mapping`]: its first `mapping.accessible` bytes are readable and
 /// writable.
 struct PrefaultedMemory {
-    mapping: Arc<Mapping>,
+    /// Taken out only as the memory drops.
+    mapping: ManuallyDrop<Arc<Mapping>>,
     capacity: usize,
+    /// Where the mapping goes to be unmapped when the memory drops (the stock's thread); none
+    /// for the memories made before the stock was.
+    stock: Option<Arc<Stock>>,
+}
+
+impl PrefaultedMemory {
+    fn new(mapping: Arc<Mapping>, capacity: usize, stock: Option<Arc<Stock>>) -> Self {
+        Self {
+            mapping: ManuallyDrop::new(mapping),
+            capacity,
+            stock,
+        }
+    }
+}
+
+impl Drop for PrefaultedMemory {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here, and never used again.
+        let mapping = unsafe { ManuallyDrop::take(&mut self.mapping) };
+        // The thread unmaps it (or, if it is gone or behind, this does as `mapping` drops).
+        let _unmapped_here = match &self.stock {
+            Some(stock) => stock.retire(mapping),
+            None => Some(mapping),
+        };
+    }
 }
 
 // SAFETY: the memory starts on a page boundary (the mapping's, plus whole guard pages), its size

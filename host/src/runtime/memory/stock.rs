@@ -10,9 +10,13 @@
 //! What it keeps: up to [`STOCK`] fresh memories of the one shape last asked for, refilled when
 //! half are taken. Each is new (a private anonymous mapping nobody has written), never one an
 //! instance used: nothing of an earlier instance can be read from it. What it costs: one thread
-//! per on-demand engine, asleep unless refilling; the stock's pages (five each for a sequencer)
+//! per on-demand engine, asleep unless refilling or unmapping; the stock's pages (five each for a sequencer)
 //! while the engine lives; a shape change discards the stock. When the thread falls behind (or
 //! could not start), memories are made by the caller as before.
+//!
+//! The same thread unmaps the memories instances let go of (up to [`RETIRED_MAX`] waiting):
+//! an `munmap` of written pages flushes the TLB of every core the process runs on, the larger
+//! part of dropping an on-demand instance, and the caller need not wait for it.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -20,6 +24,10 @@ use super::mapping::Mapping;
 
 /// How many memories the stock holds when full; the thread refills it when half are taken.
 pub(super) const STOCK: usize = 16;
+
+/// How many dropped memories may wait for the thread to unmap them; past this a dropped memory
+/// is unmapped by whoever drops it.
+const RETIRED_MAX: usize = 64;
 
 /// What a new memory must be: its reservation and the pages to populate in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +78,8 @@ struct State {
     shape: Option<Shape>,
     /// Memories of `shape`, ready to take.
     ready: Vec<Mapping>,
+    /// Memories their instances let go of, for the thread to unmap.
+    retired: Vec<Arc<Mapping>>,
     /// The thread is to make memories until the stock is full (set when half are taken or
     /// the shape changes, so that a wake-up for any other reason makes nothing).
     filling: bool,
@@ -111,11 +121,29 @@ impl Stock {
         taken
     }
 
+    /// Hands a dropped memory to the thread to unmap, sparing the caller the `munmap` (and the
+    /// TLB flush of every core it implies); gives it back if the thread is gone or behind.
+    pub(super) fn retire(&self, memory: Arc<Mapping>) -> Option<Arc<Mapping>> {
+        let mut state = self.lock();
+        if state.closed || state.retired.len() >= RETIRED_MAX {
+            return Some(memory);
+        }
+        state.retired.push(memory);
+        self.wake_if_sleeping(state);
+        None
+    }
+
     /// Has the thread unmap the stock and end (it holds the stock; nothing else does then).
     pub(super) fn close(&self) {
         let mut state = self.lock();
         state.closed = true;
         self.wake_if_sleeping(state);
+    }
+
+    /// How many dropped memories wait to be unmapped (for tests).
+    #[cfg(test)]
+    pub(super) fn retired(&self) -> usize {
+        self.lock().retired.len()
     }
 
     /// How many memories are ready (for tests).
@@ -136,8 +164,8 @@ impl Stock {
         }
     }
 
-    /// The thread: makes memories while filling, until the stock holds [`STOCK`]; sleeps
-    /// otherwise; ends once closed. The reservations for a refill are made in one system call
+    /// The thread: unmaps the memories retired, then makes memories while filling, until the
+    /// stock holds [`STOCK`]; sleeps otherwise; ends once closed (unmapping what it holds). The reservations for a refill are made in one system call
     /// and finished one by one, each ready as soon as it is. A memory that fails to be made
     /// stops the making until the next `take` asks again (the caller then makes its own, and
     /// sees the error).
@@ -147,9 +175,17 @@ impl Stock {
         loop {
             if state.closed {
                 let stock = std::mem::take(&mut state.ready);
+                let retired = std::mem::take(&mut state.retired);
                 drop(state);
-                drop((stock, reserved));
+                drop((stock, retired, reserved));
                 return;
+            }
+            if !state.retired.is_empty() {
+                let retired = std::mem::take(&mut state.retired);
+                drop(state);
+                drop(retired);
+                state = self.lock();
+                continue;
             }
             match state.shape {
                 Some(shape) if state.filling => {
@@ -297,5 +333,36 @@ mod tests {
         }
         assert_eq!(stock.ready(), 0);
         stock.close();
+    }
+
+    #[test]
+    fn a_retired_memory_is_unmapped_by_the_thread() {
+        let stock = Stock::start().expect("thread");
+        let memory = Arc::new(shape(0).make().expect("made"));
+        let base = memory.base();
+        assert!(stock.retire(memory).is_none(), "taken by the thread");
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            // SAFETY: `mincore` on an unmapped range fails (ENOMEM) rather than faulting.
+            let rc = unsafe {
+                libc::mincore(
+                    base as *mut libc::c_void,
+                    page_size(),
+                    [0u8; 1].as_mut_ptr(),
+                )
+            };
+            if rc == -1 {
+                break;
+            }
+            assert!(Instant::now() < until, "still mapped");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(stock.retired(), 0);
+        stock.close();
+        let late = Arc::new(shape(0).make().expect("made"));
+        assert!(
+            stock.retire(late).is_some(),
+            "a closed stock gives the memory back to be unmapped by the caller"
+        );
     }
 }
