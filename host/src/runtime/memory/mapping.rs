@@ -49,9 +49,6 @@ impl Mapping {
             .and_then(|x| x.checked_add(post))
             .ok_or("memory reservation overflows")?;
         let total = len.checked_mul(n).ok_or("memory reservation overflows")?;
-        if total == 0 {
-            return Ok(Vec::new());
-        }
         // SAFETY: a new private anonymous mapping at an address of the kernel's choosing,
         // touching no existing memory.
         let start = unsafe {

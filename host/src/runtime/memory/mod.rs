@@ -65,16 +65,15 @@ impl PrefaultingMemoryCreator {
         }
     }
 
-    /// A new memory of `shape`: from the stock if one is ready, else made here.
-    fn make(&self, shape: Shape) -> Result<Mapping, String> {
-        let stock = self.stock.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            if cores > 1 { Stock::start() } else { None }
-        });
-        match stock.as_ref().and_then(|stock| stock.take(shape)) {
-            Some(ready) => Ok(ready),
-            None => shape.make(),
-        }
+    /// The memories made ahead, started on first use (none on one core, or if the thread could
+    /// not start).
+    fn stock(&self) -> Option<&Arc<Stock>> {
+        self.stock
+            .get_or_init(|| {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                if cores > 1 { Stock::start() } else { None }
+            })
+            .as_ref()
     }
 }
 
@@ -114,27 +113,25 @@ unsafe impl MemoryCreator for PrefaultingMemoryCreator {
         let guard = guard_size_in_bytes
             .checked_next_multiple_of(page)
             .ok_or("guard size overflows")?;
-        if minimum > capacity {
-            return Err(format!(
-                "a linear memory of {minimum:#x} bytes exceeds its reservation of {capacity:#x}"
-            ));
-        }
+        let mut shape = Shape {
+            guard,
+            capacity,
+            minimum,
+            page,
+            pages: 0,
+        };
         if let Some(&pages) = self.learned.get() {
-            let shape = Shape {
-                guard,
-                capacity,
-                minimum,
-                page,
-                pages,
+            shape.pages = pages;
+            let stock = self.stock();
+            let mapping = match stock.and_then(|stock| stock.take(shape)) {
+                Some(ready) => ready,
+                None => shape.make()?,
             };
-            let mapping = Arc::new(self.make(shape)?);
-            let stock = self.stock.get().cloned().flatten();
-            return Ok(Box::new(PrefaultedMemory::new(mapping, capacity, stock)));
+            let memory = PrefaultedMemory::new(Arc::new(mapping), capacity, stock.cloned());
+            return Ok(Box::new(memory));
         }
-        let mapping = Arc::new(Mapping::reserve(guard, capacity, guard, page)?);
-        mapping.make_accessible(minimum, capacity)?;
-        let pages = self.pages_for(&mapping);
-        mapping.populate(pages, minimum);
+        let mapping = Arc::new(shape.make()?);
+        mapping.populate(self.pages_for(&mapping), minimum);
         Ok(Box::new(PrefaultedMemory::new(mapping, capacity, None)))
     }
 }
@@ -290,11 +287,7 @@ mod tests {
             }
             return;
         };
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while stock.ready() < stock::STOCK {
-            assert!(std::time::Instant::now() < until, "the stock is not filled");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        stock.until_ready(stock::STOCK);
         let fourth = new_memory(&creator);
         assert_eq!(stock.ready(), stock::STOCK - 1, "taken from the stock");
         assert_eq!(resident(&*fourth), 1 << 7 | 1 << 15);

@@ -152,6 +152,20 @@ impl Stock {
         self.lock().ready.len()
     }
 
+    /// Waits (up to 10 s, else panics) until `n` memories are ready (for tests).
+    #[cfg(test)]
+    pub(super) fn until_ready(&self, n: usize) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.ready() != n {
+            assert!(
+                std::time::Instant::now() < until,
+                "stock stuck at {}",
+                self.ready()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -165,19 +179,22 @@ impl Stock {
     }
 
     /// The thread: unmaps the memories retired, then makes memories while filling, until the
-    /// stock holds [`STOCK`]; sleeps otherwise; ends once closed (unmapping what it holds). The reservations for a refill are made in one system call
-    /// and finished one by one, each ready as soon as it is. A memory that fails to be made
-    /// stops the making until the next `take` asks again (the caller then makes its own, and
-    /// sees the error).
+    /// stock holds [`STOCK`]; sleeps otherwise; ends once closed (unmapping what it holds).
+    /// The reservations for a refill are made in one system call and finished one by one, each
+    /// ready as soon as it is. A memory that fails to be made stops the making until the next
+    /// `take` asks again (the caller then makes its own, and sees the error). Nothing is
+    /// unmapped while the lock is held.
     fn fill(self: Arc<Self>) {
         let mut reserved: Vec<Mapping> = Vec::new();
         let mut state = self.lock();
         loop {
             if state.closed {
-                let stock = std::mem::take(&mut state.ready);
-                let retired = std::mem::take(&mut state.retired);
+                let held = (
+                    std::mem::take(&mut state.ready),
+                    std::mem::take(&mut state.retired),
+                );
                 drop(state);
-                drop((stock, retired, reserved));
+                drop((held, reserved));
                 return;
             }
             if !state.retired.is_empty() {
@@ -187,42 +204,41 @@ impl Stock {
                 state = self.lock();
                 continue;
             }
-            match state.shape {
-                Some(shape) if state.filling => {
-                    let missing = STOCK.saturating_sub(state.ready.len()).max(1);
-                    drop(state);
-                    if reserved.is_empty() {
-                        reserved = shape.reserve(missing).unwrap_or_default();
-                    }
-                    let made = match reserved.pop() {
-                        Some(mapping) => shape.finish(mapping),
-                        None => Err("no reservation".to_owned()),
-                    };
-                    state = self.lock();
-                    match made {
-                        Ok(memory) if state.shape == Some(shape) => {
-                            state.ready.push(memory);
-                            state.filling = state.ready.len() < STOCK;
-                        }
-                        // Made for a shape no longer wanted: unmapped as it drops, with the
-                        // reservations made for it.
-                        Ok(_) => reserved.clear(),
-                        Err(_) => {
-                            state.shape = None;
-                            state.filling = false;
-                            reserved.clear();
-                        }
-                    }
-                }
-                _ => {
-                    state.sleeping = true;
-                    state = self
-                        .wake
-                        .wait(state)
-                        .unwrap_or_else(PoisonError::into_inner);
-                    state.sleeping = false;
-                }
+            let Some(shape) = state.shape.filter(|_| state.filling) else {
+                state.sleeping = true;
+                state = self
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+                state.sleeping = false;
+                continue;
+            };
+            let missing = STOCK.saturating_sub(state.ready.len()).max(1);
+            drop(state);
+            if reserved.is_empty() {
+                reserved = shape.reserve(missing).unwrap_or_default();
             }
+            let made = reserved.pop().and_then(|r| shape.finish(r).ok());
+            state = self.lock();
+            let stale = match made {
+                Some(memory) if state.shape == Some(shape) => {
+                    state.ready.push(memory);
+                    state.filling = state.ready.len() < STOCK;
+                    continue;
+                }
+                // Not made (the making stops until asked again), or made for a shape no longer
+                // wanted: what is left for this shape goes.
+                made => {
+                    if state.shape == Some(shape) {
+                        state.shape = None;
+                        state.filling = false;
+                    }
+                    (made, std::mem::take(&mut reserved))
+                }
+            };
+            drop(state);
+            drop(stale);
+            state = self.lock();
         }
     }
 }
@@ -244,21 +260,12 @@ mod tests {
         }
     }
 
-    /// Waits (up to 10 s) until `stock` holds `n` memories.
-    fn until_ready(stock: &Stock, n: usize) {
-        let until = Instant::now() + Duration::from_secs(10);
-        while stock.ready() != n {
-            assert!(Instant::now() < until, "stock stuck at {}", stock.ready());
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
     #[test]
     fn a_memory_taken_from_the_stock_has_the_shape_asked_and_reads_as_zero() {
         let stock = Stock::start().expect("thread");
         let wanted = shape(1 << 7 | 1 << 15);
         assert!(stock.take(wanted).is_none(), "nothing made before asked");
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         let memory = stock.take(wanted).expect("made ahead");
         assert_eq!(memory.accessible(), 64 << 10);
         assert_eq!(memory.resident_pages(), 1 << 7 | 1 << 15);
@@ -273,7 +280,7 @@ mod tests {
         let stock = Stock::start().expect("thread");
         let wanted = shape(0);
         stock.take(wanted);
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         let taken: Vec<_> = (0..STOCK / 2 - 1)
             .filter_map(|_| stock.take(wanted))
             .collect();
@@ -281,7 +288,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(stock.ready(), STOCK / 2 + 1, "not woken above half");
         assert!(stock.take(wanted).is_some());
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         stock.close();
     }
 
@@ -290,13 +297,13 @@ mod tests {
         let stock = Stock::start().expect("thread");
         let first = shape(1 << 3);
         stock.take(first);
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         let second = Shape {
             minimum: 128 << 10,
             ..shape(1 << 20)
         };
         assert!(stock.take(second).is_none(), "none of the new shape yet");
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         let memory = stock.take(second).expect("made ahead");
         assert_eq!(memory.accessible(), 128 << 10);
         assert_eq!(memory.resident_pages(), 1 << 20);
@@ -307,7 +314,7 @@ mod tests {
     fn a_closed_stock_is_unmapped_and_its_thread_ends() {
         let stock = Stock::start().expect("thread");
         stock.take(shape(1));
-        until_ready(&stock, STOCK);
+        stock.until_ready(STOCK);
         stock.close();
         let until = Instant::now() + Duration::from_secs(10);
         while Arc::strong_count(&stock) > 1 {
@@ -332,6 +339,11 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(stock.ready(), 0);
+        assert!(
+            stock.take(shape(0)).is_none(),
+            "asked again, for a shape that can be made"
+        );
+        stock.until_ready(STOCK);
         stock.close();
     }
 
