@@ -1,8 +1,9 @@
 //! Tells the crates that depend on this one where its sources are: the host crate's build
 //! script reads `DEP_PLOG_SEQUENCER_SOURCE` to compile them into the WASI component it bundles.
 //!
-//! It also sizes the WASI component's stack (`COMPONENT_STACK_BYTES`), the one linker setting
-//! of every build of the component (scripts/build-component.sh, host/build.rs).
+//! It also sizes the stack (`COMPONENT_STACK_BYTES`) of the WASI component and of the core
+//! module (the same glue built for `wasm32-unknown-unknown`): the one linker setting of every
+//! build of either (scripts/build-component.sh, host/build.rs).
 
 /// The component's stack, below its data at the bottom of linear memory (wasm-ld's
 /// `--stack-first`). The sequencer is not recursive: every test of `guest-tests/` passes with a
@@ -21,7 +22,14 @@ fn main() {
     println!("cargo::metadata=version={version}");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    if os == "wasi" && env == "p2" && std::env::var_os("CARGO_FEATURE_COMPONENT").is_some() {
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let component = std::env::var_os("CARGO_FEATURE_COMPONENT").is_some();
+    let js = std::env::var_os("CARGO_FEATURE_JS").is_some();
+    // The WASI component, and the core module (the same glue for wasm32-unknown-unknown without
+    // the wasm-bindgen glue): one stack size for both, so both lay out memory alike.
+    let wasip2 = os == "wasi" && env == "p2";
+    let core_module = arch == "wasm32" && os == "unknown" && !js;
+    if component && (wasip2 || core_module) {
         println!("cargo::rustc-link-arg=-zstack-size={COMPONENT_STACK_BYTES}");
     }
 }

@@ -42,7 +42,7 @@ mod cache;
 // every feature on), never both into one wasm module.
 #[cfg(all(
     feature = "component",
-    not(all(target_arch = "wasm32", target_os = "unknown"))
+    not(all(target_arch = "wasm32", target_os = "unknown", feature = "js"))
 ))]
 mod component;
 mod error;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the sequencer's core module (docs/PLUGIN.md, "The core module"): the component's sources
+# and glue (feature `component`) for wasm32-unknown-unknown, profile `wasm`, so that runtimes
+# without the component model (wazero, Chicory) load the same plugin. Prints its path.
+#
+# The Go package embeds a copy of it (go:embed needs the file inside the Go module, and `go get`
+# takes what git holds), at go/internal/plugin/sequencer-core.wasm; the Java package takes that
+# same copy into its jar. The build is reproducible (no paths or times in the module), so:
+#   --check   fails, naming the fix, if the committed copy is not this build's bytes
+#   --sync    writes this build over the committed copy
+# Adds the wasm32-unknown-unknown rustup target if it is missing. Cargo's messages go to stderr;
+# SEQUENCER_QUIET_BUILD=1 hides them.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ensure_toolchain
+cd "$ROOT"
+mode="${1:-}"
+case "$mode" in
+  "" | --check | --sync) ;;
+  *) echo "error: unknown argument $mode (--check or --sync)" >&2; exit 2 ;;
+esac
+rust_target wasm32-unknown-unknown
+[[ "${RUSTC_WORKSPACE_WRAPPER:-}" == */clippy-driver ]] && unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+quiet=()
+[[ "${SEQUENCER_QUIET_BUILD:-}" == 1 ]] && quiet=(--quiet)
+# Its own target folder (inside the component's): the wasm-bindgen build uses the same target
+# triple with other features, and the two must not overwrite each other's sequencer.wasm.
+dir="$COMPONENT_TARGET_DIR/core"
+cargo rustc "${quiet[@]}" -p plog-sequencer --lib --crate-type cdylib --target wasm32-unknown-unknown \
+  --features component --profile wasm --target-dir "$dir" >&2
+built="$dir/wasm32-unknown-unknown/wasm/sequencer.wasm"
+committed="$ROOT/go/internal/plugin/sequencer-core.wasm"
+case "$mode" in
+  --sync)
+    mkdir -p "$(dirname "$committed")"
+    cp "$built" "$committed"
+    echo "core module: $(wc -c <"$committed") bytes written to ${committed#"$ROOT"/}" >&2
+    ;;
+  --check)
+    if ! cmp -s "$built" "$committed"; then
+      echo "error: ${committed#"$ROOT"/} is not the core module these sources build: run bash scripts/build-core-module.sh --sync and commit it" >&2
+      exit 1
+    fi
+    echo "core module: ${committed#"$ROOT"/} is this build's ($(wc -c <"$committed") bytes)" >&2
+    ;;
+esac
+echo "$built"
