@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Many hosts on one etcd cluster, measured (issue 31's benchmark; results in docs/BENCHMARKS.md):
+# Many hosts on one etcd cluster, measured: failover, handover and throughput (results in
+# docs/BENCHMARKS.md):
 #
 # 1. Failover and handover times: host/benches/failover.rs on a fresh 3-member cluster, three
 #    `sequencer-host run --host-name` processes, FAILOVER_KILLS SIGKILLs (20) and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks of issue 6: workloads W1..W6 on three engines (the native core, the component
+# The sequencer's benchmarks: workloads W1..W6 on three engines (the native core, the component
 # under wasmtime, the wasm-bindgen build in Node), printed as one table (median of several runs).
 # Builds what it needs: the component (scripts/build-component.sh), the JS package
 # (scripts/js-build.sh) and the Rust bench (release).

@@ -187,7 +187,7 @@ examples() {
 }
 wanted examples && run examples examples
 
-# What issue 19 asks of the wheel: it installs with pip into a fresh venv (pulling wasmtime
+# What the wheel must do for a user: it installs with pip into a fresh venv (pulling wasmtime
 # from PyPI, through pip's cache when warm) and runs the example, whose output must be what
 # python/README.md shows after "prints": the facade's first PLog offset 1, WLog offsets per
 # workspace, record ids from 322680000131072, and a restart that continues where the PLog ends.

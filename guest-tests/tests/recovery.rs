@@ -1,4 +1,4 @@
-//! Recovery from a storage outage (issue 33): once storage answers again, the sequencer's
+//! Recovery from a storage outage: once storage answers again, the sequencer's
 //! flusher and actualizer retry within about one first retry delay (500 ms), however long their
 //! capped backoff (10 s) had grown while storage was down. Proven through the compiled
 //! component, the host's driver and a manual clock, with the default retry params.

@@ -1,4 +1,4 @@
-//! Deterministic simulation (issue 7): many seeds on the native core, the component and the
+//! Deterministic simulation: many seeds on the native core, the component and the
 //! core in lockstep, the simulator's self-test against a deliberately broken storage, and the
 //! replay of one seed from `SIM_SEED`.
 //!

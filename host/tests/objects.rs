@@ -414,7 +414,7 @@ fn a_store_of_the_old_format_is_read_continued_in_the_new_one_and_checked() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("objects");
     let format = || std::fs::read_to_string(root.join("FORMAT")).expect("FORMAT");
-    // Written as releases before issue 32 wrote a store: one object per event, format 1.
+    // Written as older versions wrote a store: one object per event, format 1.
     let out = run_objects_with(&root, 150, 64, &[], &[(WRITE_FORMAT_ENV, "1")]);
     assert!(out.status.success(), "{:?}", text(&out));
     assert!(format().contains("format=1"), "{}", format());

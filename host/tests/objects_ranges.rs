@@ -1,4 +1,4 @@
-//! The object PLog's event objects of several events (issue 32): one object per append part,
+//! The object PLog's event objects of several events (format 2): one object per append part,
 //! named by its first offset and created only if absent. The fence with such objects (a stale
 //! writer whose tail is old), a crash between two parts of one batch (a dense prefix remains),
 //! a lost answer retried (its own object recognised), a store of one-event objects (format 1)
@@ -320,7 +320,7 @@ fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_lo
 #[test]
 fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_both_kinds() {
     let store = Arc::new(Faulty::default());
-    // Written as before issue 32: one object per event.
+    // Written as older versions wrote it: one object per event (format 1).
     let options = PlogOptions {
         format: ObjectFormat::OneEvent,
         ..PlogOptions::new(8, Access::Write)

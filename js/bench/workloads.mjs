@@ -1,4 +1,4 @@
-// Issue 6's workloads on the wasm-bindgen build in Node, through the package's driver
+// The benchmark workloads W1..W6 on the wasm-bindgen build in Node, through the package's driver
 // (`Sequencer`): `startNow` (in the call when the numbers are in memory or storage reads
 // synchronously, as this bench's does), `next` per number, `flush`; and for W1, W2 and W5 the
 // batched path too: one `flushStartBatch` per 64 events (it completes the previous batch and

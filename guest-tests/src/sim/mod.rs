@@ -1,4 +1,4 @@
-//! Deterministic simulation of the sequencer under faults (issue 7).
+//! Deterministic simulation of the sequencer under faults.
 //!
 //! A seeded scheduler ([`world`]) interleaves command-processor transactions (single events
 //! through `start`/`next`, `start-next` and its quad form, and several events in one

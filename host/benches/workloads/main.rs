@@ -1,6 +1,7 @@
-//! Issue 6's workloads on two engines: the native core and the component under wasmtime (the
-//! wasm-bindgen build runs in Node: `js/bench/workloads.mjs`). `bash scripts/bench.sh` runs both
-//! and prints one table; this alone: `cargo bench -p plog-sequencer-host --bench workloads`.
+//! The benchmark workloads W1..W6 on two engines: the native core and the component under
+//! wasmtime (the wasm-bindgen build runs in Node: `js/bench/workloads.mjs`).
+//! `bash scripts/bench.sh` runs both and prints one table; this alone:
+//! `cargo bench -p plog-sequencer-host --bench workloads`.
 //!
 //! Environment:
 //! - `BENCH_SCALE` (default 1): multiplies every workload's size (0.1 for a smoke run).

@@ -3,7 +3,7 @@
 //! so that a root that is not an object store, or that holds the view of another PLog, is
 //! refused untouched.
 //!
-//! `format=1`: the event objects hold one event each (stores written before issue 32);
+//! `format=1`: the event objects hold one event each (stores written by older versions);
 //! `format=2`: one object per append part (either kind may be there: a format 1 store opened
 //! to write is upgraded to 2, then continued with objects of format 2). A release that knows
 //! only format 1 refuses a store of format 2 rather than misread it.

@@ -1,7 +1,7 @@
 //! The event objects: what an append creates under `events/<partition>/<first offset>`, in
 //! either format a store may hold.
 //!
-//! - **Format 2** (written since issue 32): the events of one append part, `first..=last`:
+//! - **Format 2** (written by this version): the events of one append part, `first..=last`:
 //!   `["SQE2", first u64, count u32, the hash before first u64, writer-id length u8, writer id,
 //!   count × (hash u64, length u32), the events]`.
 //! - **Format 1** (stores written before it): one event, `["SQE1", offset u64, the previous
@@ -28,8 +28,8 @@ const RANGE_MAGIC: &[u8; 4] = b"SQE2";
 /// The format of the event objects a handle writes (every handle reads both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ObjectFormat {
-    /// Format 1: one object per event, as stores written before issue 32 hold them. Written
-    /// only to make such a store (tests, [`WRITE_FORMAT_ENV`]).
+    /// Format 1: one object per event, as older stores hold them. Written only to make such a
+    /// store (tests, [`WRITE_FORMAT_ENV`]).
     OneEvent = 1,
     /// Format 2: one object per append part, holding its events.
     Ranges = 2,
@@ -60,9 +60,9 @@ impl ObjectFormat {
     }
 }
 
-/// Names the format new objects are written in (`1`: one object per event, as before issue 32;
-/// anything else: the current format). For tests that make a store of the old format and then
-/// continue it; a store of format 1 opened without it is upgraded to format 2.
+/// Names the format new objects are written in (`1`: one object per event, as older stores
+/// hold them; anything else: the current format). For tests that make a store of the old format
+/// and then continue it; a store of format 1 opened without it is upgraded to format 2.
 pub const WRITE_FORMAT_ENV: &str = "SEQUENCER_OBJECTS_WRITE_FORMAT";
 
 /// An event object, decoded and verified: its events from `first` on, each with its hash.
