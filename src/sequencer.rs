@@ -281,7 +281,6 @@ impl Sequencer {
                     .iter()
                     .filter(|s| s.touched)
                     .map(|s| (s.seq, s.last)),
-                hot,
             );
         }
         if hot {

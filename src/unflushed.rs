@@ -26,24 +26,7 @@ fn entry<'a>(
     }
 }
 
-/// [`entry`], also telling the entry's bucket (for [`HashTable::get_bucket_mut`]). Out of
-/// line: a hot workspace is looked up so once per write.
-#[inline(never)]
-fn entry_at<'a>(
-    by_ws: &'a mut HashTable<(WsId, WsNumbers)>,
-    hasher: &DefaultHashBuilder,
-    hash: u64,
-    ws: WsId,
-) -> (usize, &'a mut WsNumbers) {
-    let o = match by_ws.entry(hash, |e| e.0 == ws, |e| hasher.hash_one(e.0)) {
-        Entry::Occupied(o) => o,
-        Entry::Vacant(v) => v.insert((ws, WsNumbers::default())),
-    };
-    (o.bucket_index(), &mut o.into_mut().1)
-}
-
-/// A key new among the waiting values `nums` of workspace `ws` (its hash `hash` if known,
-/// else by `hasher`), recorded at `at`: raised to the number the write in flight (`flying`,
+/// A key new among the waiting values `nums` of workspace `ws` (hash `hash`), recorded at `at`: raised to the number the write in flight (`flying`,
 /// its numbers of `ws` looked up once into `memo`) carries for it, if any; true if it carries
 /// one (the key is then both waiting and in flight). Out of line: a transaction's keys are new
 /// once per write (a replay's more often, but its work per key is larger).
@@ -52,14 +35,11 @@ fn raise_to_flying<'a>(
     nums: &mut WsNumbers,
     flying: Option<&'a ValueSet>,
     memo: &mut Option<Option<&'a WsNumbers>>,
-    (hash, hasher, ws): (Option<u64>, &DefaultHashBuilder, WsId),
+    (hash, ws): (u64, WsId),
     at: usize,
     seq: SeqId,
 ) -> bool {
-    let of_ws = *memo.get_or_insert_with(|| {
-        let hash = hash.unwrap_or_else(|| hasher.hash_one(ws));
-        flying.and_then(|f| f.find(hash, ws))
-    });
+    let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hash, ws)));
     // The write in flight recorded the keys in the same order, most likely at the same place.
     match of_ws.and_then(|f| f.get_at(at, seq)) {
         Some(written) => {
@@ -181,11 +161,6 @@ pub(crate) struct Unflushed {
     in_flight: Option<InFlight>,
     /// Keys both waiting and in flight: they count once in [`Unflushed::count`].
     overlap: usize,
-    /// The bucket of `waiting` where [`raise_ws`](Unflushed::raise_ws) last found or put a hot
-    /// workspace: its next raise finds it there without hashing or probing. A hint, checked
-    /// before use (any other entry there, or none, sends the raise to a lookup), so nothing
-    /// that moves entries needs to update it.
-    hot_bucket: usize,
     /// An empty set with the memory of the last batch written, to wait in next (so a write
     /// cycle allocates no map).
     spare: ValueSet,
@@ -201,7 +176,6 @@ impl Default for Unflushed {
             waiting_offset: None,
             in_flight: None,
             overlap: 0,
-            hot_bucket: 0,
             spare: ValueSet::new(),
             hasher,
         }
@@ -229,32 +203,11 @@ impl Unflushed {
     /// write's number: what waits is never below what is being written (so a replay's maximum
     /// per key holds across the PLog pages a write fell between), and the key counts once.
     ///
-    /// `ws` is hashed once, for both maps (they share a hasher); when `hot` (the caller's
-    /// guess that `ws` is the workspace of the last hot raise), it is first looked for where
-    /// that raise left it, and left there for the next.
+    /// `ws` is hashed once, for both maps (they share a hasher).
     #[inline]
-    pub(crate) fn raise_ws(
-        &mut self,
-        ws: WsId,
-        values: impl Iterator<Item = (SeqId, Number)>,
-        hot: bool,
-    ) {
-        // `hash`: the hash of `ws` where one was computed (not for a hot one found at once).
-        let (hash, nums) = if hot {
-            match self.waiting.by_ws.get_bucket_mut(self.hot_bucket) {
-                Some((w, nums)) if *w == ws => (None, nums),
-                _ => {
-                    let hash = self.hasher.hash_one(ws);
-                    let (at, nums) = entry_at(&mut self.waiting.by_ws, &self.hasher, hash, ws);
-                    self.hot_bucket = at;
-                    (Some(hash), nums)
-                }
-            }
-        } else {
-            let hash = self.hasher.hash_one(ws);
-            let nums = entry(&mut self.waiting.by_ws, &self.hasher, hash, ws);
-            (Some(hash), nums)
-        };
+    pub(crate) fn raise_ws(&mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>) {
+        let hash = self.hasher.hash_one(ws);
+        let nums = entry(&mut self.waiting.by_ws, &self.hasher, hash, ws);
         // The write in flight's numbers of `ws`, looked up only once a key is new.
         let mut in_flight: Option<Option<&WsNumbers>> = None;
         let mut cursor = 0;
@@ -267,7 +220,7 @@ impl Unflushed {
                     nums,
                     flying,
                     &mut in_flight,
-                    (hash, &self.hasher, ws),
+                    (hash, ws),
                     cursor - 1,
                     seq,
                 ));
@@ -347,7 +300,7 @@ impl Unflushed {
         };
         let entries = core::mem::take(&mut self.staged.entries);
         for (ws, slot, nums) in &entries {
-            self.raise_ws(*ws, nums.iter(), false);
+            self.raise_ws(*ws, nums.iter());
             forget(*ws, *slot);
         }
         self.staged.entries = entries;
@@ -449,51 +402,21 @@ mod tests {
     }
 
     #[test]
-    fn a_hot_raise_whose_bucket_holds_another_workspace_raises_its_own() {
+    fn a_key_new_since_the_write_began_waits_from_the_number_in_flight_and_counts_once() {
         let mut u = Unflushed::default();
-        u.raise_ws(7, [(1, 5)].into_iter(), false);
-        let hash = u.hasher.hash_one(7u64);
-        u.hot_bucket = u
-            .waiting
-            .by_ws
-            .find_bucket_index(hash, |e| e.0 == 7)
-            .unwrap();
-        u.raise_ws(8, [(1, 10)].into_iter(), true);
-        assert_eq!(waiting(&u, 7, 1), Some(5));
-        assert_eq!(waiting(&u, 8, 1), Some(10));
-        assert_eq!(u.count(), 2);
-        // The hint now names 8's bucket: found there, raised there.
-        u.raise_ws(8, [(1, 11), (2, 3)].into_iter(), true);
-        assert_eq!(waiting(&u, 8, 1), Some(11));
-        assert_eq!(waiting(&u, 8, 2), Some(3));
-        assert_eq!(waiting(&u, 7, 1), Some(5));
-        assert_eq!(u.count(), 3);
-    }
-
-    #[test]
-    fn a_hot_raise_after_the_write_began_finds_its_workspace_anew() {
-        let mut u = Unflushed::default();
-        u.raise_ws(7, [(1, 5)].into_iter(), true);
+        u.raise_ws(7, [(1, 5), (2, 9)].into_iter());
         let (values, _) = u.begin_write(Ticket(0), 0);
-        assert_eq!(values.len(), 1);
-        // The hint names a bucket of the table now in flight; waiting is another (empty) one.
-        u.raise_ws(7, [(1, 6)].into_iter(), true);
+        assert_eq!(values.len(), 2);
+        u.raise_ws(7, [(1, 6)].into_iter());
         assert_eq!(waiting(&u, 7, 1), Some(6));
-        // Both waiting and in flight: counted once.
-        assert_eq!(u.count(), 1);
-    }
-
-    #[test]
-    fn a_hot_raise_found_at_its_bucket_takes_a_new_key_from_the_write_in_flight() {
-        let mut u = Unflushed::default();
-        u.raise_ws(7, [(1, 5), (2, 9)].into_iter(), true);
-        u.begin_write(Ticket(0), 0);
-        // A lookup (the waiting table is new), which leaves the hint at 7's bucket.
-        u.raise_ws(7, [(1, 6)].into_iter(), true);
-        // Found at the hint, no hash computed: key 2 is new among the waiting values and the
-        // write in flight carries 9 for it, so it waits at 9, not 4, and counts once.
-        u.raise_ws(7, [(2, 4)].into_iter(), true);
+        // Key 2 is new among the waiting values and the write in flight carries 9 for it, so
+        // it waits at 9, not 4, and counts once.
+        u.raise_ws(7, [(2, 4)].into_iter());
         assert_eq!(waiting(&u, 7, 2), Some(9));
         assert_eq!(u.count(), 2);
+        // Another workspace is not raised by 7's write.
+        u.raise_ws(8, [(2, 4)].into_iter());
+        assert_eq!(waiting(&u, 8, 2), Some(4));
+        assert_eq!(u.count(), 3);
     }
 }

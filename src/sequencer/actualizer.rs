@@ -141,7 +141,7 @@ impl Sequencer {
                     run += 1;
                 }
                 self.unflushed
-                    .raise_ws(ws, (i..run).map(|j| values.seq_value(j)), false);
+                    .raise_ws(ws, (i..run).map(|j| values.seq_value(j)));
                 i = run;
             }
             cursor = offset + 1;
