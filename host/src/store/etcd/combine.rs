@@ -26,7 +26,8 @@ use crate::store::etcd::append::REQUEST_HEADROOM_BYTES;
 use crate::store::etcd::handle::EtcdStorage;
 
 /// Combined transactions in flight at once: while they are, arriving parts wait for the next.
-/// One: with two, fewer parts met per transaction and the main job was slower (BENCHMARKS.md).
+/// One: with two, fewer parts met per transaction and the main job was slower (measured:
+/// `git show 93ef44e:docs/BENCHMARKS.md`).
 const IN_FLIGHT: usize = 1;
 
 /// The most parts in one transaction (each takes two or three of the 128 compares etcd allows).
