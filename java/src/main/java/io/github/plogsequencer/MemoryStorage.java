@@ -38,6 +38,18 @@ public final class MemoryStorage implements Storage {
         plog.put(offset, List.copyOf(values));
     }
 
+    /**
+     * Puts an event at {@code offset} as if the PLog already held it, at any offset above the
+     * last (for examples and tests that start from a PLog's tail); {@link IllegalArgumentException}
+     * at or below the last event.
+     */
+    public synchronized void seedEvent(long offset, List<SeqValue> values) {
+        if (offset < plogNext()) {
+            throw new IllegalArgumentException("seed at offset " + offset + ": the PLog already reaches " + (plogNext() - 1));
+        }
+        plog.put(offset, List.copyOf(values));
+    }
+
     /** The offset the next appended event must have: the last event's plus one, or 1. */
     public synchronized long plogNext() {
         return plog.isEmpty() ? 1 : plog.lastKey() + 1;
