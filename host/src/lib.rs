@@ -36,13 +36,16 @@
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod clock;
 pub mod driver;
 #[cfg(feature = "etcd")]
 pub mod membership;
+pub mod rng;
 pub mod runtime;
 pub mod store;
 
-pub use driver::{Clock, Driver, DriverConfig, ManualClock, MonotonicClock, PartitionSequencer};
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use driver::{Driver, DriverConfig, PartitionSequencer};
 pub use runtime::{
     ComponentCache, HostError, Limits, NotNowReason, Runtime, RuntimeBuilder, StartOutcome, Status,
 };

@@ -8,12 +8,10 @@
 //! once on cleanup or when their instance is replaced; outcomes for a replaced instance are
 //! dropped.
 
-pub(crate) mod clock;
 pub(crate) mod partition;
 pub(crate) mod shared;
 pub(crate) mod spin;
 
-pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use partition::PartitionSequencer;
 
 use std::cmp::Reverse;
@@ -30,6 +28,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hashbrown::HashMap;
 use sequencer::{Instant, Params, Work, WriteRequest};
 
+use crate::clock::Clock;
 use crate::driver::shared::{Delivery, DriverMsg, SETTLE_AFTER, Shared};
 use crate::driver::spin::{spin_for, spin_yielding_for};
 use crate::runtime::Runtime;
@@ -711,7 +710,7 @@ mod pooled {
     use std::sync::Arc;
 
     use super::{Driver, DriverConfig};
-    use crate::driver::clock::ManualClock;
+    use crate::clock::ManualClock;
     use crate::runtime::Runtime;
     use crate::runtime::bindings::StartOutcome;
     use crate::runtime::link::{

@@ -11,15 +11,15 @@ use futures::channel::oneshot;
 use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::driver::shared::{DriverMsg, Shared, sequencer_call, settle};
 use crate::runtime::bindings::{
-    BatchNumbers, EventOffsets, EventStart, Explained, GuestParams, HeldNumbers, QuadNumbers,
-    SeqQuad, SequenceStatus, StartOutcome, Status,
+    BatchNumbers, EventOffsets, EventStart, GuestParams, HeldNumbers, QuadNumbers, SeqQuad,
+    SequenceStatus, StartOutcome, Status,
 };
 use crate::runtime::error::HostError;
 use crate::runtime::link::core_status;
-use crate::runtime::{Instance, RuntimeInner};
+use crate::runtime::{Explained, Instance, RuntimeInner};
 use crate::store::storage::{PartitionId, Storage};
 
 /// The command processor's handle on one partition's sequencer. Calls are serialised; the

@@ -12,9 +12,10 @@ use futures::channel::oneshot;
 use sequencer::facade::SequenceStatus as Status02;
 use sequencer::{Instant, Report};
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::driver::spin::spin_for;
-use crate::runtime::bindings::{Explained, GuestError, GuestParams, Outcome, SeqQuad};
+use crate::runtime::Explained;
+use crate::runtime::bindings::{GuestError, GuestParams, Outcome, SeqQuad};
 use crate::runtime::error::HostError;
 use crate::runtime::host_state::Op;
 use crate::runtime::link::core_status;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sequencer::Params;
 
-use crate::driver::{Clock, Driver};
+use crate::clock::Clock;
+use crate::driver::Driver;
 use crate::runtime::Runtime;
 use crate::store::etcd::EtcdStorage;
 use crate::store::storage::PartitionId;

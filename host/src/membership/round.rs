@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::rng::Rng;
 use futures::channel::mpsc::UnboundedSender;
-use sequencer::testkit::Rng;
 
 use crate::driver::PartitionSequencer;
 use crate::store::etcd::ownership::{

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sequencer::{CheckedWords, Host, Instant, PLogOffset, Read, SeqId, Status, Ticket, Work, WsId};
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::store::storage::{PartitionId, Storage};
 
 /// Storage work a guest began, as the task driver receives it.

@@ -7,6 +7,7 @@
 pub mod bindings;
 pub(crate) mod compile_cache;
 pub(crate) mod error;
+mod explained;
 pub mod exports;
 mod guest_error;
 pub(crate) mod host_state;
@@ -15,18 +16,18 @@ pub mod link;
 mod memory;
 
 pub use bindings::{
-    BatchNumbers, EventOffsets, EventStart, Explained, GuestError, GuestParams, HeldNumbers,
-    NotNowReason, Outcome, PlogValue, QuadNumbers, Refusal, SeqQuad, SequenceStatus, StartOutcome,
-    Status,
+    BatchNumbers, EventOffsets, EventStart, GuestError, GuestParams, HeldNumbers, NotNowReason,
+    Outcome, PlogValue, QuadNumbers, Refusal, SeqQuad, SequenceStatus, StartOutcome, Status,
 };
 pub use compile_cache::{CacheOutcome, ComponentCache};
 pub use error::{HostError, describe};
+pub use explained::Explained;
 pub use link::Limits;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::runtime::host_state::HostState;
 use crate::runtime::link::Linked;
 use crate::store::storage::{PartitionId, Storage};

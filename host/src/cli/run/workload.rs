@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use backon::ExponentialBackoff;
 use indicatif::ProgressBar;
-use sequencer::testkit::Rng;
 use sequencer::{PLogOffset, SeqId, SeqValue, WsId};
 #[cfg(feature = "etcd")]
 use sequencer_host::membership::Claim;
+use sequencer_host::rng::Rng;
 use sequencer_host::store::layers::ReadAhead;
 use sequencer_host::store::{RetryPolicy, WarnLimiter};
 use sequencer_host::{

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use sequencer::Instant;
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::store::storage::PartitionId;
 
 /// What a write of a partition must carry.
@@ -173,7 +173,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::driver::clock::ManualClock;
+    use crate::clock::ManualClock;
 
     fn at(secs: f64) -> Instant {
         Instant::from_nanos((secs * 1e9) as u64)

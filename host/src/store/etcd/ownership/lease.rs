@@ -9,7 +9,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnResponse};
 use sequencer::Instant;
 
-use crate::driver::clock::Clock;
+use crate::clock::Clock;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::host_key;
 use crate::store::etcd::request::one_line;

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::rng::Rng;
 use etcd_client::WatchOptions;
-use sequencer::testkit::Rng;
 
 use crate::store::etcd::EtcdStorage;
 use crate::store::etcd::keys::{HOSTS_PREFIX, OWNERS_PREFIX};

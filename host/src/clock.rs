@@ -1,4 +1,5 @@
-//! The host's clocks: monotonic time in production, a manual clock for tests.
+//! The host's clocks: monotonic time in production, a manual clock for tests. Below everything
+//! that reads time (the runtime's guest clock, the driver's timers, the etcd store's leases).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
