@@ -8,7 +8,7 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use sequencer::PLogOffset;
 
 use crate::store::codec::encode_pack;
-use crate::store::etcd::combine::Combined;
+use crate::store::etcd::combine_queue::Combined;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{owner_key, plog_key, plog_prefix, prefix_end};
 use crate::store::etcd::ownership::fences::Fence;

@@ -17,12 +17,12 @@
 //! [`MAX_PARTS`] parts and the cluster's request size.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
 
 use etcd_client::{Compare, Txn, TxnOp};
 use futures::channel::oneshot;
 
 use crate::store::etcd::append::REQUEST_HEADROOM_BYTES;
+use crate::store::etcd::combine_queue::{Combined, Part};
 use crate::store::etcd::handle::EtcdStorage;
 
 /// Combined transactions in flight at once: while they are, arriving parts wait for the next.
@@ -32,45 +32,6 @@ const IN_FLIGHT: usize = 1;
 
 /// The most parts in one transaction (each takes two or three of the 128 compares etcd allows).
 pub(super) const MAX_PARTS: usize = 32;
-
-/// What became of one part sent in a combined transaction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Combined {
-    /// Appended (with every other part of its transaction).
-    Written,
-    /// Not appended: some part's compare failed, so nothing was written.
-    NotWritten,
-    /// No answer: it may or may not have been appended.
-    Unknown,
-}
-
-/// One part waiting to be sent.
-struct Part {
-    when: Vec<Compare>,
-    put: TxnOp,
-    bytes: usize,
-    done: oneshot::Sender<Combined>,
-}
-
-/// The parts waiting, and how many combined transactions are in flight.
-#[derive(Default)]
-pub(super) struct Combiner {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    waiting: Vec<Part>,
-    in_flight: usize,
-}
-
-impl Combiner {
-    /// The state, locked (a panic elsewhere while it was held leaves it consistent: every
-    /// change under the lock is a single push, drain or count).
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 impl EtcdStorage {
     /// Sends the part `put` (`bytes` long) under the compares `when` in a transaction with the

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use etcd_client::Client;
 
-use crate::store::etcd::combine::Combiner;
+use crate::store::etcd::combine_queue::Combiner;
 use crate::store::etcd::config::EtcdConfig;
 use crate::store::etcd::ownership::fences::Fences;
 use crate::store::etcd::pack_shape::PackShape;
-use crate::store::etcd::plog_end::PlogEnds;
+use crate::store::etcd::plog_end_hints::PlogEnds;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
 use crate::store::etcd::view_known::KnownView;

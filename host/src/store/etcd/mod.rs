@@ -63,8 +63,10 @@
 //! | `request.rs` | the tokio bridge (spawn, block) and running one request with retries and backoff |
 //! | `quorum.rs` | what the store does when requests keep failing: the majority, the store's failure |
 //! | `append.rs` | fenced appends, split to fit a request, an ambiguous outcome read back |
+//! | `combine.rs`, `combine_queue.rs` | several partitions' appends in one transaction; the parts waiting for it |
 //! | `plog.rs` | PLog reads in pages sized by what earlier reads met |
 //! | `plog_end.rs` | the PLog's end (last key), read from the last key this store has seen |
+//! | `plog_end_hints.rs` | that last key seen, per partition: where the read of the end starts |
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
 //! | `view_known.rs` | the view keys this store last wrote or read, so a flusher write of them skips its read |
@@ -78,6 +80,7 @@
 
 mod append;
 mod combine;
+mod combine_queue;
 mod config;
 mod connect;
 mod handle;
@@ -86,6 +89,7 @@ pub mod ownership;
 mod pack_shape;
 mod plog;
 mod plog_end;
+mod plog_end_hints;
 mod quorum;
 mod reader;
 mod records;

@@ -13,41 +13,12 @@
 //! (one small read instead of every key). A hinted range that comes back empty (the store was
 //! wiped or rebuilt under a running host) is read again over the whole partition.
 
-use std::sync::Mutex;
-
 use etcd_client::{GetOptions, SortOrder, SortTarget};
-use hashbrown::HashMap;
 use sequencer::PLogOffset;
 
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, offset_of, plog_key, plog_prefix, prefix_end};
 use crate::store::storage::{PartitionId, StorageError};
-
-/// For each partition, an offset that the PLog's last key was seen at or after (0: the PLog
-/// was seen empty or short, read it whole); none before a first read.
-#[derive(Default)]
-pub(super) struct PlogEnds(Mutex<HashMap<PartitionId, PLogOffset>>);
-
-impl PlogEnds {
-    /// The hint of `partition`, if any.
-    pub(super) fn hint(&self, partition: PartitionId) -> Option<PLogOffset> {
-        let ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        ends.get(&partition).copied()
-    }
-
-    /// `partition`'s PLog has a key at or after `last` (never moves the hint back).
-    pub(super) fn saw(&self, partition: PartitionId, last: PLogOffset) {
-        let mut ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let end = ends.entry(partition).or_insert(0);
-        *end = (*end).max(last);
-    }
-
-    /// A hinted read found no key at or after the hint: the PLog is not what it was.
-    pub(super) fn forget(&self, partition: PartitionId) {
-        let mut ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        ends.remove(&partition);
-    }
-}
 
 /// A read of the last PLog key of a partition, from a hint: the start key and its options
 /// (keys only, descending, one key). Reading from `hint` 0 reads the whole PLog.
