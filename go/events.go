@@ -82,6 +82,16 @@ func (e *Events) StartEvent(ws WSID) (PLogOffset, WLogOffset, bool, error) {
 	}
 	s.books.started(a.Numbers, a.Start.Started)
 	_ = s.done(nil)
+	// event-ahead carries no status, and the plugin reports none it believes reported (a
+	// deferred flush changed it without a call): the outcome says what it is.
+	switch {
+	case a.Start.Started:
+		s.setStatus(StatusInTransaction)
+	case a.Start.Reason == guest.NotNowActualizing:
+		s.setStatus(StatusActualizing)
+	default:
+		s.setStatus(StatusReady)
+	}
 	if !a.Start.Started {
 		return 0, 0, false, nil
 	}

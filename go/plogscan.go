@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/plog-sequencer/plog-sequencer/go/internal/guest"
@@ -37,6 +38,12 @@ func (t *tasks) startScan(first uint64) *plogScan {
 	storage := t.s.storage
 	go func() {
 		defer close(sc.exit)
+		defer close(sc.events)
+		defer func() {
+			if p := recover(); p != nil {
+				sc.err = fmt.Errorf("panic: %v", p)
+			}
+		}()
 		sc.err = storage.ActualizeSequencesFromPLog(ctx, PLogOffset(first),
 			func(ctx context.Context, batch []SeqValue, offset PLogOffset) error {
 				ev := scanEvent{offset: uint64(offset), values: append([]SeqValue(nil), batch...)}
@@ -47,7 +54,6 @@ func (t *tasks) startScan(first uint64) *plogScan {
 					return ctx.Err()
 				}
 			})
-		close(sc.events)
 	}()
 	return sc
 }

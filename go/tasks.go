@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,8 +177,14 @@ func (t *tasks) withInstance(gen uint64, f func(s *Sequencer, i *guest.Instance)
 	_ = s.done(f(s, s.inst))
 }
 
-// perform does o against the storage (outside the lock) and returns its outcome.
-func (t *tasks) perform(o op) *guest.Outcome {
+// perform does o against the storage (outside the lock) and returns its outcome. A storage
+// method that panics fails the operation (the plugin retries it later).
+func (t *tasks) perform(o op) (outcome *guest.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			outcome = failed("storage", fmt.Errorf("panic: %v", p))
+		}
+	}()
 	st := t.s.storage
 	switch o.kind {
 	case opWrite:
