@@ -200,7 +200,7 @@ public class Workloads {
                     if (!PATHS.isEmpty() && PATHS.stream().noneMatch(path::contains)) {
                         continue;
                     }
-                    long n = wl.equals("W4") ? Math.max(64, (long) (100_000 * Math.min(1, SCALE)))
+                    long n = wl.equals("W4") ? Math.max(640, (long) (100_000 * Math.min(1, scale))) / 64 * 64
                             : Math.max(6400, (long) (600_000 * scale)) / 64 * 64;
                     long warm = wl.equals("W4") ? 0 : Math.max(6400, (long) (300_000 * scale)) / 64 * 64;
                     double[] ns = new double[RUNS];

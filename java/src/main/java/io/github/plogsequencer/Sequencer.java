@@ -44,6 +44,8 @@ public final class Sequencer implements AutoCloseable {
     private HostLink link;
     private long generation;
     private boolean closed;
+    /** True during a call into the plugin: a call made then (from inside an import) is refused. */
+    private boolean inCall;
     private volatile Status status = Status.ACTUALIZING;
     private volatile NotNowReason notNow;
     private long traps;
@@ -686,12 +688,17 @@ public final class Sequencer implements AutoCloseable {
 
     /** The current instance; a new one if a trap left none; refused once closed. */
     private Guest guest() {
+        if (inCall) {
+            throw new IllegalStateException("a call into the sequencer from inside one of its own calls"
+                    + " (a Storage method may not call its sequencer)");
+        }
         if (closed) {
             throw new SequencerException(ErrorCode.CLEANED_UP, null);
         }
         if (guest == null) {
             instantiate();
         }
+        inCall = true;
         return guest;
     }
 
@@ -755,6 +762,7 @@ public final class Sequencer implements AutoCloseable {
 
     /** Hands what the last call began to the tasks and takes in the status it reported (holding the lock). */
     private void forward() {
+        inCall = false;
         HostLink l = link;
         if (l == null || tasks == null) {
             return;

@@ -232,4 +232,40 @@ class SequencerTest {
             assertEquals(322680000131073L, seq.nextRecId());
         }
     }
+
+    @Test
+    void aStorageThatCallsItsSequencerFromInsideACallIsRefusedNotReentered() {
+        MemoryStorage inner = new MemoryStorage();
+        Sequencer[] self = new Sequencer[1];
+        Storage reentrant = new Storage() {
+            @Override
+            public long[] readNumbers(long ws, int[] seqs) {
+                self[0].start(1, ws + 1); // from inside the plugin's read-numbers import
+                return inner.readNumbers(ws, seqs);
+            }
+
+            @Override
+            public long readNextPLogOffset() {
+                return inner.readNextPLogOffset();
+            }
+
+            @Override
+            public void writeValuesAndNextPLogOffset(List<SeqValue> batch, long next) {
+                inner.writeValuesAndNextPLogOffset(batch, next);
+            }
+
+            @Override
+            public void actualizeSequencesFromPLog(long offset, Batcher batcher) {
+                inner.actualizeSequencesFromPLog(offset, batcher);
+            }
+        };
+        try (Sequencer seq = PLUGIN.open(PARAMS, reentrant)) {
+            self[0] = seq;
+            assertTrue(seq.awaitReady(WAIT));
+            SequencerException e = assertThrows(SequencerException.class, () -> seq.start(1, 1));
+            assertEquals(ErrorCode.STORAGE, e.code());
+            assertTrue(e.getMessage().contains("from inside"), e.getMessage());
+            assertEquals(Status.READY, seq.status(), "the refused start changed nothing");
+        }
+    }
 }
