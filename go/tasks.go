@@ -29,6 +29,9 @@ type tasks struct {
 	kick        chan struct{}
 	settleReq   chan struct{}
 	settleArmed atomic.Bool
+	// deferrals counts deferred flushes: while it moves, the caller is busy and its next call
+	// reports the flush, so the goroutine does not take the lock to settle it.
+	deferrals atomic.Uint64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -71,6 +74,7 @@ func (t *tasks) post(h *host) {
 // armSettle asks for a deferred flush to be reported after settleAfter unless a call does it
 // first (once per window, not once per flush).
 func (t *tasks) armSettle() {
+	t.deferrals.Add(1)
 	if !t.settleArmed.Load() && !t.settleArmed.Swap(true) {
 		select {
 		case t.settleReq <- struct{}{}:
@@ -99,6 +103,7 @@ func (t *tasks) run() {
 	defer t.endScan()
 	wake := time.NewTimer(time.Hour)
 	settle := time.NewTimer(time.Hour)
+	var seen uint64
 	defer wake.Stop()
 	defer settle.Stop()
 	for {
@@ -115,8 +120,14 @@ func (t *tasks) run() {
 			return
 		case <-t.kick:
 		case <-t.settleReq:
+			seen = t.deferrals.Load()
 			settle.Reset(t.o.settleAfter)
 		case <-settle.C:
+			if n := t.deferrals.Load(); n != seen {
+				seen = n // still busy: its next call reports the flush; look again later
+				settle.Reset(t.o.settleAfter)
+				break
+			}
 			t.settleArmed.Store(false)
 			t.withInstance(0, func(s *Sequencer, i *guest.Instance) error { return s.settle(i) })
 		case <-wake.C:
