@@ -80,7 +80,7 @@ mod deprecated {
         decode_event, encode_event, encode_event_into, encode_pack, split_pack,
     };
     #[deprecated(note = "moved to `sequencer_host::store::layers`")]
-    pub use crate::store::layers::{ReadAhead, ReadCounts, Trim, Trimmed};
+    pub use crate::store::layers::{ReadAhead, ReadCounts};
     #[deprecated(note = "moved to `sequencer_host::store::memory`")]
     pub use crate::store::memory::{Faults, Gate, WriteRecord};
     #[deprecated(note = "moved to `sequencer_host::store`")]
@@ -88,6 +88,8 @@ mod deprecated {
         AppendLimits, BatchPart, CheckReport, LayoutSeq, PlogChecker, RetryPolicy, StoredEvent,
         Violation, WarnLimiter, encoded_len,
     };
+    #[deprecated(note = "moved to `sequencer_host::store`")]
+    pub use crate::store::{Trim, Trimmed};
 
     #[cfg(feature = "redb")]
     #[deprecated(note = "moved to `sequencer_host::store::redb`")]
@@ -100,9 +102,8 @@ mod deprecated {
     #[cfg(feature = "objects")]
     #[deprecated(note = "moved to `sequencer_host::store::layers::archive`")]
     pub use crate::store::layers::archive::{
-        ARCHIVE_RECORD_FILE, ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, ArchiveRecord,
-        DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, WithArchive, absolute, archive_pass,
-        check_lines_up, open_recorded, safe_end,
+        ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS,
+        PassProgress, WithArchive, absolute, archive_pass, check_lines_up, open_recorded, safe_end,
     };
     #[cfg(feature = "s3")]
     #[deprecated(note = "moved to `sequencer_host::store::objects::s3`")]

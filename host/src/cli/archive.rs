@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::ProgressBar;
-use sequencer_host::store::layers::Trim;
+use sequencer_host::store::Trim;
 use sequencer_host::store::layers::archive::{
     Archive, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress, archive_pass,
 };

@@ -4,6 +4,7 @@
 //! store beside its live run ([`live`]), the [`layers`] over any backend, and one folder per
 //! backend ([`memory`], `redb`, `etcd`, `objects`), none of which imports another.
 
+pub(crate) mod archive_record;
 pub(crate) mod check;
 pub mod codec;
 #[cfg(feature = "objects")]
@@ -17,8 +18,10 @@ pub(crate) mod reader;
 pub(crate) mod retry;
 pub(crate) mod stats;
 pub(crate) mod storage;
+pub(crate) mod tail_probe;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub(crate) mod trim;
 #[cfg(feature = "objects")]
 pub(crate) mod view_file;
 
@@ -32,6 +35,7 @@ pub mod objects;
 #[cfg(feature = "redb")]
 pub mod redb;
 
+pub use archive_record::ArchiveRecord;
 pub use check::{CheckError, CheckReport, PlogChecker, StoreCheck, Violation, check_store};
 pub use codec::{StoredEvent, encoded_len};
 #[cfg(feature = "objects")]
@@ -48,3 +52,5 @@ pub use storage::{
     AppendError, AppendLimits, BatchPart, DamageLatch, DamagedEvent, EventBatch, PartitionId,
     PlogPage, Storage, StorageError,
 };
+pub use tail_probe::{Offsets, TailProbe};
+pub use trim::{Trim, Trimmed};

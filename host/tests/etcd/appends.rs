@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use sequencer::SeqValue;
 use sequencer_host::StoreReader as _;
+use sequencer_host::store::TailProbe as _;
 use sequencer_host::store::etcd::{EtcdConfig, EtcdStorage};
-use sequencer_host::store::layers::TailProbe as _;
 use sequencer_host::{
     AppendError, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime, Storage,
 };

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use sequencer::Params;
-use sequencer_host::store::layers::Trim;
+use sequencer_host::store::Trim;
 use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
 use sequencer_host::store::{Counter, Store, WarnLimiter};
 use sequencer_host::{Driver, MonotonicClock, PartitionSequencer, Runtime, Status};

@@ -12,7 +12,6 @@ pub(super) const LAYOUT_KEY: &str = "layout";
 
 /// The key that records where the store's archive of old PLog events is
 /// (`ArchiveRecord::to_text`).
-#[cfg(feature = "objects")]
 pub(super) const ARCHIVE_KEY: &str = "archive";
 
 pub(super) fn plog_prefix(p: PartitionId) -> String {

@@ -71,9 +71,9 @@
 //! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
 //! | `view_known.rs` | the view keys this store last wrote or read, so a flusher write of them skips its read |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
-//! | `tail_probe.rs` | [`TailProbe`](crate::store::layers::TailProbe): the stored offset and the PLog's end in one read |
+//! | `tail_probe.rs` | [`TailProbe`](crate::store::TailProbe): the stored offset and the PLog's end in one read |
 //! | `reader.rs` | [`StoreReader`](crate::store::reader::StoreReader): what `check` and `inspect` read |
-//! | `trim.rs` | the archive's trim of old packs, and compacting the history after it (feature `objects`) |
+//! | `trim.rs` | [`Trim`](crate::store::Trim): the archive's trim of old packs, and compacting the history after it |
 //! | `storage.rs` | [`Storage`](crate::store::storage::Storage): each method on the store's runtime |
 //! | `stats.rs` | [`EtcdStats`]: counters for reports |
 //! | `ownership/` | many hosts: leases, partitions owned through them, the epoch fence, placement |
@@ -97,7 +97,6 @@ mod request;
 mod stats;
 mod storage;
 mod tail_probe;
-#[cfg(feature = "objects")]
 mod trim;
 mod view;
 mod view_known;

@@ -4,10 +4,9 @@
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
+use crate::store::archive_record::ArchiveRecord;
 use crate::store::etcd::handle::EtcdStorage;
-#[cfg(feature = "objects")]
-use crate::store::etcd::keys::ARCHIVE_KEY;
-use crate::store::etcd::keys::LAYOUT_KEY;
+use crate::store::etcd::keys::{ARCHIVE_KEY, LAYOUT_KEY};
 use crate::store::layout::Layout;
 use crate::store::storage::StorageError;
 
@@ -69,7 +68,6 @@ impl EtcdStorage {
     }
 }
 
-#[cfg(feature = "objects")]
 impl EtcdStorage {
     /// Where the store's archive is (key `archive`), `None` if none is recorded.
     pub fn read_archive(&self) -> Result<Option<std::path::PathBuf>, StorageError> {
@@ -85,7 +83,7 @@ impl EtcdStorage {
         resp.kvs()
             .first()
             .map(|kv| {
-                crate::store::layers::archive::ArchiveRecord::parse(
+                ArchiveRecord::parse(
                     &String::from_utf8_lossy(kv.value()),
                     &format!("{}: key {ARCHIVE_KEY}", self.inner.label),
                 )
@@ -96,7 +94,7 @@ impl EtcdStorage {
     /// Records `root` as the store's archive unless one is recorded already (one conditional
     /// transaction); a different one recorded first is an error naming both.
     pub fn record_archive(&self, root: &std::path::Path) -> Result<(), StorageError> {
-        let text = crate::store::layers::archive::ArchiveRecord::to_text(root);
+        let text = ArchiveRecord::to_text(root);
         let this = self.clone();
         let txn = Txn::new()
             .when(vec![Compare::create_revision(

@@ -10,8 +10,8 @@ use sequencer::PLogOffset;
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, parse_u64};
 use crate::store::etcd::plog_end::LastKeyRead;
-use crate::store::layers::{Offsets, TailProbe};
 use crate::store::storage::{PartitionId, StorageError};
+use crate::store::tail_probe::{Offsets, TailProbe};
 
 impl TailProbe for EtcdStorage {
     fn read_offsets(

@@ -8,9 +8,9 @@ use sequencer::PLogOffset;
 
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{offset_of, plog_key};
-use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::reader::StoreReader;
 use crate::store::storage::{PartitionId, StorageError};
+use crate::store::trim::{Trim, Trimmed};
 
 /// The most PLog keys (packs) one trim request deletes.
 const TRIM_KEYS: i64 = 512;

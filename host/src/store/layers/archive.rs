@@ -1,5 +1,5 @@
 //! The archive of a redb or etcd store's old PLog events, and the trim of the hot store (through
-//! the [`Trim`] contract of `layers::trim`).
+//! the [`Trim`] contract beside `Storage`).
 //!
 //! An archive is a directory of bundles in the object PLog's bundle format
 //! (`store/objects/bundle.rs`), so the same reader reads it:
@@ -15,8 +15,8 @@
 //! PLog's last event, which the append fence continues from), verifies each bundle as written
 //! (read back, every hash and the link to the previous bundle) and makes it durable, and only
 //! then trims the hot store below the end of the archive. Where the archive is, is recorded
-//! with the store ([`ArchiveRecord`]: the data directory's `ARCHIVE` file, or etcd's `archive`
-//! key), so `run`, `check` and `inspect` find it without a flag; [`WithArchive`] reads the
+//! with the store ([`ArchiveRecord`](crate::store::ArchiveRecord): the data directory's `ARCHIVE`
+//! file, or etcd's `archive` key), so `run`, `check` and `inspect` find it without a flag; [`WithArchive`] reads the
 //! archive and the hot store as one PLog and refuses an archive that does not line up.
 
 use std::fs;
@@ -29,7 +29,6 @@ use std::sync::Arc;
 
 use crate::store::codec::{Checksum, StoredEvent, encode_event};
 use crate::store::fs::{sync_dir, write_synced};
-use crate::store::layers::trim::Trim;
 use crate::store::layout::Layout;
 use crate::store::objects::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
@@ -38,14 +37,12 @@ use crate::store::storage::{
     AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
     Storage, StorageError,
 };
+use crate::store::trim::Trim;
 
-/// The file in a data directory that records where its archive is.
-pub const ARCHIVE_RECORD_FILE: &str = "ARCHIVE";
 /// Events per bundle of a new archive unless another count is asked for.
 pub const DEFAULT_ARCHIVE_BUNDLE_EVENTS: u64 = 1024;
 
 const MARKER: &str = "sequencer-archive";
-const RECORD_HEADER: &str = "sequencer-archive-location 1";
 
 /// How a failed write to the archive's object store is retried: 100 ms doubling to 2 s,
 /// jittered, at most 6 retries and 10 s of waiting.
@@ -281,55 +278,6 @@ impl Archive {
                 },
             }
         }
-    }
-}
-
-/// Where a store's archive is, as recorded with the store.
-pub struct ArchiveRecord;
-
-impl ArchiveRecord {
-    /// The text recorded: a header line, then `objects:ABSOLUTE_DIR`.
-    pub fn to_text(root: &Path) -> String {
-        format!("{RECORD_HEADER}\nobjects:{}\n", root.display())
-    }
-
-    /// Parses [`to_text`](Self::to_text); `what` names where it was read, for errors.
-    pub fn parse(text: &str, what: &str) -> Result<PathBuf, StorageError> {
-        let mut lines = text.lines();
-        let dir = (lines.next() == Some(RECORD_HEADER))
-            .then(|| lines.next())
-            .flatten()
-            .and_then(|l| l.strip_prefix("objects:"))
-            .filter(|d| !d.is_empty());
-        dir.map(PathBuf::from).ok_or_else(|| {
-            StorageError(format!(
-                "{what} is not an archive record (expected {RECORD_HEADER:?} then objects:DIR)"
-            ))
-        })
-    }
-
-    /// The archive recorded in the data directory `data`, `None` if none.
-    pub fn read(data: &Path) -> Result<Option<PathBuf>, StorageError> {
-        let file = data.join(ARCHIVE_RECORD_FILE);
-        match fs::read_to_string(&file) {
-            Ok(text) => Self::parse(&text, &file.display().to_string()).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StorageError(format!("cannot read {}: {e}", file.display()))),
-        }
-    }
-
-    /// Records `root` as the archive of the data directory `data`, durably.
-    pub fn write(data: &Path, root: &Path) -> Result<(), StorageError> {
-        let cannot = |e: &dyn std::fmt::Display| {
-            StorageError(format!(
-                "cannot record the archive in {}: {e}",
-                data.display()
-            ))
-        };
-        let tmp = data.join(format!("{ARCHIVE_RECORD_FILE}.tmp"));
-        write_synced(&tmp, Self::to_text(root).as_bytes()).map_err(|e| cannot(&e))?;
-        fs::rename(&tmp, data.join(ARCHIVE_RECORD_FILE)).map_err(|e| cannot(&e))?;
-        sync_dir(data).map_err(|e| cannot(&e))
     }
 }
 

@@ -13,10 +13,10 @@ use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{Checksum, StoredEvent, decode_event};
-use crate::store::layers::{Offsets, TailProbe};
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
+use crate::store::tail_probe::{Offsets, TailProbe};
 
 /// One write storage received, in the order received.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::path::PathBuf;
 
 #[cfg(feature = "objects")]
-use crate::store::layers::Trim;
-#[cfg(feature = "objects")]
 use crate::store::layers::archive::{Archive, ArchiveError, WithArchive, check_lines_up};
 use crate::store::reader::StoreReader;
+#[cfg(feature = "objects")]
+use crate::store::trim::Trim;
 
 use super::error::OpenError;
 use super::options::ArchiveUse;

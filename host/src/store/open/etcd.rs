@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::store::etcd::{EtcdConfig, EtcdStorage};
-use crate::store::layers::TailProbe;
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::{Storage, StorageError};
+use crate::store::tail_probe::TailProbe;
 
 use super::archive;
 use super::error::OpenError;
@@ -49,7 +49,7 @@ impl Backend for EtcdStorage {
     }
 
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::Trim> {
         Some(self)
     }
 

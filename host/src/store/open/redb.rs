@@ -40,7 +40,7 @@ impl Backend for DataDir {
     }
 
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::Trim> {
         Some(self.store())
     }
 
@@ -71,9 +71,8 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     settle::refuse_another(recorded.as_ref(), options, &name, "redb")?;
     #[cfg(feature = "objects")]
     let chosen = {
-        use crate::store::layers::archive::ArchiveRecord;
         let record = match existing {
-            true => ArchiveRecord::read(&dir)?,
+            true => DataDir::read_archive(&dir)?,
             false => None,
         };
         let chosen = archive::choose(&options.archive, url, record)?;
@@ -109,10 +108,10 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     )?;
     #[cfg(feature = "objects")]
     let (archive, storage) = {
-        use crate::store::layers::archive::{ArchiveRecord, WithArchive};
+        use crate::store::layers::archive::WithArchive;
         let archive = match chosen {
             Some(c) => archive::open_chosen(options, c, data_dir.store(), |root| {
-                Ok(ArchiveRecord::write(&dir, root)?)
+                Ok(data_dir.record_archive(root)?)
             })?,
             None => archive::Opened::none(),
         };
@@ -158,8 +157,8 @@ fn with_archive<S: StoreReader + Send + Sync + 'static>(
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     #[cfg(feature = "objects")]
     {
-        use crate::store::layers::archive::{ArchiveRecord, WithArchive};
-        let archive = archive::open_recorded(ArchiveRecord::read(dir)?)?;
+        use crate::store::layers::archive::WithArchive;
+        let archive = archive::open_recorded(DataDir::read_archive(dir)?)?;
         Ok(Box::new(WithArchive::new(reader, archive)?))
     }
     #[cfg(not(feature = "objects"))]

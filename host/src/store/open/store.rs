@@ -6,12 +6,13 @@ use std::sync::Arc;
 use sequencer::{Number, SeqId};
 
 use crate::store::check::{CheckError, CheckReport, StoreCheck, check_store};
-use crate::store::layers::{OwnTail, TailLimits, TailProbe};
+use crate::store::layers::{OwnTail, TailLimits};
 use crate::store::layout::Layout;
 use crate::store::live::{LiveServer, LiveSource};
 use crate::store::reader::StoreReader;
 use crate::store::stats::StoreStats;
 use crate::store::storage::{PartitionId, Storage, StorageError};
+use crate::store::tail_probe::TailProbe;
 
 use super::archive;
 use super::error::OpenError;
@@ -27,7 +28,7 @@ pub(super) trait Backend: Send + Sync {
     fn stats(&self) -> StoreStats;
     /// The store as archive passes trim it (redb, etcd).
     #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+    fn trim(&self) -> Option<&dyn crate::store::Trim> {
         None
     }
     /// The object store's PLog, whose merger a run drains before it checks.
@@ -162,7 +163,7 @@ impl Store {
     }
 
     /// The store as archive passes trim it (redb and etcd stores).
-    pub fn trim(&self) -> Option<&dyn crate::store::layers::Trim> {
+    pub fn trim(&self) -> Option<&dyn crate::store::Trim> {
         self.backend.trim()
     }
 

@@ -5,6 +5,7 @@
 //!   FORMAT        one line: "sequencer-data format=1 store=redb"
 //!   store.redb    the redb database (see `redb_storage`)
 //!   LAYOUT        what numbering depends on (see `layout`), recorded by the first run
+//!   ARCHIVE       where the store's archive is, once one is made (an `ArchiveRecord`)
 //! ```
 //!
 //! Validation reads only: [`DataDir::validate`] says whether a directory can be opened (or
@@ -15,15 +16,19 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::store::archive_record::ArchiveRecord;
 use crate::store::fs::{FileError, sync_dir, write_synced};
 use crate::store::layout::Layout;
 use crate::store::redb::reader::RedbReader;
 use crate::store::redb::storage::{OpenError, OpenFailure, RedbStorage};
+use crate::store::storage::StorageError;
 
 /// The name of the format marker file.
 pub const FORMAT_FILE: &str = "FORMAT";
 /// The name of the database file.
 pub const DB_FILE: &str = "store.redb";
+/// The name of the file that records where the store's archive is ([`ArchiveRecord`]).
+pub const ARCHIVE_RECORD_FILE: &str = "ARCHIVE";
 /// The data directory format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 const MARKER_PREFIX: &str = "sequencer-data";
@@ -269,6 +274,33 @@ impl DataDir {
     /// Records `layout` in the directory, durably (written aside, synced, renamed into place).
     pub fn record_layout(&self, layout: &Layout) -> Result<(), DataDirError> {
         Ok(crate::store::fs::record_layout(&self.path, layout)?)
+    }
+
+    /// The archive recorded in the directory at `path` (its `ARCHIVE` file), read without
+    /// writing anything; `None` if none is.
+    pub fn read_archive(path: &Path) -> Result<Option<PathBuf>, StorageError> {
+        let file = path.join(ARCHIVE_RECORD_FILE);
+        match fs::read_to_string(&file) {
+            Ok(text) => ArchiveRecord::parse(&text, &file.display().to_string()).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StorageError(format!("cannot read {}: {e}", file.display()))),
+        }
+    }
+
+    /// Records `root` as the directory's archive, durably (written aside, synced, renamed
+    /// into place).
+    pub fn record_archive(&self, root: &Path) -> Result<(), StorageError> {
+        let data = &self.path;
+        let cannot = |e: &dyn std::fmt::Display| {
+            StorageError(format!(
+                "cannot record the archive in {}: {e}",
+                data.display()
+            ))
+        };
+        let tmp = data.join(format!("{ARCHIVE_RECORD_FILE}.tmp"));
+        write_synced(&tmp, ArchiveRecord::to_text(root).as_bytes()).map_err(|e| cannot(&e))?;
+        fs::rename(&tmp, data.join(ARCHIVE_RECORD_FILE)).map_err(|e| cannot(&e))?;
+        sync_dir(data).map_err(|e| cannot(&e))
     }
 
     /// The directory.

@@ -15,7 +15,8 @@ pub(crate) mod view_file;
 
 pub use crate::store::fs::LAYOUT_FILE;
 pub use data_dir::{
-    DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION, OpenMode,
+    ARCHIVE_RECORD_FILE, DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION,
+    OpenMode,
 };
 pub use reader::{ReadMode, RedbReader};
 pub use snapshot::RedbSnapshot;

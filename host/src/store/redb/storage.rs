@@ -39,11 +39,11 @@ use redb::{
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::StoredEvent;
-use crate::store::layers::trim::{Trim, Trimmed};
 use crate::store::storage::{
     AppendError, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
     StorageError,
 };
+use crate::store::trim::{Trim, Trimmed};
 
 /// The format version of the database this build reads and writes.
 pub const DB_FORMAT_VERSION: u64 = 1;

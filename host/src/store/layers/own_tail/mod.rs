@@ -3,10 +3,8 @@
 //! answers an actualization's reads from them while it knows where the PLog ended. Why what it
 //! serves never lets a number reach the PLog twice: [`OwnTail`].
 
-mod probe;
 mod state;
 
-pub use probe::{Offsets, TailProbe};
 pub use state::TailLimits;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +20,7 @@ use crate::store::storage::{
     AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
     StorageError,
 };
+use crate::store::tail_probe::TailProbe;
 use state::PartitionTail;
 
 /// Storage that serves actualizations from what this host appended. It wraps a [`Storage`]

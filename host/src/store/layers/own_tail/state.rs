@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use hashbrown::HashMap;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::store::layers::own_tail::probe::Offsets;
 use crate::store::storage::PlogPage;
+use crate::store::tail_probe::Offsets;
 
 /// How much [`OwnTail`](super::OwnTail) keeps per partition; beyond it, what is kept is
 /// dropped (the oldest events first; all numbers at once) and reads go to the store.

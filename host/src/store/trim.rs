@@ -1,6 +1,7 @@
 //! The trim contract: what the archive layer needs of a hot store whose oldest PLog events may
-//! go once they are archived ([`Trim`]), and what one trim did ([`Trimmed`]). Each backend that
-//! can trim implements it in its own folder (redb, etcd); nothing here depends on a backend.
+//! go once they are archived ([`Trim`]), and what one trim did ([`Trimmed`]). A capability
+//! beside [`Storage`](crate::Storage): each backend that can trim implements it in its own folder
+//! (redb, etcd), and the archive layer uses it without knowing which.
 
 use sequencer::PLogOffset;
 

@@ -1,7 +1,8 @@
 //! The one read of a store that proves a kept tail current ([`TailProbe`]): where the
-//! partition's PLog ends, with its stored offset. Each backend that can answer it cheaply
-//! implements it in its own folder (etcd: one read-only transaction); nothing here depends on a
-//! backend.
+//! partition's PLog ends, with its stored offset. A capability beside
+//! [`Storage`](crate::Storage): each backend that can answer it cheaply implements it in its own
+//! folder (etcd: one read-only transaction; memory), and the own-tail layer uses it without
+//! knowing which.
 
 use futures::future::BoxFuture;
 use sequencer::PLogOffset;
@@ -19,7 +20,7 @@ pub struct Offsets {
 }
 
 /// A store that can say, in one read, where a partition's PLog ends and what its stored offset
-/// is: what [`OwnTail`](super::OwnTail) needs to prove that no other writer appended after what
+/// is: what the own-tail layer (`layers::OwnTail`) needs to prove that no other writer appended after what
 /// it kept.
 pub trait TailProbe: Send + Sync + 'static {
     /// The partition's [`Offsets`], read at one instant (or the stored offset first, then the
