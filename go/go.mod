@@ -2,7 +2,6 @@ module github.com/plog-sequencer/plog-sequencer/go
 
 go 1.25.0
 
-require (
-	github.com/tetratelabs/wazero v1.12.0 // indirect
-	golang.org/x/sys v0.44.0 // indirect
-)
+require github.com/tetratelabs/wazero v1.12.0
+
+require golang.org/x/sys v0.44.0 // indirect

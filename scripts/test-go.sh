@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Checks and tests the Go package (go/): gofmt, go vet, go test ./... (unit tests, every
+# conformance scenario of guest-tests/conformance/scenarios on the core module, and the
+# kill-and-restart test of a child process on a durable file store), then runs the examples
+# (go/examples/quickstart must print "43 14 14"; go/examples/durable must resume after a
+# restart). Uses the machine's Go toolchain (go 1.25 or later on PATH; GOTOOLCHAIN=local, so
+# none is downloaded) and Go's own caches (GOMODCACHE, GOCACHE: ~/go/pkg/mod, ~/.cache/go-build
+# by default, outside the clone); the modules go/go.sum names come from the Go module proxy the
+# first time, and the script says which it downloads. Nothing is vendored.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT/go"
+export GOTOOLCHAIN=local GOFLAGS=-mod=readonly
+
+step "the Go toolchain and modules"
+if ! command -v go >/dev/null; then
+  echo "error: no Go toolchain on PATH: the Go package needs go 1.25 or later (https://go.dev/dl/)" >&2
+  exit 1
+fi
+version="$(go env GOVERSION)"
+minor="$(sed -E 's/^go1\.([0-9]+).*/\1/' <<<"$version")"
+if [[ ! "$minor" =~ ^[0-9]+$ ]] || ((minor < 25)); then
+  echo "error: $version on PATH; the Go package needs go 1.25 or later" >&2
+  exit 1
+fi
+modcache="$(go env GOMODCACHE)"
+missing=()
+while read -r path ver; do
+  [[ -n "$path" ]] || continue
+  [[ -f "$modcache/cache/download/$path/@v/$ver.zip" ]] || missing+=("$path@$ver")
+done < <(go mod edit -json | sed -n 's/.*"Path": "\([^"]*\)",.*/\1/p;s/.*"Version": "\([^"]*\)".*/\1/p' | paste - -)
+if ((${#missing[@]})); then
+  echo "installing from the Go module proxy into $modcache: ${missing[*]}" >&2
+  go mod download
+fi
+echo "$version; modules in $modcache, builds in $(go env GOCACHE)" >&2
+
+step "gofmt -l"
+unformatted="$(gofmt -l .)"
+if [[ -n "$unformatted" ]]; then
+  echo "error: not gofmt-formatted (run gofmt -w go/):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+step "go vet ./..."
+go vet ./...
+
+step "go test ./... (unit tests, the conformance scenarios, kill and restart)"
+go test -count=1 ./...
+
+step "the examples"
+got="$(go run ./examples/quickstart)"
+if [[ "$got" != "43 14 14" ]]; then
+  echo "error: examples/quickstart printed '$got', not '43 14 14'" >&2
+  exit 1
+fi
+echo "examples/quickstart: $got" >&2
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+go run ./examples/durable -dir "$dir" -events 3 >/dev/null
+second="$(go run ./examples/durable -dir "$dir" -events 2)"
+if ! grep -q '^event at PLog offset 4: sequence 1 = 4, sequence 2 = 1003$' <<<"$second" ||
+  ! grep -q 'PLog up to offset 5, view written up to offset 5$' <<<"$second"; then
+  echo "error: examples/durable did not resume after a restart:" >&2
+  echo "$second" >&2
+  exit 1
+fi
+echo "examples/durable: resumed at offset 4 after a restart" >&2
+step_times
