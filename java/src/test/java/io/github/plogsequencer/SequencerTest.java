@@ -268,4 +268,57 @@ class SequencerTest {
             assertEquals(Status.READY, seq.status(), "the refused start changed nothing");
         }
     }
+
+    @Test
+    void aPlogScanThatBreaksItsContractFailsTheReadWhichIsRetriedNotRefused() {
+        MemoryStorage inner = new MemoryStorage();
+        inner.append(1, List.of(new SeqValue(5, 1, 7)));
+        inner.append(2, List.of(new SeqValue(5, 1, 8)));
+        AtomicInteger scans = new AtomicInteger();
+        Storage broken = new Storage() {
+            @Override
+            public long[] readNumbers(long ws, int[] seqs) {
+                return inner.readNumbers(ws, seqs);
+            }
+
+            @Override
+            public long readNextPLogOffset() {
+                return inner.readNextPLogOffset();
+            }
+
+            @Override
+            public void writeValuesAndNextPLogOffset(List<SeqValue> batch, long next) {
+                inner.writeValuesAndNextPLogOffset(batch, next);
+            }
+
+            @Override
+            public void actualizeSequencesFromPLog(long offset, Batcher batcher) {
+                if (scans.getAndIncrement() == 0) {
+                    batcher.batch(List.of(), 2); // out of order: 2, then 1
+                    batcher.batch(List.of(), 1);
+                    return;
+                }
+                inner.actualizeSequencesFromPLog(offset, batcher);
+            }
+        };
+        try (Sequencer seq = PLUGIN.open(PARAMS, broken)) {
+            long offset = seq.startWithin(WAIT, 1, 5);
+            assertEquals(3, offset, "the retried scan replayed both events");
+            assertEquals(9, seq.next(1));
+            assertTrue(scans.get() >= 2);
+        }
+    }
+
+    @Test
+    void aPageEndsThePlogOnlyWhenTheScanRanOutOfEvents() {
+        MemoryStorage storage = new MemoryStorage();
+        for (long o = 1; o <= 10; o++) {
+            storage.append(o, List.of(new SeqValue(3, 1, o)));
+        }
+        SequencerOptions options = SequencerOptions.builder().pageEvents(5).build();
+        try (Sequencer seq = PLUGIN.open(PARAMS, storage, options)) {
+            assertEquals(11, seq.startWithin(WAIT, 1, 3), "two full pages, then an empty one ends the PLog");
+            assertEquals(11, seq.next(1));
+        }
+    }
 }
