@@ -30,6 +30,8 @@ type Sequencer struct {
 	status atomic.Uint32
 	// traps counts the instances dropped after a trap.
 	traps atomic.Uint64
+	// current is gen, readable without the lock: the tasks skip work of dropped instances.
+	current atomic.Uint64
 
 	tasks *tasks
 
@@ -103,6 +105,7 @@ func (s *Sequencer) instantiate() error {
 		return errorOf(err)
 	}
 	s.inst, s.h = inst, h
+	s.current.Store(s.gen)
 	s.books.reset()
 	s.forward()
 	return nil

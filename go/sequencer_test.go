@@ -2,6 +2,7 @@ package sequencer_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	sequencer "github.com/plog-sequencer/plog-sequencer/go"
@@ -111,8 +112,10 @@ func TestInvalidParamsAreRefusedWithTheRuleThatFailed(t *testing.T) {
 func TestAStorageFailureInStartIsErrStorageAndNothingBegins(t *testing.T) {
 	st := &failingNumbers{MemoryStorage: sequencer.NewMemoryStorage(), fail: 1}
 	s := open(t, sequencer.Params{SeqTypes: kinds(1, 1)}, st)
-	if _, _, err := s.Start(1, 1); !errors.Is(err, sequencer.ErrStorage) {
-		t.Fatalf("Start with a failing ReadNumbers: %v", err)
+	_, _, err := s.Start(1, 1)
+	var e *sequencer.Error
+	if !errors.Is(err, sequencer.ErrStorage) || !errors.As(err, &e) || !strings.Contains(e.Text, "injected") {
+		t.Fatalf("Start with a failing ReadNumbers: %v, want ErrStorage with the storage's message", err)
 	}
 	if o := start(t, s, 1, 1); o != 1 {
 		t.Fatalf("the next Start gave offset %d, want 1", o)

@@ -157,6 +157,10 @@ func (t *tasks) drain() {
 		o := t.queue[0]
 		t.queue[0] = op{}
 		t.queue = t.queue[1:]
+		if o.gen != t.s.current.Load() {
+			t.mu.Unlock() // an instance dropped after a trap: its work is abandoned
+			continue
+		}
 		t.busy = true
 		t.mu.Unlock()
 		outcome := t.perform(o)
