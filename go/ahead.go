@@ -1,6 +1,10 @@
 package sequencer
 
-import "github.com/plog-sequencer/plog-sequencer/go/internal/guest"
+import (
+	"sync/atomic"
+
+	"github.com/plog-sequencer/plog-sequencer/go/internal/guest"
+)
 
 // ahead keeps the books of numbers handed out ahead (src/ahead.rs, the same rules as the Rust
 // host's): a start asks the plugin (start-ahead) what the first `next` of up to four
@@ -8,7 +12,14 @@ import "github.com/plog-sequencer/plog-sequencer/go/internal/guest"
 // was handed out (take, take-next, take-flush, take-flush-start-ahead), and the plugin takes
 // them as `next` would have. The plugin decides every number; these books only remember which
 // of its numbers were handed out.
+//
+// Only the command processor's goroutine (the transaction calls) touches the books, except a
+// deferred flush: flushTaken is written before flushPending is set (an atomic store), and
+// whoever sees flushPending set under the sequencer's lock may report it (settle), since no
+// flush can be deferred again before a Start, which takes the lock.
 type ahead struct {
+	// gen is the generation of the instance the books are about (a trap makes them stale).
+	gen uint64
 	// seqs: the sequences asked about at the last start (n of them).
 	seqs [4]uint16
 	n    uint8
@@ -21,9 +32,10 @@ type ahead struct {
 	nasked uint8
 	// open: the last start opened a transaction and no call since could have ended it.
 	open bool
-	// flush: a deferred flush waits to be reported, with what was handed out before it.
-	flush      bool
-	flushTaken guest.Quad
+	// flushPending: a deferred flush waits to be reported, with flushTaken, what was handed
+	// out before it.
+	flushPending atomic.Bool
+	flushTaken   guest.Quad
 }
 
 // report is what to tell the plugin before a call other than next.
@@ -93,8 +105,8 @@ func (a *ahead) reportWithNext(seq uint16) guest.Quad {
 // end is what to report before any call other than next: a deferred flush with the numbers
 // handed out before it, else the numbers handed out. Nothing is ahead afterwards.
 func (a *ahead) end() (report, guest.Quad) {
-	if a.flush {
-		a.flush = false
+	if a.flushPending.Load() {
+		a.flushPending.Store(false)
 		return reportFlush, a.flushTaken
 	}
 	taken := a.close()
@@ -111,7 +123,7 @@ func (a *ahead) deferFlush() bool {
 		return false
 	}
 	a.flushTaken = a.close()
-	a.flush = true
+	a.flushPending.Store(true)
 	return true
 }
 
@@ -137,5 +149,22 @@ func (a *ahead) reported() guest.Quad {
 	return q
 }
 
-// reset forgets everything (a new instance knows nothing of the old one's transaction).
-func (a *ahead) reset() { *a = ahead{} }
+// takeFlush takes a deferred flush to report, if one waits (the numbers ahead of an open
+// transaction stay). Under the sequencer's lock, from any goroutine.
+func (a *ahead) takeFlush() (guest.Quad, bool) {
+	if !a.flushPending.Load() {
+		return guest.Quad{}, false
+	}
+	a.flushPending.Store(false)
+	return a.flushTaken, true
+}
+
+// reset forgets everything (a new instance, of generation gen, knows nothing of the old one's
+// transaction).
+func (a *ahead) reset(gen uint64) {
+	a.seqs, a.n, a.numbers, a.taken, a.spent = [4]uint16{}, 0, [4]uint64{}, 0, 0
+	a.asked, a.nasked, a.open = [4]uint16{}, 0, false
+	a.flushPending.Store(false)
+	a.flushTaken = guest.Quad{}
+	a.gen = gen
+}

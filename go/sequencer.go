@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,19 +13,25 @@ import (
 
 // Sequencer is one partition's sequencer: one instance of the plugin behind a lock, and a
 // goroutine that performs the storage work it begins (the flusher's writes, the actualizer's
-// reads) and wakes it when it asks. Its methods are safe for concurrent use but serialised
-// (one call into the plugin at a time); the command processor calls them from one goroutine,
-// as the original's ISequencer asks.
+// reads) and wakes it when it asks.
+//
+// The transaction calls (Start, Next, Flush, Actualize, Stage, the batched calls and the
+// facade's) belong to one command processor: do not call them concurrently with each other, as
+// the original's ISequencer asks (Next and Flush often make no call into the plugin and take
+// no lock). Status, HeldNumbers, WaitReady, WaitFlushed, Traps and Close may be called from any
+// goroutine at any time. Calls into the plugin are serialised by the lock.
 type Sequencer struct {
-	mu      sync.Mutex
-	inst    *guest.Instance // nil after a trap until a new one is made
-	h       *host
-	gen     uint64
-	books   ahead
-	closed  bool
-	params  guest.Params
-	storage Storage
-	epoch   time.Time
+	mu     sync.Mutex
+	inst   *guest.Instance // nil after a trap until a new one is made
+	h      *host
+	gen    uint64
+	books  ahead
+	closed bool
+	// isClosed is closed, readable without the lock.
+	isClosed atomic.Bool
+	params   guest.Params
+	storage  Storage
+	epoch    time.Time
 
 	// status is the last status known (Status), readable without the lock.
 	status atomic.Uint32
@@ -106,7 +113,6 @@ func (s *Sequencer) instantiate() error {
 	}
 	s.inst, s.h = inst, h
 	s.current.Store(s.gen)
-	s.books.reset()
 	s.forward()
 	return nil
 }
@@ -131,8 +137,9 @@ func (s *Sequencer) setStatus(st Status) {
 	}
 }
 
-// ready is the instance to call, or the error of why there is none. Under s.mu.
-func (s *Sequencer) ready() (*guest.Instance, error) {
+// live is the instance to call, or the error of why there is none (after a trap it makes a
+// new one). Under s.mu.
+func (s *Sequencer) live() (*guest.Instance, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
@@ -143,6 +150,26 @@ func (s *Sequencer) ready() (*guest.Instance, error) {
 	}
 	return s.inst, nil
 }
+
+// ready is live for the command processor's transaction calls: the numbers-ahead books of an
+// instance dropped since are forgotten. Under s.mu, on the command processor's goroutine.
+func (s *Sequencer) ready() (*guest.Instance, error) {
+	i, err := s.live()
+	if err != nil || s.books.gen == s.gen {
+		return i, err
+	}
+	lost := s.books.gen != 0 && s.books.open
+	s.books.reset(s.gen)
+	if lost {
+		return nil, errLostTransaction
+	}
+	return i, nil
+}
+
+// errLostTransaction answers the first transaction call after the instance trapped in the
+// background (a delivery or a wake-up) while a transaction was open: it is gone.
+var errLostTransaction = fmt.Errorf("%w: the transaction in progress was lost with an instance that trapped in the background "+
+	"(a new one recovers from the PLog: treat the transaction as failed)", ErrTrapped)
 
 // done finishes a call into the plugin: on success what it began goes to the tasks; a trap
 // drops the instance and makes a new one (TrapError); a refusal becomes an *Error. Under s.mu.
@@ -159,7 +186,6 @@ func (s *Sequencer) done(err error) error {
 	s.traps.Add(1)
 	s.inst.Close()
 	s.inst = nil
-	s.books.reset()
 	e := &TrapError{Call: trap.Call, Cause: trap.Cause}
 	e.Recreated = s.instantiate()
 	if e.Recreated != nil {
@@ -202,14 +228,20 @@ func (s *Sequencer) call(f func(i *guest.Instance) error) error {
 // Status is what the sequencer is doing, as it last reported it (no call into the plugin).
 func (s *Sequencer) Status() Status { return Status(s.status.Load()) }
 
-// HeldNumbers counts the numbers the sequencer holds in memory, by where.
+// HeldNumbers counts the numbers the sequencer holds in memory, by where (numbers handed out
+// ahead by Next are counted once the next call reports them). Any goroutine may call it.
 func (s *Sequencer) HeldNumbers() (HeldNumbers, error) {
-	var h guest.HeldNumbers
-	err := s.call(func(i *guest.Instance) (err error) {
-		h, err = i.HeldNumbers()
-		return err
-	})
-	return HeldNumbers(h), err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, err := s.live()
+	if err != nil {
+		return HeldNumbers{}, err
+	}
+	if err := s.done(s.settle(i)); err != nil {
+		return HeldNumbers{}, err
+	}
+	h, err := i.HeldNumbers()
+	return HeldNumbers(h), s.done(err)
 }
 
 // Traps counts the instances dropped after a trap since New.
@@ -227,6 +259,7 @@ func (s *Sequencer) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.isClosed.Store(true)
 	inst := s.inst
 	s.inst = nil
 	if inst != nil {
@@ -262,7 +295,7 @@ func (s *Sequencer) WaitFlushed(ctx context.Context) error {
 	return s.tasks.waitFor(ctx, func() (bool, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		i, err := s.ready()
+		i, err := s.live()
 		if err != nil {
 			return true, err
 		}
@@ -279,10 +312,18 @@ func (s *Sequencer) WaitFlushed(ctx context.Context) error {
 }
 
 // settle reports a deferred flush, if one waits (the numbers ahead of an open transaction
-// stay). Under s.mu.
+// stay). Under s.mu, from any goroutine.
 func (s *Sequencer) settle(i *guest.Instance) error {
-	if !s.books.flush {
+	if s.books.gen != s.gen {
+		return nil // the flush was lost with its instance; the PLog holds its event
+	}
+	taken, ok := s.books.takeFlush()
+	if !ok {
 		return nil
 	}
-	return s.report(i)
+	st, err := i.TakeFlush(taken)
+	if err == nil {
+		s.setStatus(Status(st))
+	}
+	return err
 }

@@ -47,11 +47,12 @@ func (s *Sequencer) Start(kind WSKind, ws WSID) (PLogOffset, bool, error) {
 // returns ErrNoTransaction (the original panics); for a sequence the kind does not define,
 // ErrUnknownSeqID; at the largest number there is, ErrSequenceExhausted.
 func (s *Sequencer) Next(seq SeqID) (Number, error) {
-	s.mu.Lock()
-	if n, ok := s.books.next(uint16(seq)); ok {
-		s.mu.Unlock()
-		return Number(n), nil
+	if s.books.gen == s.current.Load() && !s.isClosed.Load() {
+		if n, ok := s.books.next(uint16(seq)); ok {
+			return Number(n), nil // handed out ahead: no call, no lock
+		}
 	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, err := s.ready()
 	if err != nil {
@@ -77,13 +78,13 @@ func (s *Sequencer) Next(seq SeqID) (Number, error) {
 // plugin (it cannot be refused): the next call reports it, or the sequencer itself after a
 // moment without one (WithSettleAfter).
 func (s *Sequencer) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed && s.inst != nil && s.books.deferFlush() {
-		s.setStatus(StatusReady)
+	if s.books.gen == s.current.Load() && !s.isClosed.Load() && s.books.deferFlush() {
+		s.setStatus(StatusReady) // no call, no lock: the next call reports it
 		s.tasks.armSettle()
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	i, err := s.ready()
 	if err != nil {
 		return err

@@ -96,11 +96,17 @@ func run(w io.Writer, only []string, pathFilter string, scale float64, runs int,
 			if !wants(p) {
 				continue
 			}
-			ns, err := median(runs, func() (float64, error) { return runTx(wl, p, writeDelay) })
+			var cpus []float64
+			ns, err := median(runs, func() (float64, error) {
+				ns, err := runTx(wl, p, writeDelay)
+				cpus = append(cpus, lastCPU)
+				return ns, err
+			})
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", name, p, err)
 			}
-			row(w, wl.name, "go", p, wl.n, "tx", ns, "")
+			cpu, _ := median(len(cpus), func() (float64, error) { x := cpus[0]; cpus = cpus[1:]; return x, nil })
+			row(w, wl.name, "go", p, wl.n, "tx", ns, fmt.Sprintf("process CPU %.0f ns/tx", cpu))
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	sequencer "github.com/plog-sequencer/plog-sequencer/go"
@@ -82,11 +83,25 @@ func runTx(w workload, path string, writeDelay time.Duration) (float64, error) {
 			return 0, err
 		}
 	}
-	t := time.Now()
+	cpu0, t := cpuTime(), time.Now()
 	if err := run(w.n, w.ws); err != nil {
 		return 0, err
 	}
-	return float64(time.Since(t).Nanoseconds()) / float64(w.n), nil
+	ns := float64(time.Since(t).Nanoseconds()) / float64(w.n)
+	lastCPU = float64(cpuTime()-cpu0) / float64(w.n)
+	return ns, nil
+}
+
+// lastCPU is the process's CPU time (user and system, every thread) per transaction of the
+// last runTx: less moved by other processes' load than the wall time.
+var lastCPU float64
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type txRun func(n int, ws func(int) sequencer.WSID) error
