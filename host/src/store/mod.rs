@@ -9,6 +9,7 @@ pub(crate) mod check;
 pub mod codec;
 #[cfg(feature = "objects")]
 pub(crate) mod composed;
+pub(crate) mod forward;
 #[cfg(any(feature = "redb", feature = "objects"))]
 pub(crate) mod fs;
 pub mod layout;

@@ -23,19 +23,19 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use futures::future::{BoxFuture, FutureExt};
-use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use std::sync::Arc;
 
 use crate::store::codec::{Checksum, StoredEvent, encode_event};
+use crate::store::forward::forward_storage;
 use crate::store::fs::{sync_dir, write_synced};
 use crate::store::layout::Layout;
 use crate::store::objects::{Access, ObjectPlog, PutBundleError, bundle_object};
 use crate::store::reader::StoreReader;
 use crate::store::retry::RetryPolicy;
 use crate::store::storage::{
-    AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
-    Storage, StorageError,
+    DamageLatch, DamagedEvent, PartitionId, PlogPage, Storage, StorageError,
 };
 use crate::store::trim::Trim;
 
@@ -644,40 +644,6 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
 }
 
 impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
-    fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.hot.read_numbers(partition, ws, seqs)
-    }
-
-    fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.hot.read_numbers_many(partition, ws, seqs)
-    }
-
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
-        self.hot.read_next_offset(partition)
-    }
-
-    fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
-        self.hot.write(partition, values, next_offset)
-    }
-
     /// A replay from below the hot store's first event reads the archive (never needed while
     /// trims stay below the stored next offset, but a replay from anywhere is served).
     fn read_plog(
@@ -718,35 +684,11 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
         .boxed()
     }
 
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.hot.append_event(partition, offset, values, payload)
-    }
-
-    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        self.hot.append_events(partition, batch)
-    }
-
-    fn append_limits(&self) -> AppendLimits {
-        self.hot.append_limits()
-    }
-
-    fn view_write_interval(&self) -> std::time::Duration {
-        self.hot.view_write_interval()
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.hot.failure()
-    }
-
     fn damaged(&self) -> Option<DamagedEvent> {
         self.damage.get().or_else(|| self.hot.damaged())
     }
+
+    forward_storage!(hot: read_numbers, read_numbers_many, read_next_offset, write, append_event, append_events, append_limits, view_write_interval, failure);
 }
 
 /// Opens the archive recorded for a store (`recorded`), read-only; `None` when none is.
@@ -758,6 +700,7 @@ pub fn open_recorded(recorded: Option<PathBuf>) -> Result<Option<Archive>, Archi
 mod tests {
     use super::*;
     use crate::store::redb::storage::RedbStorage;
+    use crate::store::storage::{AppendError, EventBatch};
     use sequencer::SeqValue;
 
     #[test]

@@ -9,10 +9,9 @@ use futures::future::{BoxFuture, FutureExt};
 use hashbrown::{HashMap, HashSet};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
+use crate::store::forward::forward_storage;
 use crate::store::layers::write_watch::watched;
-use crate::store::storage::{
-    AppendError, AppendLimits, EventBatch, PartitionId, PlogPage, Storage, StorageError,
-};
+use crate::store::storage::{PartitionId, PlogPage, Storage, StorageError};
 
 /// Storage that reads a batch's numbers ahead. It wraps a [`Storage`]: [`ReadAhead::read_ahead`]
 /// reads the stored numbers of a batch's workspaces with one `read_numbers_many` and keeps them
@@ -351,33 +350,5 @@ impl Storage for ReadAhead {
             .boxed()
     }
 
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.inner.append_event(partition, offset, values, payload)
-    }
-
-    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        self.inner.append_events(partition, batch)
-    }
-
-    fn append_limits(&self) -> AppendLimits {
-        self.inner.append_limits()
-    }
-
-    fn view_write_interval(&self) -> std::time::Duration {
-        self.inner.view_write_interval()
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.inner.failure()
-    }
-
-    fn damaged(&self) -> Option<crate::store::storage::DamagedEvent> {
-        self.inner.damaged()
-    }
+    forward_storage!(inner: append_event, append_events, append_limits, view_write_interval, failure, damaged);
 }

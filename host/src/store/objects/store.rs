@@ -11,6 +11,7 @@ use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::StoredEvent;
+use crate::store::forward::forward_storage;
 use crate::store::fs::{LAYOUT_FILE, read_layout, record_layout};
 use crate::store::layout::Layout;
 use crate::store::objects::marker::{
@@ -265,40 +266,6 @@ impl<V: LiveViewFile> Objects<V, Live> {
 }
 
 impl<V: LiveViewFile> Storage for Objects<V, Live> {
-    fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.view.read_numbers(partition, ws, seqs)
-    }
-
-    fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
-    ) -> Result<Vec<Number>, StorageError> {
-        self.view.read_numbers_many(partition, ws, seqs)
-    }
-
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
-        self.view.read_next_offset(partition)
-    }
-
-    fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
-        self.view.write(partition, values, next_offset)
-    }
-
     fn read_plog(
         &self,
         partition: PartitionId,
@@ -373,6 +340,8 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
     fn damaged(&self) -> Option<DamagedEvent> {
         self.damage.get()
     }
+
+    forward_storage!(view: read_numbers, read_numbers_many, read_next_offset, write);
 }
 
 impl<V: ViewFile<Access = ReadOnly>> Objects<V, ReadOnly> {

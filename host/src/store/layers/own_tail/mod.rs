@@ -15,10 +15,10 @@ use hashbrown::HashMap;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::decode_event;
+use crate::store::forward::forward_storage;
 use crate::store::layers::write_watch::watched;
 use crate::store::storage::{
-    AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
-    StorageError,
+    AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
 use crate::store::tail_probe::TailProbe;
 use state::PartitionTail;
@@ -369,19 +369,5 @@ impl Storage for OwnTail {
         r
     }
 
-    fn append_limits(&self) -> AppendLimits {
-        self.inner.append_limits()
-    }
-
-    fn view_write_interval(&self) -> std::time::Duration {
-        self.inner.view_write_interval()
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.inner.failure()
-    }
-
-    fn damaged(&self) -> Option<DamagedEvent> {
-        self.inner.damaged()
-    }
+    forward_storage!(inner: append_limits, view_write_interval, failure, damaged);
 }
