@@ -120,4 +120,7 @@ func TestADeferredFlushReachesTheViewWithoutAnotherCall(t *testing.T) {
 	if st.Number(3, 1) != n {
 		t.Fatalf("the view holds %d, want %d", st.Number(3, 1), n)
 	}
+	if s.Status() != sequencer.StatusReady {
+		t.Fatalf("status once the flush was reported: %v", s.Status())
+	}
 }

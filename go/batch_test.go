@@ -127,3 +127,17 @@ func TestTheFacadeNumbersEventsAndRepeatsIdsAfterCancel(t *testing.T) {
 		t.Fatalf("after CancelEvent: %d %d %v %v id %d, want the cancelled event's again", plog, wlog, ok, err, id)
 	}
 }
+
+func TestABatchStopsAtTheFirstNotNowAndSaysWhy(t *testing.T) {
+	st := sequencer.NewMemoryStorage()
+	s := open(t, sequencer.Params{SeqTypes: kinds(1, 1), MaxNumUnflushedValues: 5, LRUCacheSize: 100}, st)
+	ws := []WSID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	b, err := s.StartBatch(1, ws, []SeqID{1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.NotNow || b.Reason != sequencer.NotNowTooManyUnflushed || b.Started == 0 || b.Started >= len(ws) ||
+		len(b.Numbers) != b.Started || b.FirstOffset != 1 {
+		t.Fatalf("a batch past the limit: %+v", b)
+	}
+}

@@ -66,6 +66,7 @@ func (e *Events) StartEvent(ws WSID) (PLogOffset, WLogOffset, bool, error) {
 	if err != nil {
 		return 0, 0, false, err
 	}
+	s.starts++
 	var a guest.Ahead
 	switch r, taken := s.books.end(); r {
 	case reportFlush:

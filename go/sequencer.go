@@ -21,11 +21,13 @@ import (
 // no lock). Status, HeldNumbers, WaitReady, WaitFlushed, Traps and Close may be called from any
 // goroutine at any time. Calls into the plugin are serialised by the lock.
 type Sequencer struct {
-	mu     sync.Mutex
-	inst   *guest.Instance // nil after a trap until a new one is made
-	h      *host
-	gen    uint64
-	books  ahead
+	mu    sync.Mutex
+	inst  *guest.Instance // nil after a trap until a new one is made
+	h     *host
+	gen   uint64
+	books ahead
+	// starts counts Start calls (the tasks see the command processor is busy by it).
+	starts uint64
 	closed bool
 	// isClosed is closed, readable without the lock.
 	isClosed atomic.Bool
@@ -226,7 +228,13 @@ func (s *Sequencer) call(f func(i *guest.Instance) error) error {
 }
 
 // Status is what the sequencer is doing, as it last reported it (no call into the plugin).
-func (s *Sequencer) Status() Status { return Status(s.status.Load()) }
+func (s *Sequencer) Status() Status {
+	st := Status(s.status.Load())
+	if st == StatusInTransaction && s.books.flushPending.Load() {
+		return StatusReady // a flush answered without a call
+	}
+	return st
+}
 
 // HeldNumbers counts the numbers the sequencer holds in memory, by where (numbers handed out
 // ahead by Next are counted once the next call reports them). Any goroutine may call it.

@@ -29,9 +29,6 @@ type tasks struct {
 	kick        chan struct{}
 	settleReq   chan struct{}
 	settleArmed atomic.Bool
-	// deferrals counts deferred flushes: while it moves, the caller is busy and its next call
-	// reports the flush, so the goroutine does not take the lock to settle it.
-	deferrals atomic.Uint64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -74,7 +71,6 @@ func (t *tasks) post(h *host) {
 // armSettle asks for a deferred flush to be reported after settleAfter unless a call does it
 // first (once per window, not once per flush).
 func (t *tasks) armSettle() {
-	t.deferrals.Add(1)
 	if !t.settleArmed.Load() && !t.settleArmed.Swap(true) {
 		select {
 		case t.settleReq <- struct{}{}:
@@ -103,7 +99,7 @@ func (t *tasks) run() {
 	defer t.endScan()
 	wake := time.NewTimer(time.Hour)
 	settle := time.NewTimer(time.Hour)
-	var seen uint64
+	var seen uint64 // the sequencer's starts when the settle timer was set
 	defer wake.Stop()
 	defer settle.Stop()
 	for {
@@ -120,16 +116,12 @@ func (t *tasks) run() {
 			return
 		case <-t.kick:
 		case <-t.settleReq:
-			seen = t.deferrals.Load()
+			seen = t.startsNow()
 			settle.Reset(t.o.settleAfter)
 		case <-settle.C:
-			if n := t.deferrals.Load(); n != seen {
-				seen = n // still busy: its next call reports the flush; look again later
-				settle.Reset(t.o.settleAfter)
-				break
+			if !t.settleIfIdle(&seen) {
+				settle.Reset(t.o.settleAfter) // still busy: its next Start reports the flush
 			}
-			t.settleArmed.Store(false)
-			t.withInstance(0, func(s *Sequencer, i *guest.Instance) error { return s.settle(i) })
 		case <-wake.C:
 			t.mu.Lock()
 			due := t.wakeSet && !time.Now().Before(t.wakeAt)
@@ -144,6 +136,33 @@ func (t *tasks) run() {
 		t.drain()
 		t.changed()
 	}
+}
+
+// startsNow is the sequencer's count of Starts.
+func (t *tasks) startsNow() uint64 {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.s.starts
+}
+
+// settleIfIdle reports a deferred flush if the command processor made no Start since *seen
+// (else *seen moves on and it returns false: the caller is busy, and its next Start carries
+// the flush). A caller holding the lock is busy too: the goroutine does not wait for it.
+func (t *tasks) settleIfIdle(seen *uint64) bool {
+	s := t.s
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	if s.starts != *seen {
+		*seen = s.starts
+		return false
+	}
+	t.settleArmed.Store(false)
+	if !s.closed && s.inst != nil {
+		_ = s.done(s.settle(s.inst))
+	}
+	return true
 }
 
 // drain performs the queued operations in order until none is left or the sequencer stops.

@@ -20,6 +20,7 @@ func (s *Sequencer) Start(kind WSKind, ws WSID) (PLogOffset, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
+	s.starts++
 	var a guest.Ahead
 	switch r, taken := s.books.end(); r {
 	case reportFlush:
@@ -79,8 +80,7 @@ func (s *Sequencer) Next(seq SeqID) (Number, error) {
 // moment without one (WithSettleAfter).
 func (s *Sequencer) Flush() error {
 	if s.books.gen == s.current.Load() && !s.isClosed.Load() && s.books.deferFlush() {
-		s.setStatus(StatusReady) // no call, no lock: the next call reports it
-		s.tasks.armSettle()
+		s.tasks.armSettle() // no call, no lock: the next call reports it (Status says ready)
 		return nil
 	}
 	s.mu.Lock()
