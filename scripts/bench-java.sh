@@ -34,25 +34,26 @@ cp="target/plog-sequencer-0.1.0.jar:$(cat target/classpath.txt)"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(java -version 2>&1 | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); JVM flags: $JVM_FLAGS; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
-rust_table=""
+rust_tsv=""
 if [[ -n "${RUST_BENCH:-}" ]]; then
   : "${SEQUENCER_COMPONENT:?RUST_BENCH needs SEQUENCER_COMPONENT (the component the Rust bench loads)}"
-  rust_table="$(mktemp)"
-  trap 'rm -f "$rust_table"' EXIT
+  rust_tsv="$(mktemp)"
+  trap 'rm -f "$rust_tsv"' EXIT
 fi
 
 for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
   [[ "${BENCH_ROUNDS:-1}" -gt 1 ]] && echo "--- round $round"
-  if [[ -n "$rust_table" ]]; then
+  if [[ -n "$rust_tsv" ]]; then
+    # The Rust host's own table goes to stderr; its rows (BENCH_OUT) into the Java table.
     echo "rust: BENCH_ENGINES=component BENCH_ONLY=W1,W2,W4 BENCH_RUNS=3 $RUST_BENCH --bench" >&2
-    BENCH_ENGINES=component BENCH_ONLY=W1,W2,W4,empty BENCH_RUNS=3 SEQUENCER_COMPONENT="$SEQUENCER_COMPONENT" \
-      "$RUST_BENCH" --bench | tee "$rust_table" >&2
+    BENCH_ENGINES=component BENCH_ONLY=W1,W2,W4 BENCH_RUNS=3 BENCH_OUT="$rust_tsv" \
+      SEQUENCER_COMPONENT="$SEQUENCER_COMPONENT" "$RUST_BENCH" --bench >&2
   fi
   # shellcheck disable=SC2086
-  RUST_TABLE="$rust_table" java $JVM_FLAGS -cp "$cp" bench/Workloads.java
+  RUST_TSV="$rust_tsv" java $JVM_FLAGS -cp "$cp" bench/Workloads.java
   if [[ "${BENCH_HUGE_AB:-0}" == 1 ]]; then
     echo "--- the batch path without -XX:-DontCompileHugeMethods (HotSpot's default)"
-    RUST_TABLE="$rust_table" BENCH_ENGINES=compiled BENCH_PATHS=batches java -cp "$cp" bench/Workloads.java
+    RUST_TSV="$rust_tsv" BENCH_ENGINES=compiled BENCH_PATHS=batches java -cp "$cp" bench/Workloads.java
   fi
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,8 +6,8 @@
 //   java -cp "target/plog-sequencer-0.1.0.jar:$(cat target/classpath.txt)" bench/Workloads.java
 // Knobs (environment): BENCH_SCALE (1), BENCH_RUNS (3, the median is reported), BENCH_ONLY
 // (e.g. W1,empty), BENCH_ENGINES (compiled,interpreter), BENCH_PATHS (substrings of the path
-// names), RUST_TABLE (a file holding the Rust bench's table: its component rows are the
-// comparison; without it, the figures of docs/BENCHMARKS.md "Latest figures").
+// names), RUST_TSV (the Rust bench's rows as its BENCH_OUT writes them: its component rows are
+// the comparison; without it, the figures of docs/BENCHMARKS.md "Latest figures").
 import io.github.plogsequencer.BatchNumbers;
 import io.github.plogsequencer.Batcher;
 import io.github.plogsequencer.Engine;
@@ -164,25 +164,26 @@ public class Workloads {
     public static void main(String[] args) throws Exception {
         Map<String, Double> rust = new HashMap<>(DOCS);
         String rustFrom = "docs";
-        String rustTable = System.getenv("RUST_TABLE");
-        if (rustTable != null && !rustTable.isEmpty()) {
+        String rustTsv = System.getenv("RUST_TSV");
+        if (rustTsv != null && !rustTsv.isEmpty()) {
+            // The Rust bench's rows (BENCH_OUT): workload, engine, path, ops, unit, ns, bound, ...
             rustFrom = "this run";
             rust.clear();
-            for (String line : Files.readAllLines(Paths.get(rustTable))) {
-                String[] c = line.split("\\|");
-                if (c.length < 6 || !c[2].trim().equals("component")) {
+            for (String line : Files.readAllLines(Paths.get(rustTsv))) {
+                String[] c = line.split("\t");
+                if (c.length < 6 || !c[1].equals("component")) {
                     continue;
                 }
-                String wl = c[1].trim();
-                String key = wl.startsWith("empty") ? "empty|" + EMPTY : wl.split(" ")[0] + "|" + c[3].trim();
-                if (wl.startsWith("empty") && !c[3].trim().startsWith("status(), bare store, fuel on")) {
-                    continue;
+                String key;
+                if (c[0].equals("empty call")) {
+                    if (!c[2].startsWith("status(), bare store") || !c[2].contains("fuel on")) {
+                        continue;
+                    }
+                    key = "empty|" + EMPTY;
+                } else {
+                    key = c[0].split(" ")[0] + "|" + c[2];
                 }
-                try {
-                    rust.put(key, Double.parseDouble(c[5].trim().replace(",", "")));
-                } catch (NumberFormatException e) {
-                    // a header or a separator
-                }
+                rust.put(key, Double.parseDouble(c[5]));
             }
         }
         List<Row> rows = new ArrayList<>();
