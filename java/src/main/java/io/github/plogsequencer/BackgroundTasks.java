@@ -196,7 +196,10 @@ final class BackgroundTasks implements Tasks {
                     }
                 }
             } catch (InterruptedException e) {
-                return; // only stop() interrupts nothing; an interrupt from outside ends the thread
+                // Nothing of ours interrupts this thread: an interrupt from outside is ignored
+                // (stop() ends it), so the flusher never dies silently.
+                Sequencer.LOG.log(System.Logger.Level.WARNING, "the sequencer's task thread was interrupted; going on");
+                continue;
             } finally {
                 lock.unlock();
             }

@@ -544,7 +544,7 @@ public final class Sequencer implements AutoCloseable {
             } catch (SequencerException e) {
                 LOG.log(System.Logger.Level.WARNING, "the plugin refused the outcome of " + op + ": " + e.getMessage());
             } catch (RuntimeException | StackOverflowError e) {
-                trapped(e);
+                LOG.log(System.Logger.Level.WARNING, trapped(e).getMessage());
             } finally {
                 forward();
             }
@@ -610,7 +610,7 @@ public final class Sequencer implements AutoCloseable {
             try {
                 guest.pump();
             } catch (RuntimeException | StackOverflowError e) {
-                trapped(e);
+                LOG.log(System.Logger.Level.WARNING, trapped(e).getMessage());
             } finally {
                 forward();
             }

@@ -14,7 +14,7 @@ public final class CountOps {
         Params params = Params.builder().seqType(1, 1, 1).seqType(1, 2, 1).seqType(1, 3, 1).seqType(1, 4, 1)
                 .maxNumUnflushedValues(1_000_000_000L).lruCacheSize(100_000).build();
         var module = Parser.parse(Plugin.class.getResourceAsStream("sequencer-core.wasm"));
-        for (String path : List.of("quad", "batch", "ahead")) {
+        for (String path : List.of("quad", "batch", "ahead", "plain")) {
             HostLink link = new HostLink(new MemoryStorage(), Clock.system(), 1);
             Instance inst = Instance.builder(module).withImportValues(link.imports())
                     .withUnsafeExecutionListener((i, s) -> ops++).build();
@@ -42,7 +42,7 @@ public final class CountOps {
                 g.startNextQuad(false, 1, 7, seqs);
             } else if (path.equals("batch")) {
                 g.startBatch(false, 1, ws, 64, seqs, b);
-            } else {
+            } else if (path.equals("ahead")) {
                 g.startAhead(1, 7, seqs);
             }
             link.takeOutbox();
@@ -54,8 +54,14 @@ public final class CountOps {
                     if (i % 64 == 0) {
                         g.startBatch(true, 1, ws, 64, seqs, b);
                     }
-                } else {
+                } else if (path.equals("ahead")) {
                     g.takeFlushStartAhead(taken, 1, 7, seqs);
+                } else {
+                    g.start(1, 7);
+                    g.next(1);
+                    g.next(2);
+                    g.next(3);
+                    g.flushStatus();
                 }
                 link.takeOutbox();
             }
