@@ -43,6 +43,7 @@ type Error struct {
 	Op uint64
 }
 
+// Error says the code and its payload, as "sequencer: no-transaction".
 func (e *Error) Error() string {
 	r := guest.Refusal{Case: guest.ErrorCase(e.Code), Text: e.Text, Kind: uint16(e.Kind), Seq: uint16(e.Seq), Op: e.Op}
 	return "sequencer: " + r.Error()
@@ -91,6 +92,7 @@ type TrapError struct {
 	Recreated error
 }
 
+// Error says where the plugin trapped and why.
 func (e *TrapError) Error() string {
 	s := fmt.Sprintf("sequencer: the plugin trapped in %s: %v", e.Call, e.Cause)
 	if e.Recreated != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,19 @@ type tsvRow struct {
 	workload, engine, path, unit, note string
 	ops                                int
 	ns                                 float64
-	round                              int
+	// cpu is the process CPU per operation a note gives ("process CPU N ns/tx"), or 0.
+	cpu   float64
+	round int
+}
+
+var cpuNote = regexp.MustCompile(`process CPU ([0-9.]+) ns/\w+`)
+
+func cpuOf(note string) float64 {
+	if m := cpuNote.FindStringSubmatch(note); m != nil {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		return x
+	}
+	return 0
 }
 
 // readRows reads tab-separated rows; a row repeated in a file (a later round) counts as the
@@ -46,7 +59,8 @@ func readRows(files []string) ([]tsvRow, error) {
 				note = c[9]
 			}
 			key := c[0] + "\x00" + c[1] + "\x00" + c[2]
-			rows = append(rows, tsvRow{workload: c[0], engine: c[1], path: c[2], ops: ops, unit: c[4], ns: ns, note: note, round: seen[key]})
+			rows = append(rows, tsvRow{workload: c[0], engine: c[1], path: c[2], ops: ops, unit: c[4], ns: ns, note: note,
+				cpu: cpuOf(note), round: seen[key]})
 			seen[key]++
 		}
 		fh.Close()
@@ -81,7 +95,9 @@ func si(v float64) string {
 
 // printTable prints the rows as one table: per row the median over its rounds, and for the Go
 // package's rows the Go original's time over ours, per round (the original's row of the same
-// workload and round), as the median and range.
+// workload and round), as the median and range; then the process CPU per operation where a
+// row's note gives it (less moved by other processes' load than the wall time), and the
+// original's over ours.
 func printTable(w io.Writer, files []string) error {
 	rows, err := readRows(files)
 	if err != nil {
@@ -91,6 +107,7 @@ func printTable(w io.Writer, files []string) error {
 		first  tsvRow
 		byRnd  map[int]float64
 		rounds []float64
+		cpu    []float64
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -104,6 +121,9 @@ func printTable(w io.Writer, files []string) error {
 		}
 		g.byRnd[r.round] = r.ns
 		g.rounds = append(g.rounds, r.ns)
+		if r.cpu > 0 {
+			g.cpu = append(g.cpu, r.cpu)
+		}
 	}
 	rank := func(w string) int {
 		for i, x := range []string{"empty call", "W1 tx", "W2 tx-hot", "W4 cold"} {
@@ -129,7 +149,8 @@ func printTable(w io.Writer, files []string) error {
 		}
 		return nil
 	}
-	lines := [][]string{{"workload", "engine", "path", "ops", "rounds", "ns/op", "ops/s", "x Go original (range)", "note"}}
+	lines := [][]string{{"workload", "engine", "path", "ops", "rounds", "ns/op", "ops/s", "x Go original (range)",
+		"CPU ns/op", "x Go original, CPU", "note"}}
 	for _, k := range order {
 		g := groups[k]
 		ns := medianOf(g.rounds)
@@ -146,9 +167,19 @@ func printTable(w io.Writer, files []string) error {
 				ratio = fmt.Sprintf("%.2fx (%.2f-%.2f)", medianOf(rs), rs[0], rs[len(rs)-1])
 			}
 		}
+		cpu, cpuRatio := "", ""
+		if len(g.cpu) > 0 {
+			c := medianOf(g.cpu)
+			cpu = fmt.Sprintf("%.0f", c)
+			if o := origOf(g.first.workload); o != nil && g.first.engine != original && len(o.cpu) > 0 {
+				cpuRatio = fmt.Sprintf("%.2fx", medianOf(o.cpu)/c)
+			}
+		}
+		note := cpuNote.ReplaceAllString(g.first.note, "")
+		note = strings.Trim(strings.TrimSuffix(strings.TrimSpace(note), ","), " ")
 		lines = append(lines, []string{g.first.workload, g.first.engine, g.first.path,
 			si(float64(g.first.ops)) + " " + g.first.unit, strconv.Itoa(len(g.rounds)),
-			fmt.Sprintf("%.1f", ns), si(1e9 / ns), ratio, g.first.note})
+			fmt.Sprintf("%.1f", ns), si(1e9 / ns), ratio, cpu, cpuRatio, note})
 	}
 	widths := make([]int, len(lines[0]))
 	for _, l := range lines {
@@ -156,7 +187,7 @@ func printTable(w io.Writer, files []string) error {
 			widths[i] = max(widths[i], len(c))
 		}
 	}
-	right := map[int]bool{3: true, 4: true, 5: true, 6: true, 7: true}
+	right := map[int]bool{3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
 	for n, l := range lines {
 		cells := make([]string, len(l))
 		for i, c := range l {

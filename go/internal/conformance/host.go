@@ -15,6 +15,7 @@ import (
 // StepFailed is a failing step, its message naming the runner, the scenario and the step.
 type StepFailed struct{ Msg string }
 
+// Error is the failure's message.
 func (e *StepFailed) Error() string { return e.Msg }
 
 func failf(format string, args ...any) error { return &StepFailed{Msg: fmt.Sprintf(format, args...)} }

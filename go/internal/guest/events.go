@@ -107,6 +107,7 @@ type SequenceStatus uint8
 
 var sequenceStatusNames = [...]string{"none", "recover", "ready", "eventing", "finished"}
 
+// String is the status's WIT name.
 func (s SequenceStatus) String() string {
 	if int(s) < len(sequenceStatusNames) {
 		return sequenceStatusNames[s]

@@ -20,6 +20,7 @@ type Trap struct {
 	Cause error
 }
 
+// Error says which call trapped and why.
 func (t *Trap) Error() string {
 	return fmt.Sprintf("the sequencer's module trapped in %s: %v", t.Call, t.Cause)
 }

@@ -15,6 +15,7 @@ const (
 
 var statusNames = [...]string{"actualizing", "ready", "in-transaction", "cleaned-up"}
 
+// String is the status's WIT name.
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]
@@ -31,6 +32,7 @@ const (
 	NotNowTooManyUnflushed
 )
 
+// String is the reason's WIT name.
 func (r NotNowReason) String() string {
 	switch r {
 	case NotNowActualizing:
@@ -91,6 +93,7 @@ type Refusal struct {
 	Op uint64
 }
 
+// Error says the case and its payload.
 func (r *Refusal) Error() string {
 	switch r.Case {
 	case InvalidParams, MalformedNumbers, MalformedPlogPage, StorageFailed:
