@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks and tests the Go package (go/): gofmt, go vet, go test ./... (unit tests, every
 # conformance scenario of guest-tests/conformance/scenarios on the core module, and the
-# kill-and-restart test of a child process on a durable file store), then runs the examples
+# kill-and-restart test of a child process on a durable file store), the package's tests again
+# under the race detector (where cgo is there for it), then runs the examples
 # (go/examples/quickstart must print "43 14 14"; go/examples/durable must resume after a
 # restart). Uses the machine's Go toolchain (go 1.25 or later on PATH; GOTOOLCHAIN=local, so
 # none is downloaded) and Go's own caches (GOMODCACHE, GOCACHE: ~/go/pkg/mod, ~/.cache/go-build
@@ -48,6 +49,14 @@ go vet ./...
 
 step "go test ./... (unit tests, the conformance scenarios, kill and restart)"
 go test -count=1 ./...
+
+step "go test -race (the package: its goroutine beside the command processor's lock-free calls)"
+# The race detector needs cgo (a C compiler); the package itself does not.
+if [[ "$(go env CGO_ENABLED)" == 1 ]] && command -v "$(go env CC)" >/dev/null; then
+  go test -race -count=1 .
+else
+  echo "skipped: the race detector needs cgo and a C compiler ($(go env CC))" >&2
+fi
 
 step "the examples"
 got="$(go run ./examples/quickstart)"
