@@ -25,7 +25,8 @@
 // second Start is ErrTransactionInProgress, Next or Flush without Start ErrNoTransaction,
 // Actualize while actualizing ErrAlreadyActualizing, any call after Close ErrClosed. Each is an
 // *Error whose Code mirrors the WIT `error` case; errors.Is matches it against the sentinels.
-// Call sites that ignore Flush's and Actualize's results still compile.
+// Call sites that ignore Flush's and Actualize's results still compile. StartWithin waits out
+// "not now" until a context is done.
 //
 // A trap in the plugin (a bug of the plugin, or a Storage method that panicked inside a call)
 // is returned as a *TrapError (errors.Is(err, ErrTrapped)): the instance is dropped and a new

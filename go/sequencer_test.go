@@ -1,6 +1,7 @@
 package sequencer_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -133,4 +134,29 @@ func (f *failingNumbers) ReadNumbers(ws WSID, seqs []SeqID) ([]Number, error) {
 		return nil, errors.New("injected")
 	}
 	return f.MemoryStorage.ReadNumbers(ws, seqs)
+}
+
+func TestStartWithinWaitsOutTheActualizationOrGivesUpWithTheContext(t *testing.T) {
+	st := sequencer.NewMemoryStorage()
+	for o := sequencer.PLogOffset(1); o <= 2000; o++ {
+		_ = st.AppendEvent(o, []SeqValue{val(WSID(o%9), 1, Number(o))})
+	}
+	s, err := sequencer.New(sequencer.Params{SeqTypes: kinds(1, 1)}, st, sequencer.WithPageEvents(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o, err := s.StartWithin(ctx(t), 1, 3)
+	if err != nil || o != 2001 {
+		t.Fatalf("StartWithin: %d, %v; want 2001", o, err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.Flush()
+	if err := s.Actualize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartWithin(gone, 1, 3); !errors.Is(err, context.Canceled) && err != nil {
+		t.Fatalf("StartWithin a cancelled context: %v", err)
+	}
 }

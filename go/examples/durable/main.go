@@ -49,18 +49,12 @@ func run(dir string, events int, ws sequencer.WSID) error {
 	defer seq.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := seq.WaitReady(ctx); err != nil { // recovers from the PLog file
-		return err
-	}
 	for i := 0; i < events; i++ {
-		offset, ok, err := seq.Start(1, ws)
+		// Waits out "not now": the recovery from the PLog file first, or too many values
+		// waiting to be written.
+		offset, err := seq.StartWithin(ctx, 1, ws)
 		if err != nil {
 			return err
-		}
-		if !ok { // too many values wait to be written: try again shortly
-			time.Sleep(time.Millisecond)
-			i--
-			continue
 		}
 		a, err := seq.Next(1)
 		if err != nil {
