@@ -44,26 +44,31 @@ func (s *Sequencer) FlushStartNext(kind WSKind, ws WSID, seqs []SeqID, out []Num
 }
 
 func (s *Sequencer) startNext(flush bool, kind WSKind, ws WSID, seqs []SeqID, out []Number) (PLogOffset, bool, []Number, error) {
-	var st guest.Start
 	out = out[:0]
-	err := s.call(func(i *guest.Instance) error {
-		if q, err := quadOf(seqs); err == nil {
-			var n [4]uint64
-			var err error
-			if flush {
-				st, n, err = i.FlushStartNextQuad(uint16(kind), uint64(ws), q)
-			} else {
-				st, n, err = i.StartNextQuad(uint16(kind), uint64(ws), q)
-			}
-			if err == nil && st.Started {
-				for k := 0; k < len(seqs); k++ {
-					out = append(out, Number(n[k]))
-				}
-			}
-			return err
+	s.mu.Lock() // no closure here: the per-event path allocates nothing
+	defer s.mu.Unlock()
+	i, err := s.ready()
+	if err != nil {
+		return 0, false, out, err
+	}
+	if err := s.report(i); err != nil {
+		return 0, false, out, s.done(err)
+	}
+	var st guest.Start
+	if q, qerr := quadOf(seqs); qerr == nil {
+		var n [4]uint64
+		if flush {
+			st, n, err = i.FlushStartNextQuad(uint16(kind), uint64(ws), q)
+		} else {
+			st, n, err = i.StartNextQuad(uint16(kind), uint64(ws), q)
 		}
+		if err == nil && st.Started {
+			for k := range seqs {
+				out = append(out, Number(n[k]))
+			}
+		}
+	} else {
 		var numbers []uint64
-		var err error
 		if flush {
 			st, numbers, err = i.FlushStartNext(uint16(kind), uint64(ws), s.seqsOf(seqs), s.numBuf)
 		} else {
@@ -73,9 +78,8 @@ func (s *Sequencer) startNext(flush bool, kind WSKind, ws WSID, seqs []SeqID, ou
 		for _, n := range numbers {
 			out = append(out, Number(n))
 		}
-		return err
-	})
-	if err != nil || !st.Started {
+	}
+	if err = s.done(err); err != nil || !st.Started {
 		return 0, false, out, err
 	}
 	return PLogOffset(st.Offset), true, out, nil
@@ -101,22 +105,29 @@ func (s *Sequencer) batch(flush bool, kind WSKind, ws []WSID, seqs []SeqID, out 
 	if err != nil {
 		return Batch{}, err
 	}
-	var b guest.Batch
-	err = s.call(func(i *guest.Instance) error {
-		s.wsBuf = s.wsBuf[:0]
-		for _, w := range ws {
-			s.wsBuf = append(s.wsBuf, uint64(w))
-		}
-		var err error
-		if flush {
-			b, err = i.FlushStartBatch(uint16(kind), s.wsBuf, q, s.numBuf)
-		} else {
-			b, err = i.StartBatch(uint16(kind), s.wsBuf, q, s.numBuf)
-		}
-		s.numBuf = b.Numbers
-		return err
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, err := s.ready()
 	if err != nil {
+		return Batch{}, err
+	}
+	if err := s.report(i); err != nil {
+		return Batch{}, s.done(err)
+	}
+	s.wsBuf = s.wsBuf[:0]
+	for _, w := range ws {
+		s.wsBuf = append(s.wsBuf, uint64(w))
+	}
+	var b guest.Batch
+	if flush {
+		b, err = i.FlushStartBatch(uint16(kind), s.wsBuf, q, s.numBuf)
+	} else {
+		b, err = i.StartBatch(uint16(kind), s.wsBuf, q, s.numBuf)
+	}
+	if b.Numbers != nil {
+		s.numBuf = b.Numbers
+	}
+	if err = s.done(err); err != nil {
 		return Batch{}, err
 	}
 	out = out[:0]
