@@ -25,10 +25,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../java"
 JVM_FLAGS="${BENCH_JVM_FLAGS:--XX:-DontCompileHugeMethods}"
 
 repo="${MAVEN_REPO:-$HOME/.m2/repository}"
+repo_opt=()
+[[ -n "${MAVEN_REPO:-}" ]] && repo_opt=(-Dmaven.repo.local="$MAVEN_REPO")
 offline=()
 [[ -f "$repo/.plog-sequencer-warm-$(sha256sum pom.xml | cut -c1-16)" ]] && offline=(-o)
 [[ ${#offline[@]} -eq 0 ]] && echo "bench-java: Maven resolves its dependencies into $repo" >&2
-mvn -q -B -Dstyle.color=never "${offline[@]}" package -DskipTests
+mvn -q -B -Dstyle.color=never "${repo_opt[@]}" "${offline[@]}" package -DskipTests
 cp="target/plog-sequencer-0.1.0.jar:$(cat target/classpath.txt)"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(java -version 2>&1 | head -1)"

@@ -6,7 +6,7 @@
 # Installs what it needs, saying so first:
 #   - a JDK 17 and Maven from Debian's packages, only when `javac` or `mvn` is missing;
 #   - Maven's dependencies and plugins (Chicory, JUnit, Jackson, ...) into Maven's own
-#     repository (~/.m2/repository, outside the clone) on the first run. Once a run has passed
+#     repository (~/.m2/repository, outside the clone; MAVEN_REPO=DIR for another) on the first run. Once a run has passed
 #     with this pom.xml, later runs go offline (-o): nothing is looked up.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../java"
@@ -17,6 +17,8 @@ if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then
 fi
 
 repo="${MAVEN_REPO:-$HOME/.m2/repository}"
+repo_opt=()
+[[ -n "${MAVEN_REPO:-}" ]] && repo_opt=(-Dmaven.repo.local="$MAVEN_REPO")
 warm="$repo/.plog-sequencer-warm-$(sha256sum pom.xml | cut -c1-16)"
 offline=()
 if [[ -f "$warm" ]]; then
@@ -26,7 +28,7 @@ else
 fi
 
 start=$(date +%s)
-mvn -q -B -Dstyle.color=never "${offline[@]}" verify
+mvn -q -B -Dstyle.color=never "${repo_opt[@]}" "${offline[@]}" verify
 touch "$warm"
 
 out="$(java -cp "target/plog-sequencer-0.1.0.jar:$(cat target/classpath.txt)" examples/NumberOneEvent.java)"
