@@ -46,6 +46,10 @@ type host struct {
 
 	seqs []SeqID
 	ws   []WSID
+
+	// trapNextWrite makes the next begin-write trap (a test's way to make the plugin trap
+	// inside a call of the tasks goroutine).
+	trapNextWrite bool
 }
 
 func (h *host) ReadNumbers(ws uint64, seqs []uint16, out []uint64) error {
@@ -100,6 +104,10 @@ func (h *host) BeginReadNextOffset(id uint64) {
 }
 
 func (h *host) BeginWrite(id uint64, words []uint64, next uint64) {
+	if h.trapNextWrite {
+		h.trapNextWrite = false
+		panic("a trap injected by a test")
+	}
 	batch := make([]SeqValue, len(words)/3)
 	for k := range batch {
 		w := words[3*k:]
