@@ -102,8 +102,8 @@ mod deprecated {
     #[cfg(feature = "objects")]
     #[deprecated(note = "moved to `sequencer_host::store::layers::archive`")]
     pub use crate::store::layers::archive::{
-        ARCHIVE_RETRY, Archive, ArchiveError, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS,
-        PassProgress, WithArchive, absolute, archive_pass, check_lines_up, open_recorded, safe_end,
+        ARCHIVE_RETRY, Archive, ArchivePass, DEFAULT_ARCHIVE_BUNDLE_EVENTS, PassProgress,
+        WithArchive, archive_pass, check_lines_up, safe_end,
     };
     #[cfg(feature = "s3")]
     #[deprecated(note = "moved to `sequencer_host::store::objects::s3`")]

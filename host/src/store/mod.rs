@@ -36,7 +36,7 @@ pub mod objects;
 #[cfg(feature = "redb")]
 pub mod redb;
 
-pub use archive_record::ArchiveRecord;
+pub use archive_record::{ArchiveError, ArchiveRecord};
 pub use check::{CheckError, CheckReport, PlogChecker, StoreCheck, Violation, check_store};
 pub use codec::{StoredEvent, encoded_len};
 #[cfg(feature = "objects")]

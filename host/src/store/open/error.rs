@@ -67,9 +67,8 @@ pub enum OpenError {
     #[error(transparent)]
     DataDir(#[from] crate::store::redb::data_dir::DataDirError),
     /// The archive is missing, another one, or does not line up with the store.
-    #[cfg(feature = "objects")]
     #[error(transparent)]
-    Archive(#[from] crate::store::layers::archive::ArchiveError),
+    Archive(#[from] crate::store::archive_record::ArchiveError),
     /// The store failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

@@ -15,7 +15,7 @@ use super::archive;
 use super::error::OpenError;
 use super::options::OpenOptions;
 use super::settle;
-use super::store::{Backend, Opened};
+use super::store::{Backend, Opened, Store};
 use super::url::StoreUrl;
 
 /// How long a new store's first request may take to be answered.
@@ -48,17 +48,21 @@ impl Backend for EtcdStorage {
         ])
     }
 
-    #[cfg(feature = "objects")]
     fn trim(&self) -> Option<&dyn crate::store::Trim> {
-        Some(self)
-    }
-
-    fn etcd(&self) -> Option<&EtcdStorage> {
         Some(self)
     }
 
     fn tail_probe(&self) -> Option<Arc<dyn TailProbe>> {
         Some(Arc::new(self.clone()))
+    }
+}
+
+impl Store {
+    /// The etcd store behind this one (a [`Membership`](crate::membership::Membership) of
+    /// many hosts opens on it); `None` for other backends.
+    pub fn etcd(&self) -> Option<&EtcdStorage> {
+        let backend: &dyn std::any::Any = self.backend.as_ref();
+        backend.downcast_ref()
     }
 }
 
@@ -87,29 +91,9 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     let layout = settle::settle_open(recorded, options, &store, false, &name, "etcd", |l| {
         Ok(store.record_layout(l)?)
     })?;
-    #[cfg(feature = "objects")]
-    let (archive, storage) = {
-        use crate::store::layers::archive::WithArchive;
-        let archive = match archive::choose(&options.archive, url, store.read_archive()?)? {
-            Some(c) => {
-                archive::open_chosen(options, c, &store, |root| Ok(store.record_archive(root)?))?
-            }
-            None => archive::Opened::none(),
-        };
-        let storage: Arc<dyn Storage> = match &archive.archive {
-            Some(a) => Arc::new(WithArchive::new(store.clone(), Some(a.clone()))?),
-            None => Arc::new(store.clone()),
-        };
-        (archive, storage)
-    };
-    #[cfg(not(feature = "objects"))]
-    let (archive, storage) = {
-        archive::choose(&options.archive, url, None)?;
-        (
-            archive::Opened::none(),
-            Arc::new(store.clone()) as Arc<dyn Storage>,
-        )
-    };
+    let chosen = archive::choose(&options.archive, url, || Ok(store.read_archive()?))?;
+    let (archive, storage) =
+        chosen.open_under(options, &store, |root| Ok(store.record_archive(root)?))?;
     Ok(Opened {
         created: false,
         backend: Box::new(store),
@@ -124,12 +108,9 @@ pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send +
         return Err(settle::not_built(url));
     };
     let store = EtcdStorage::connect_url(address)?;
-    #[cfg(feature = "objects")]
-    {
-        use crate::store::layers::archive::WithArchive;
-        let archive = archive::open_recorded(store.read_archive()?)?;
-        Ok(Box::new(WithArchive::new(store, archive)?))
-    }
-    #[cfg(not(feature = "objects"))]
-    Ok(Box::new(store))
+    let read_record = {
+        let store = store.clone();
+        move || Ok(store.read_archive()?)
+    };
+    archive::reader_with_recorded(store, read_record)
 }

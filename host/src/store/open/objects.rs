@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::store::composed::{ObjectReader, ObjectStorage};
+use crate::store::objects::ObjectPlog;
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::Storage;
@@ -14,7 +15,7 @@ use super::archive;
 use super::error::OpenError;
 use super::options::OpenOptions;
 use super::settle;
-use super::store::{Backend, Opened};
+use super::store::{Backend, Opened, Store};
 use super::url::StoreUrl;
 
 impl Backend for ObjectStorage {
@@ -56,8 +57,16 @@ impl Backend for ObjectStorage {
         ])
     }
 
-    fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
-        Some(self.plog())
+    fn merge_error(&self) -> Option<String> {
+        self.plog().merge_error()
+    }
+}
+
+impl Store {
+    /// The object store's PLog (whose merger bundles its events), `None` for other stores.
+    pub fn object_plog(&self) -> Option<&ObjectPlog> {
+        let backend: &dyn std::any::Any = self.backend.as_ref();
+        backend.downcast_ref::<ObjectStorage>().map(|s| s.plog())
     }
 }
 

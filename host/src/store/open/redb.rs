@@ -8,7 +8,6 @@ use crate::store::live::LiveSource;
 use crate::store::reader::StoreReader;
 use crate::store::redb::data_dir::{DataDir, DirState, OpenMode};
 use crate::store::stats::{Counter, StoreStats};
-use crate::store::storage::Storage;
 
 use super::archive;
 use super::error::OpenError;
@@ -39,7 +38,6 @@ impl Backend for DataDir {
         ])
     }
 
-    #[cfg(feature = "objects")]
     fn trim(&self) -> Option<&dyn crate::store::Trim> {
         Some(self.store())
     }
@@ -69,20 +67,13 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     };
     let name = || format!("data directory {}", dir.display());
     settle::refuse_another(recorded.as_ref(), options, &name, "redb")?;
-    #[cfg(feature = "objects")]
-    let chosen = {
-        let record = match existing {
-            true => DataDir::read_archive(&dir)?,
-            false => None,
-        };
-        let chosen = archive::choose(&options.archive, url, record)?;
-        if let (true, Some((root, _))) = (existing, &chosen) {
-            archive::check_before_writing(&DataDir::open_read_only(&dir)?, root)?;
-        }
-        chosen
-    };
-    #[cfg(not(feature = "objects"))]
-    archive::choose(&options.archive, url, None)?;
+    let chosen = archive::choose(&options.archive, url, || match existing {
+        true => Ok(DataDir::read_archive(&dir)?),
+        false => Ok(None),
+    })?;
+    if existing {
+        chosen.check_before_writing(|| Ok(DataDir::open_read_only(&dir)?))?;
+    }
 
     let data_dir = DataDir::open_validated(&dir, state)?;
     tracing::info!(
@@ -106,26 +97,9 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
             Ok(l.clone())
         },
     )?;
-    #[cfg(feature = "objects")]
-    let (archive, storage) = {
-        use crate::store::layers::archive::WithArchive;
-        let archive = match chosen {
-            Some(c) => archive::open_chosen(options, c, data_dir.store(), |root| {
-                Ok(data_dir.record_archive(root)?)
-            })?,
-            None => archive::Opened::none(),
-        };
-        let with: Arc<dyn Storage> = Arc::new(WithArchive::new(
-            data_dir.store().clone(),
-            archive.archive.clone(),
-        )?);
-        (archive, with)
-    };
-    #[cfg(not(feature = "objects"))]
-    let (archive, storage) = (
-        archive::Opened::none(),
-        Arc::new(data_dir.store().clone()) as Arc<dyn Storage>,
-    );
+    let (archive, storage) = chosen.open_under(options, data_dir.store(), |root| {
+        Ok(data_dir.record_archive(root)?)
+    })?;
     Ok(Opened {
         created: data_dir.created(),
         backend: Box::new(data_dir),
@@ -143,27 +117,10 @@ pub(super) fn open_reader(
         .local_dir(&options.data)
         .unwrap_or_else(|| options.data.clone());
     // `open_dir` validates the directory first.
+    let read_record = || Ok(DataDir::read_archive(&dir)?);
     match open_dir(&dir)? {
-        DirReader::File(reader) => with_archive(&dir, reader),
+        DirReader::File(reader) => archive::reader_with_recorded(reader, read_record),
         #[cfg(unix)]
-        DirReader::Live(reader) => with_archive(&dir, reader),
-    }
-}
-
-/// `reader` with the archive recorded in the data directory `dir`, if any.
-fn with_archive<S: StoreReader + Send + Sync + 'static>(
-    dir: &std::path::Path,
-    reader: S,
-) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
-    #[cfg(feature = "objects")]
-    {
-        use crate::store::layers::archive::WithArchive;
-        let archive = archive::open_recorded(DataDir::read_archive(dir)?)?;
-        Ok(Box::new(WithArchive::new(reader, archive)?))
-    }
-    #[cfg(not(feature = "objects"))]
-    {
-        let _ = dir;
-        Ok(Box::new(reader))
+        DirReader::Live(reader) => archive::reader_with_recorded(reader, read_record),
     }
 }

@@ -13,13 +13,15 @@ use crate::store::reader::StoreReader;
 use crate::store::stats::StoreStats;
 use crate::store::storage::{PartitionId, Storage, StorageError};
 use crate::store::tail_probe::TailProbe;
+use crate::store::trim::Trim;
 
 use super::archive;
 use super::error::OpenError;
 use super::url::StoreUrl;
 
-/// A backend's live handle, as an open [`Store`] holds it.
-pub(super) trait Backend: Send + Sync {
+/// A backend's live handle, as an open [`Store`] holds it. What only one backend has (the etcd
+/// store, the object store's PLog) its opener's file reaches by downcasting it (`Any`).
+pub(super) trait Backend: std::any::Any + Send + Sync {
     /// The store's read side (the hot store, without its archive).
     fn reader(&self) -> &dyn StoreReader;
     /// One line naming the store and what it is.
@@ -27,18 +29,11 @@ pub(super) trait Backend: Send + Sync {
     /// Its counters now.
     fn stats(&self) -> StoreStats;
     /// The store as archive passes trim it (redb, etcd).
-    #[cfg(feature = "objects")]
-    fn trim(&self) -> Option<&dyn crate::store::Trim> {
+    fn trim(&self) -> Option<&dyn Trim> {
         None
     }
-    /// The object store's PLog, whose merger a run drains before it checks.
-    #[cfg(feature = "objects")]
-    fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
-        None
-    }
-    /// The etcd store, for a membership of many hosts.
-    #[cfg(feature = "etcd")]
-    fn etcd(&self) -> Option<&crate::store::etcd::EtcdStorage> {
+    /// Why the store's background merger stopped, if it has one and it did (the object store).
+    fn merge_error(&self) -> Option<String> {
         None
     }
     /// The directory and the source a run serves readers from (`store::live`), if any.
@@ -55,10 +50,10 @@ pub(super) trait Backend: Send + Sync {
 /// An open store: the backend, its settled layout and its archive.
 pub struct Store {
     url: StoreUrl,
-    backend: Box<dyn Backend>,
+    pub(super) backend: Box<dyn Backend>,
     layout: Option<Layout>,
     created: bool,
-    archive: archive::Opened,
+    pub(super) archive: archive::Opened,
     storage: Arc<dyn Storage>,
     own_tail: Option<Arc<OwnTail>>,
 }
@@ -97,13 +92,6 @@ impl Store {
     /// Whether this open created the store.
     pub fn created(&self) -> bool {
         self.created
-    }
-
-    /// The etcd store behind this one (a [`Membership`](crate::membership::Membership) of
-    /// many hosts opens on it); `None` for other backends.
-    #[cfg(feature = "etcd")]
-    pub fn etcd(&self) -> Option<&crate::store::etcd::EtcdStorage> {
-        self.backend.etcd()
     }
 
     /// Whether other hosts may append to the same PLog ([`StoreUrl::shared`]).
@@ -155,32 +143,15 @@ impl Store {
     }
 }
 
-#[cfg(feature = "objects")]
 impl Store {
-    /// The store's archive of old PLog events, if it has one (writable if the open asked).
-    pub fn archive(&self) -> Option<&crate::store::layers::archive::Archive> {
-        self.archive.archive.as_ref()
-    }
-
     /// The store as archive passes trim it (redb and etcd stores).
-    pub fn trim(&self) -> Option<&dyn crate::store::Trim> {
+    pub fn trim(&self) -> Option<&dyn Trim> {
         self.backend.trim()
     }
 
-    /// The object store's PLog (whose merger bundles its events), `None` for other stores.
-    pub fn object_plog(&self) -> Option<&crate::store::objects::ObjectPlog> {
-        self.backend.object_plog()
-    }
-}
-
-impl Store {
     /// Why the object store's merger stopped, if it did (`None` for other stores).
     pub fn merge_error(&self) -> Option<String> {
-        #[cfg(feature = "objects")]
-        if let Some(plog) = self.backend.object_plog() {
-            return plog.merge_error();
-        }
-        None
+        self.backend.merge_error()
     }
 }
 

@@ -1,0 +1,78 @@
+//! Whether an archive and a hot store make one dense PLog ([`check_lines_up`]): the hot store
+//! starts at most one past the archive's end, and an event both hold is the same in both.
+
+use sequencer::PLogOffset;
+
+use crate::store::archive_record::ArchiveError;
+use crate::store::objects::bundle_object;
+use crate::store::reader::StoreReader;
+use crate::store::storage::PartitionId;
+
+use super::directory::Archive;
+
+/// Whether a partition's hot PLog (`first..=last`, or none) and its archive (`1..=end`)
+/// make one dense PLog: the hot store must start at most one past the archive's end.
+pub(super) fn lines_up(
+    archive: &Archive,
+    p: PartitionId,
+    hot: Option<(PLogOffset, PLogOffset)>,
+    end: PLogOffset,
+) -> Result<(), ArchiveError> {
+    let bad = |detail: String| ArchiveError::DoesNotLineUp {
+        archive: archive.root.clone(),
+        partition: p,
+        detail,
+    };
+    match hot {
+        Some((first, _)) if first > end + 1 => {
+            let (bf, bl) = (end + 1, end + archive.bundle_events());
+            Err(bad(format!(
+                "the store's PLog starts at offset {first}, but the archive holds it only up to {end}: offsets {}..={} are in neither (is {} missing?)",
+                end + 1,
+                first - 1,
+                bundle_object(p, bf, bl)
+            )))
+        }
+        None if end > 0 => Err(bad(format!(
+            "the archive holds offsets 1..={end}, but the store has no PLog for it: not this store's archive"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses (naming the partition and offsets) an archive that does not line up with the
+/// hot store: a gap between the archive's end and the store's first event, an archive of a
+/// partition the store does not have, or an event both hold with different contents (one
+/// compared per partition here; every one by `check`).
+pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveError> {
+    let mut parts = hot.partitions()?;
+    parts.extend(a.partitions());
+    parts.sort_unstable();
+    parts.dedup();
+    for p in parts {
+        let bounds = hot.plog_bounds(p)?;
+        let end = a.end(p);
+        lines_up(a, p, bounds, end)?;
+        if let Some((first, last)) = bounds
+            && first <= end
+        {
+            // Both hold first..=end: a pass interrupted before its trim.
+            let o = end.min(last);
+            let (x, y) = (hot.events(p, o, 1)?, a.events(p, o, 1)?);
+            let same = match (x.first(), y.first()) {
+                (Some(x), Some(y)) => x.same_event(y),
+                (x, y) => x == y,
+            };
+            if !same {
+                return Err(ArchiveError::DoesNotLineUp {
+                    archive: a.root.clone(),
+                    partition: p,
+                    detail: format!(
+                        "event {o} differs between the store and the archive: not this store's archive"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
