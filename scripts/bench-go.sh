@@ -37,40 +37,34 @@ step "build go/bench"
 
 # The Rust bench's sizes: W1 and W2 run 2,000,000 transactions at its scale 1, W4 100,000.
 rust_scale_tx="$(awk -v s="$scale" 'BEGIN { printf "%g", s * 0.3 }')"
-only_tx="$(tr ',' '\n' <<<"$only" | grep -E '^(W1|W2)$' | paste -sd, - || true)"
-has_w4="$(tr ',' '\n' <<<"$only" | grep -qx W4 && echo yes || true)"
 
-run_go() { "$work/gobench" -only "$only" -paths "$paths" -scale "$scale" -runs "$runs" >>"$rows"; }
+# Each engine runs one workload at a time, the engines' order rotating, so that a change of
+# the machine's load between two runs hits every engine alike.
+run_go() { "$work/gobench" -only "$1" -paths "$paths" -scale "$scale" -runs "$runs" >>"$rows"; }
 run_original() {
-  [[ -n "${GO_ORIGINAL:-}" ]] || return 0
-  local o
-  o="$(tr ',' '\n' <<<"$only" | grep -E '^W[124]$' | paste -sd, - || true)"
-  [[ -n "$o" ]] || return 0
-  "$GO_ORIGINAL" -only "$o" -scale "$scale" -runs "$runs" >>"$rows"
+  [[ -n "${GO_ORIGINAL:-}" && "$1" == W* ]] || return 0
+  "$GO_ORIGINAL" -only "$1" -scale "$scale" -runs "$runs" >>"$rows"
 }
 run_rust() {
-  [[ -n "${RUST_BENCH:-}" ]] || return 0
+  [[ -n "${RUST_BENCH:-}" && "$1" == W* ]] || return 0
   : "${SEQUENCER_COMPONENT:?RUST_BENCH needs SEQUENCER_COMPONENT=<component>}"
-  local common=(BENCH_ENGINES=component BENCH_RUNS="$runs" SEQUENCER_COMPONENT="$SEQUENCER_COMPONENT"
-    BENCH_PATHS="per step,flush-start-next-quad,flush-start-batch")
-  if [[ -n "$only_tx" ]]; then
-    env "${common[@]}" BENCH_ONLY="$only_tx" BENCH_SCALE="$rust_scale_tx" BENCH_OUT="$work/rust.tsv" \
-      "$RUST_BENCH" --bench >/dev/null
-    cat "$work/rust.tsv" >>"$rows"
-  fi
-  if [[ -n "$has_w4" ]]; then
-    env "${common[@]}" BENCH_ONLY=W4 BENCH_SCALE="$scale" BENCH_OUT="$work/rust.tsv" "$RUST_BENCH" --bench >/dev/null
-    cat "$work/rust.tsv" >>"$rows"
-  fi
+  local s="$scale"
+  [[ "$1" == W4 ]] || s="$rust_scale_tx"
+  env BENCH_ENGINES=component BENCH_RUNS="$runs" SEQUENCER_COMPONENT="$SEQUENCER_COMPONENT" \
+    BENCH_PATHS="per step,flush-start-next-quad,flush-start-batch" BENCH_ONLY="$1" BENCH_SCALE="$s" \
+    BENCH_OUT="$work/rust.tsv" "$RUST_BENCH" --bench >/dev/null
+  cat "$work/rust.tsv" >>"$rows"
 }
 
 engines=(run_go run_original run_rust)
 load_before="$(cut -d" " -f1-3 /proc/loadavg)"
-
+IFS=, read -r -a workloads <<<"$only"
 for ((r = 0; r < rounds; r++)); do
   step "round $((r + 1)) of $rounds"
-  for ((k = 0; k < ${#engines[@]}; k++)); do
-    "${engines[$(((k + r) % ${#engines[@]}))]}"
+  for w in "${workloads[@]}"; do
+    for ((k = 0; k < ${#engines[@]}; k++)); do
+      "${engines[$(((k + r) % ${#engines[@]}))]}" "$w"
+    done
   done
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
