@@ -5,7 +5,6 @@ import com.dylibso.chicory.runtime.Instance;
 import com.dylibso.chicory.runtime.Memory;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * One instance of the core module and its sequencer: the WIT calls as Java methods, by the
@@ -36,7 +35,6 @@ final class Guest {
     private final ExportFunction iFlush;
     private final ExportFunction iFlushStatus;
     private final ExportFunction iActualize;
-    private final ExportFunction iActualizeBesideWrite;
     private final ExportFunction iCleanup;
     private final ExportFunction iStatus;
     private final ExportFunction iHeldNumbers;
@@ -110,7 +108,6 @@ final class Guest {
         this.iFlush = fn(INSTANCE + "flush");
         this.iFlushStatus = fn(INSTANCE + "flush-status");
         this.iActualize = fn(INSTANCE + "actualize");
-        this.iActualizeBesideWrite = fn(INSTANCE + "actualize-beside-write");
         this.iCleanup = fn(INSTANCE + "cleanup");
         this.iStatus = fn(INSTANCE + "status");
         this.iHeldNumbers = fn(INSTANCE + "held-numbers");
@@ -150,10 +147,6 @@ final class Guest {
 
     private ExportFunction fn(String name) {
         return instance.export(name);
-    }
-
-    Memory memory() {
-        return memory;
     }
 
     // ---- lowering ----------------------------------------------------------------------------
@@ -429,11 +422,6 @@ final class Guest {
         checkShort((int) iActualize.apply(a0)[0]);
     }
 
-    /** {@code actualize-beside-write}. */
-    void actualizeBesideWrite() {
-        checkShort((int) iActualizeBesideWrite.apply(a0)[0]);
-    }
-
     /** {@code cleanup}. */
     void cleanup() {
         iCleanup.apply(a0);
@@ -702,15 +690,5 @@ final class Guest {
         }
         a1[0] = rep;
         return SequenceStatus.ofIndex((int) eStatus.apply(a1)[0]);
-    }
-
-    /** For tests: every export of the module, by name. */
-    Map<String, String> exportNames() {
-        Map<String, String> names = new TreeMap<>();
-        var section = instance.module().exportSection();
-        for (int i = 0; i < section.exportCount(); i++) {
-            names.put(section.getExport(i).name(), section.getExport(i).exportType().toString());
-        }
-        return names;
     }
 }

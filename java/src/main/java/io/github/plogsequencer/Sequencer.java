@@ -1,7 +1,6 @@
 package io.github.plogsequencer;
 
 import java.time.Duration;
-import java.util.List;
 
 /**
  * One partition's sequencer (the original's {@code ISequencer}), in a plugin instance of its
@@ -849,9 +848,5 @@ public final class Sequencer implements AutoCloseable {
     /** The params this sequencer was opened with. */
     public Params params() {
         return params;
-    }
-
-    List<Operation> pendingForTests() {
-        return tasks instanceof ManualTasks ? ((ManualTasks) tasks).pending() : List.of();
     }
 }
