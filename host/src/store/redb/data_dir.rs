@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use crate::store::archive_record::ArchiveRecord;
 use crate::store::fs::{FileError, sync_dir, write_synced};
 use crate::store::layout::Layout;
+use crate::store::redb::open::{OpenError, OpenFailure};
 use crate::store::redb::reader::RedbReader;
-use crate::store::redb::storage::{OpenError, OpenFailure, RedbStorage};
+use crate::store::redb::storage::RedbStorage;
 use crate::store::storage::StorageError;
 
 /// The name of the format marker file.

@@ -9,7 +9,8 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use crate::store::redb::storage::{OpenFailure, RedbStorage};
+use crate::store::redb::open::OpenFailure;
+use crate::store::redb::storage::RedbStorage;
 use crate::store::storage::StorageError;
 
 /// Runs redb's integrity check on a private copy of the database at `path`, made by

@@ -6,20 +6,27 @@
 
 pub(crate) mod data_dir;
 pub(crate) mod integrity;
+pub(crate) mod open;
 pub(crate) mod reader;
+pub(crate) mod reads;
 pub(crate) mod snapshot;
 pub(crate) mod source;
+pub(crate) mod stats;
 pub(crate) mod storage;
+pub(crate) mod tables;
 #[cfg(feature = "objects")]
 pub(crate) mod view_file;
+pub(crate) mod writer;
 
 pub use crate::store::fs::LAYOUT_FILE;
 pub use data_dir::{
     ARCHIVE_RECORD_FILE, DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION,
     OpenMode,
 };
+pub use open::{OpenError, OpenFailure};
 pub use reader::{ReadMode, RedbReader};
 pub use snapshot::RedbSnapshot;
-pub use storage::{
-    DB_FORMAT_VERSION, OpenError, OpenFailure, RedbStorage, StoreCounts, StoreStats, TRIM_CHUNK,
-};
+pub use stats::{StoreCounts, StoreStats};
+pub use storage::RedbStorage;
+pub use tables::DB_FORMAT_VERSION;
+pub use writer::TRIM_CHUNK;

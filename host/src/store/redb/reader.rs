@@ -20,10 +20,12 @@ use crate::store::codec::StoredEvent;
 use crate::store::layout::Layout;
 use crate::store::reader::StoreReader;
 use crate::store::redb::integrity::{PrivateFolder, catch_quietly, copy_file, verify_copy};
-use crate::store::redb::storage::{
-    OpenError, OpenFailure, RedbStorage, check_format, err, read_events, read_next,
-    read_partitions, read_plog_bounds, read_view,
+use crate::store::redb::open::{OpenError, OpenFailure};
+use crate::store::redb::reads::{
+    read_events, read_next, read_partitions, read_plog_bounds, read_view,
 };
+use crate::store::redb::storage::RedbStorage;
+use crate::store::redb::tables::{check_format, err};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// How many copies of a live store are taken before giving up on a consistent one.

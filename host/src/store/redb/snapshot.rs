@@ -10,9 +10,11 @@ use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::codec::StoredEvent;
 use crate::store::reader::StoreReader;
-use crate::store::redb::storage::{
-    RedbStorage, err, read_events, read_next, read_partitions, read_plog_bounds, read_view,
+use crate::store::redb::reads::{
+    read_events, read_next, read_partitions, read_plog_bounds, read_view,
 };
+use crate::store::redb::storage::RedbStorage;
+use crate::store::redb::tables::err;
 use crate::store::storage::{PartitionId, StorageError};
 
 /// A redb store as it was when [`RedbStorage::snapshot`] was called, whatever is committed

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use crate::store::layout::Layout;
+use crate::store::redb::open::OpenFailure;
 use crate::store::redb::reader::RedbReader;
-use crate::store::redb::storage::{OpenFailure, RedbStorage};
+use crate::store::redb::storage::RedbStorage;
 use crate::store::storage::StorageError;
 use crate::store::view_file::{Live, LiveViewFile, ReadOnly, ViewFile};
 
