@@ -106,18 +106,35 @@ func cpuTime() time.Duration {
 
 type txRun func(n int, ws func(int) sequencer.WSID) error
 
+// notNowFor bounds how long a run waits out "not now" (max_unflushed_values is large enough
+// that it never does but for a stalled storage).
+const notNowFor = 30 * time.Second
+
+// stalled says whether a run waited out "not now" since since for longer than notNowFor.
+func stalled(since *time.Time) error {
+	if since.IsZero() {
+		*since = time.Now()
+	} else if time.Since(*since) > notNowFor {
+		return fmt.Errorf("still not now after %v", notNowFor)
+	}
+	return nil
+}
+
 func pathFunc(s *sequencer.Sequencer, path string) txRun {
 	switch path {
 	case paths[0]:
 		return func(n int, ws func(int) sequencer.WSID) error {
 			for i := 0; i < n; i++ {
-				for {
-					_, ok, err := s.Start(kind, ws(i))
+				_, ok, err := s.Start(kind, ws(i))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					ctx, cancel := context.WithTimeout(context.Background(), notNowFor)
+					_, err = s.StartWithin(ctx, kind, ws(i))
+					cancel()
 					if err != nil {
 						return err
-					}
-					if ok {
-						break
 					}
 				}
 				for _, q := range seqs {
@@ -135,6 +152,7 @@ func pathFunc(s *sequencer.Sequencer, path string) txRun {
 		var out []sequencer.Number
 		return func(n int, ws func(int) sequencer.WSID) error {
 			for i := 0; i < n; i++ {
+				var since time.Time
 				for {
 					_, ok, numbers, err := s.FlushStartNext(kind, ws(i), seqs, out)
 					if err != nil && i == 0 {
@@ -147,6 +165,9 @@ func pathFunc(s *sequencer.Sequencer, path string) txRun {
 					if ok {
 						break
 					}
+					if err := stalled(&since); err != nil {
+						return err
+					}
 				}
 			}
 			return s.Flush()
@@ -156,6 +177,7 @@ func pathFunc(s *sequencer.Sequencer, path string) txRun {
 		wss := make([]sequencer.WSID, 0, batch)
 		return func(n int, ws func(int) sequencer.WSID) error {
 			first := true
+			var since time.Time
 			for i := 0; i < n; {
 				wss = wss[:0]
 				for j := i; j < n && len(wss) < batch; j++ {
@@ -172,6 +194,13 @@ func pathFunc(s *sequencer.Sequencer, path string) txRun {
 					return err
 				}
 				first, out = false, b.Numbers
+				if b.Started == 0 {
+					if err := stalled(&since); err != nil {
+						return err
+					}
+				} else {
+					since = time.Time{}
+				}
 				i += b.Started
 			}
 			return s.Flush()
