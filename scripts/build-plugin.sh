@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the sequencer as a plugin for polyglot hosts (docs/PLUGIN.md) and prints three paths,
 # one per line:
-#   $TARGET_DIR/plugin/sequencer-plugin-<WIT version>/   sequencer.wasm, wit/, manifest.json
-#                                                        (versions, sha256, imports), README.md,
-#                                                        LICENSE
+#   $TARGET_DIR/plugin/sequencer-plugin-<WIT version>/   sequencer.wasm (the component),
+#                                                        sequencer-core.wasm (the core module),
+#                                                        wit/, manifest.json (versions, sha256,
+#                                                        imports), README.md, LICENSE
 #   $TARGET_DIR/plugin/sequencer-plugin-<WIT version>.tar.gz   the same folder, reproducible
 #   $TARGET_DIR/plugin/plog_sequencer-<version>-py3-none-any.whl   the Python package (python/)
 #                                                        with this component bundled
-# The component is scripts/build-component.sh's. Refuses to build if python/ wraps another WIT
+# The component is scripts/build-component.sh's, the core module scripts/build-core-module.sh's. Refuses to build if python/ wraps another WIT
 # version than wit/sequencer.wit's. Python tools (hatchling, the wheel's build backend, and
 # wasmtime, which reads the component's imports for the manifest) go into a venv in the
 # project's tool cache ($TOOLS/python-build), installed once from python/requirements-build.txt.
@@ -35,6 +36,8 @@ fi
 [[ "${1:-}" == --prepare ]] && exit 0
 
 component="$(bash scripts/build-component.sh)"
+# The core module from the same sources, in the same run (docs/PLUGIN.md, "The core module").
+core_module="$(bash scripts/build-core-module.sh)"
 
 wit_version="$(sed -n 's/^package sequencer:plugin@\(.*\);$/\1/p' wit/sequencer.wit)"
 crate_version="$(cargo pkgid -p plog-sequencer)"
@@ -54,6 +57,7 @@ dir="$out/$name"
 rm -rf "$dir" "$out/$name.tar.gz"
 mkdir -p "$dir/wit"
 cp "$component" "$dir/sequencer.wasm"
+cp "$core_module" "$dir/sequencer-core.wasm"
 cp wit/sequencer.wit "$dir/wit/"
 cp LICENSE "$dir/"
 source_rev="$(git describe --always --dirty 2>/dev/null || echo unknown)"

@@ -4,8 +4,9 @@ its build venv's Python, which has wasmtime).
     python plugin-manifest.py DIR --wit-version V --crate-version V --python-version V
                               --source REV --doc docs/PLUGIN.md
 
-DIR holds sequencer.wasm and wit/. The imports and exports are read from the component itself
-(wasmtime's component type), not written by hand, and sorted into what a host must provide.
+DIR holds sequencer.wasm, sequencer-core.wasm and wit/. The imports and exports are read from
+the component itself (wasmtime's component type) and from the core module (wasmtime's module
+type), not written by hand, and sorted into what a host must provide.
 """
 
 import argparse
@@ -47,6 +48,16 @@ def main():
     if unexpected or any(not i.endswith(f"@{a.wit_version}") for i in ours):
         sys.exit(f"error: the component's imports are not the contract's: {unexpected or ours}")
 
+    # The core module: the same sources for runtimes without the component model. Every
+    # import is the sequencer's own (or a resource intrinsic of its own export): nothing of WASI.
+    core = (a.dir / "sequencer-core.wasm").read_bytes()
+    module = wasmtime.Module(engine, core)
+    core_imports = sorted(f"{i.module} {i.name}" for i in module.imports)
+    core_modules = sorted({i.module for i in module.imports})
+    if any(not m.removeprefix("[export]").startswith("sequencer:plugin/") or not m.endswith(f"@{a.wit_version}")
+           for m in core_modules):
+        sys.exit(f"error: the core module imports more than the sequencer's own interfaces: {core_modules}")
+
     manifest = {
         "name": "sequencer-plugin",
         "wit_package": package,
@@ -55,6 +66,14 @@ def main():
         "python_package": {"name": "plog-sequencer", "version": a.python_version},
         "source": a.source,
         "component": {"file": "sequencer.wasm", "bytes": len(wasm), "sha256": hashlib.sha256(wasm).hexdigest()},
+        "core_module": {
+            "file": "sequencer-core.wasm",
+            "bytes": len(core),
+            "sha256": hashlib.sha256(core).hexdigest(),
+            "abi": "canonical ABI lowering of the world sequencer-plugin (README.md, 'The core module')",
+            "imports": core_imports,
+            "exports": len(module.exports),
+        },
         "wit": sorted(str(p.relative_to(a.dir)) for p in (a.dir / "wit").glob("*.wit")),
         "exports": exports,
         "imports": {
@@ -78,6 +97,7 @@ The sequencer as a WebAssembly component: `sequencer.wasm`, implementing the WIT
 | WIT package | `{package}` |
 | built from | crate `plog-sequencer` {a.crate_version}, source `{a.source}` |
 | `sequencer.wasm` | {len(wasm):,} bytes, sha256 `{manifest['component']['sha256']}` |
+| `sequencer-core.wasm` | {len(core):,} bytes, sha256 `{manifest['core_module']['sha256']}`: the same sources as a core module, for runtimes without the component model (its ABI below) |
 | Python package | `plog-sequencer` {a.python_version} (the wheel beside this folder bundles this component) |
 
 `manifest.json` says the same for programs.

@@ -211,8 +211,9 @@ python_wheel() {
 }
 wanted python-wheel && run python-wheel python_wheel
 
-# The plugin artifact: its manifest names this component (sha256), the WIT package of
-# wit/sequencer.wit and the three interfaces a host provides; the .tar.gz holds the folder.
+# The plugin artifact: its manifest names this component and core module (sha256; the core module
+# is the copy the Go and Java packages embed), the WIT package of wit/sequencer.wit and the three
+# interfaces a host provides; the .tar.gz holds the folder.
 plugin_artifact() {
   local dir="${plugin[0]}" tarball="${plugin[1]}" files
   python3 - "$dir" "$SEQUENCER_COMPONENT" "$ROOT/wit/sequencer.wit" <<'PY' || return 1
@@ -226,6 +227,11 @@ checks = {
     "folder": (d.name, f"sequencer-plugin-{version}"),
     "sha256": (m["component"]["sha256"], hashlib.sha256(component.read_bytes()).hexdigest()),
     "copied component": (hashlib.sha256((d / "sequencer.wasm").read_bytes()).hexdigest(), m["component"]["sha256"]),
+    "copied core module": (hashlib.sha256((d / "sequencer-core.wasm").read_bytes()).hexdigest(), m["core_module"]["sha256"]),
+    # The Go and Java packages embed the committed copy: the same bytes as this build's.
+    "embedded core module": (hashlib.sha256((Path(sys.argv[3]).parents[1] / "go/internal/plugin/sequencer-core.wasm").read_bytes()).hexdigest(), m["core_module"]["sha256"]),
+    "core module imports": (sorted({i.split(" ")[0] for i in m["core_module"]["imports"]}),
+                            [f"[export]sequencer:plugin/sequencer-api@{version}"] + [f"sequencer:plugin/{i}@{version}" for i in ("clock", "observer", "storage")]),
     "copied WIT": ((d / "wit" / "sequencer.wit").read_text(), wit),
     "provide": (m["imports"]["provide"], [f"sequencer:plugin/{i}@{version}" for i in ("clock", "observer", "storage")]),
     "exports": (m["exports"], [f"sequencer:plugin/{i}@{version}" for i in ("events", "instance", "sequencer-api")]),
@@ -239,7 +245,7 @@ PY
   files="$(tar -tzf "$tarball" | sort | paste -sd' ')"
   local name
   name="$(basename "$dir")"
-  [[ "$files" == "$name/ $name/LICENSE $name/README.md $name/manifest.json $name/sequencer.wasm $name/wit/ $name/wit/sequencer.wit" ]] ||
+  [[ "$files" == "$name/ $name/LICENSE $name/README.md $name/manifest.json $name/sequencer-core.wasm $name/sequencer.wasm $name/wit/ $name/wit/sequencer.wit" ]] ||
     { echo "plugin tarball: unexpected contents: $files" >&2; return 1; }
   echo "plugin tarball: $files"
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test: formatting and lints, the core, the host (with the etcd store against a real
-# 3-member cluster and the object store's PLog on S3 against moto), the component under wasmtime, the JavaScript package in Node and headless
-# Chromium, and the conformance suite on four runtimes. Prints the time of each step at the end.
+# 3-member cluster and the object store's PLog on S3 against moto), the component under
+# wasmtime, the JavaScript package in Node and headless Chromium, the core module (checked to be
+# what the sources build) in the Go package on wazero and the Java package on Chicory, and the
+# conformance suite on seven runtimes. Prints the time of each step at the end.
 #
 # Installs what it needs, saying so first, and is quick when it is all there:
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
@@ -10,6 +12,9 @@
 #     server, started per test on a loopback port);
 #   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
 #     js/test/bundlers/node_modules and the jco runner's), the Python runner's venv;
+#   - into Go's module cache and Maven's repository (~/go/pkg/mod, ~/.m2; outside the clone):
+#     wazero for the Go package, Chicory, JUnit and Jackson for the Java package (the Go
+#     toolchain and the JDK with Maven are the machine's: scripts/test-go.sh, test-java.sh);
 #   - system-wide, only when missing: the rustup targets wasm32-wasip2 and
 #     wasm32-unknown-unknown, and Debian's chromium for the browser test.
 # Downloads that need no compiler run in the background while cargo compiles.
@@ -56,6 +61,8 @@ bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-np
 bg conformance-deps bash scripts/test-conformance.sh --prepare
 # A cargo build in a target folder of its own, niced: it takes the cores the main build leaves idle.
 bg wasm-bindgen nice -n 10 bash scripts/js-ensure-wasm-bindgen.sh
+# The Go package's modules from the Go module proxy (the network, not the cores).
+bg go-modules bash -c 'cd go && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download' 
 
 step "protoc for the etcd feature's build (the default build needs none)"
 PROTOC="$(bash scripts/protoc.sh)"
@@ -76,6 +83,9 @@ with_clippy cargo test --workspace --features "$HOST_FEATURES" --all-targets --n
 step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
+
+step "the core module (wasm32-unknown-unknown), checked to be the copy the Go and Java packages embed"
+bash scripts/build-core-module.sh --check >/dev/null
 
 # While the tests run (they mostly wait on real processes), two more builds use the cores, each
 # in a target folder of its own so neither waits for the other's lock: clippy on the component
@@ -141,6 +151,13 @@ bash scripts/test-js.sh
 step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
 bg_wait conformance-deps
 bash scripts/test-conformance.sh
+
+step "Go: the package on wazero (gofmt, vet, tests, the conformance scenarios, examples)"
+bg_wait go-modules
+bash scripts/test-go.sh
+
+step "Java: the package on Chicory (mvn verify: tests, the conformance scenarios; the example)"
+bash scripts/test-java.sh
 
 step "one wasmtime and one Cranelift for every build of the run"
 # host/Cargo.toml names the features the stores' and tests' dependencies turn on in wasmtime's
