@@ -65,6 +65,13 @@ if [[ "$got" != "43 14 14" ]]; then
   exit 1
 fi
 echo "examples/quickstart: $got" >&2
+# README.md's "Embedding from Go" shows the example's main function as it is.
+python3 - "$ROOT/go/examples/quickstart/main.go" "$ROOT/README.md" <<'PY'
+import sys
+src, readme = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+body = src[src.index("func main() {"):].rstrip("\n")
+sys.exit(0 if body in readme else "README.md does not show go/examples/quickstart's main as it is: copy it into 'Embedding from Go'")
+PY
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 go run ./examples/durable -dir "$dir" -events 3 >/dev/null

@@ -36,6 +36,14 @@ if [[ "$out" != "43 14 14 43" ]]; then
   echo "test-java: the example printed '$out', not '43 14 14 43'" >&2
   exit 1
 fi
+# README.md's "Embedding from Java" shows the example's body as it is.
+python3 - examples/NumberOneEvent.java ../README.md <<'PY'
+import sys, textwrap
+src, readme = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+end = src.index("\n", src.index("        System.out.println"))
+body = textwrap.dedent(src[src.index("        MemoryStorage storage"):end])
+sys.exit(0 if body in readme else "README.md does not show java/examples/NumberOneEvent.java's body as it is: copy it into 'Embedding from Java'")
+PY
 passed=0
 failed=0
 for f in target/surefire-reports/*.txt; do
