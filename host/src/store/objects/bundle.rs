@@ -3,121 +3,65 @@
 //!
 //! `["SQB1", first u64, count u32, the hash before first u64, count × (hash u64, length u32),
 //! the events]` (little-endian). A bundle's link (the hash before it and the hash of its last
-//! event) can be read from its header and hash table alone ([`Bundle::link_ranges`]).
+//! event) can be read from its header and hash table alone ([`link_ranges`]). Decoded, a bundle
+//! is an [`EventRange`] like an event object.
 
 use std::ops::Range;
 
 use sequencer::PLogOffset;
 
-use crate::store::objects::chain::{linked_or_damaged, u32_at, u64_at};
+use crate::store::objects::chain::{u32_at, u64_at};
+use crate::store::objects::range::EventRange;
 
 const BUNDLE_MAGIC: &[u8; 4] = b"SQB1";
 
-/// A bundle, decoded and verified: its events from `first` on, each with its hash, kept as
-/// the object's bytes and each event's span in them.
-#[derive(Clone, Debug)]
-pub(super) struct Bundle {
-    /// The offset of its first event.
-    pub(super) first: PLogOffset,
-    /// The hash of the event before `first` (0 before the first event).
-    pub(super) prev: u64,
-    /// Each event's hash, from `first` on.
-    pub(super) hashes: Vec<u64>,
-    bytes: Vec<u8>,
-    spans: Vec<(usize, usize)>,
+/// The object of the bundle from `first` whose predecessor's hash is `prev`, holding `events`
+/// (each with its hash) in order.
+pub(super) fn encode(first: PLogOffset, prev: u64, events: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let body: usize = events.iter().map(|e| e.1.len()).sum();
+    let mut out = Vec::with_capacity(24 + 12 * events.len() + body);
+    out.extend_from_slice(BUNDLE_MAGIC);
+    out.extend_from_slice(&first.to_le_bytes());
+    out.extend_from_slice(&(events.len() as u32).to_le_bytes());
+    out.extend_from_slice(&prev.to_le_bytes());
+    for (h, e) in events {
+        out.extend_from_slice(&h.to_le_bytes());
+        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
+    }
+    for (_, e) in events {
+        out.extend_from_slice(e);
+    }
+    out
 }
 
-impl Bundle {
-    /// How many events it holds.
-    pub(super) fn len(&self) -> usize {
-        self.spans.len()
+/// Decodes a bundle and verifies every link inside it; `None` if it is not a sound one. An
+/// event damaged inside while its links hold ([`linked_or_damaged`](super::chain::linked_or_damaged))
+/// is kept as it is: the read that decodes it finds it fails its checksum.
+pub(super) fn decode(b: Vec<u8>) -> Option<EventRange> {
+    if b.get(..4)? != BUNDLE_MAGIC {
+        return None;
     }
+    let head = (u64_at(&b, 4)?, u64_at(&b, 16)?, u32_at(&b, 12)? as usize);
+    EventRange::decode_table(b, head, 24, String::new())
+}
 
-    /// The offset of its last event.
-    pub(super) fn last(&self) -> PLogOffset {
-        self.first + self.len() as u64 - 1
-    }
+/// The byte ranges of a bundle of `n` events that hold its link: its header (the magic, the
+/// first offset, the count and the hash before it) and its last event's hash.
+pub(super) fn link_ranges(n: u64) -> [Range<u64>; 2] {
+    let at = 24 + 12 * (n - 1);
+    [0..24, at..at + 8]
+}
 
-    /// The hash of its last event.
-    pub(super) fn last_hash(&self) -> u64 {
-        self.hashes.last().copied().unwrap_or(self.prev)
-    }
-
-    /// Event `i` (from `first`).
-    pub(super) fn event(&self, i: usize) -> &[u8] {
-        let (a, b) = self.spans[i];
-        &self.bytes[a..b]
-    }
-
-    /// The object of the bundle from `first` whose predecessor's hash is `prev`, holding
-    /// `events` (each with its hash) in order.
-    pub(super) fn encode(first: PLogOffset, prev: u64, events: &[(u64, Vec<u8>)]) -> Vec<u8> {
-        let body: usize = events.iter().map(|e| e.1.len()).sum();
-        let mut out = Vec::with_capacity(24 + 12 * events.len() + body);
-        out.extend_from_slice(BUNDLE_MAGIC);
-        out.extend_from_slice(&first.to_le_bytes());
-        out.extend_from_slice(&(events.len() as u32).to_le_bytes());
-        out.extend_from_slice(&prev.to_le_bytes());
-        for (h, e) in events {
-            out.extend_from_slice(&h.to_le_bytes());
-            out.extend_from_slice(&(e.len() as u32).to_le_bytes());
-        }
-        for (_, e) in events {
-            out.extend_from_slice(e);
-        }
-        out
-    }
-
-    /// Decodes a bundle and verifies every link inside it; `None` if it is not a sound one. An
-    /// event damaged inside while its links hold ([`linked_or_damaged`]) is kept as it is: the
-    /// read that decodes it finds it fails its checksum.
-    pub(super) fn decode(b: Vec<u8>) -> Option<Self> {
-        if b.get(..4)? != BUNDLE_MAGIC {
-            return None;
-        }
-        let first = u64_at(&b, 4)?;
-        let n = u32_at(&b, 12)? as usize;
-        let prev = u64_at(&b, 16)?;
-        let mut at = 24 + n.checked_mul(12)?;
-        let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut link = prev;
-        for i in 0..n {
-            let h = u64_at(&b, 24 + 12 * i)?;
-            let len = u32_at(&b, 32 + 12 * i)? as usize;
-            let end = at.checked_add(len)?;
-            linked_or_damaged(first + i as u64, link, h, b.get(at..end)?)?;
-            link = h;
-            hashes.push(h);
-            spans.push((at, end));
-            at = end;
-        }
-        (at == b.len() && n > 0).then_some(Self {
-            first,
-            prev,
-            hashes,
-            bytes: b,
-            spans,
-        })
-    }
-
-    /// The byte ranges of a bundle of `n` events that hold its link: its header (the magic, the
-    /// first offset, the count and the hash before it) and its last event's hash.
-    pub(super) fn link_ranges(n: u64) -> [Range<u64>; 2] {
-        let at = 24 + 12 * (n - 1);
-        [0..24, at..at + 8]
-    }
-
-    /// The link read from [`link_ranges`](Self::link_ranges) (`head`, then `tail`) of the
-    /// bundle of `n` events from `first`: the hash before its first event and the hash of its
-    /// last; `None` if the header is not that bundle's.
-    pub(super) fn link(head: &[u8], tail: &[u8], first: PLogOffset, n: u64) -> Option<(u64, u64)> {
-        let sound = head.get(..4) == Some(BUNDLE_MAGIC.as_slice())
-            && u64_at(head, 4) == Some(first)
-            && u32_at(head, 12).map(u64::from) == Some(n);
-        match (sound, u64_at(head, 16), u64_at(tail, 0)) {
-            (true, Some(prev), Some(last_hash)) => Some((prev, last_hash)),
-            _ => None,
-        }
+/// The link read from [`link_ranges`] (`head`, then `tail`) of the bundle of `n` events from
+/// `first`: the hash before its first event and the hash of its last; `None` if the header is
+/// not that bundle's.
+pub(super) fn link(head: &[u8], tail: &[u8], first: PLogOffset, n: u64) -> Option<(u64, u64)> {
+    let sound = head.get(..4) == Some(BUNDLE_MAGIC.as_slice())
+        && u64_at(head, 4) == Some(first)
+        && u32_at(head, 12).map(u64::from) == Some(n);
+    match (sound, u64_at(head, 16), u64_at(tail, 0)) {
+        (true, Some(prev), Some(last_hash)) => Some((prev, last_hash)),
+        _ => None,
     }
 }
 
@@ -139,8 +83,8 @@ mod tests {
             hashes.push(prev);
         }
         let pairs: Vec<(u64, Vec<u8>)> = hashes.into_iter().zip(events.clone()).collect();
-        let bytes = Bundle::encode(10, 7, &pairs);
-        let back = Bundle::decode(bytes.clone()).expect("sound");
+        let bytes = encode(10, 7, &pairs);
+        let back = decode(bytes.clone()).expect("sound");
         assert_eq!(
             (0..3).map(|i| back.event(i).to_vec()).collect::<Vec<_>>(),
             events
@@ -151,7 +95,7 @@ mod tests {
         let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
-        let damaged = Bundle::decode(bad).expect("linked");
+        let damaged = decode(bad).expect("linked");
         assert_eq!(
             decode_event(12, damaged.event(2)),
             Err(EventError::Checksum(12))
@@ -160,7 +104,7 @@ mod tests {
         // In the hash table: corrupt.
         let mut bad = bytes;
         bad[24] ^= 1;
-        assert!(Bundle::decode(bad).is_none());
+        assert!(decode(bad).is_none());
     }
 
     #[test]
@@ -173,13 +117,13 @@ mod tests {
                 )
             })
             .collect();
-        let bytes = Bundle::encode(5, 42, &events);
-        let [head, tail] = Bundle::link_ranges(4);
+        let bytes = encode(5, 42, &events);
+        let [head, tail] = link_ranges(4);
         let slice = |r: Range<u64>| &bytes[r.start as usize..r.end as usize];
         assert_eq!(
-            Bundle::link(slice(head.clone()), slice(tail.clone()), 5, 4),
+            link(slice(head.clone()), slice(tail.clone()), 5, 4),
             Some((42, 103))
         );
-        assert_eq!(Bundle::link(slice(head), slice(tail), 6, 4), None);
+        assert_eq!(link(slice(head), slice(tail), 6, 4), None);
     }
 }

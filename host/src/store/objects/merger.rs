@@ -19,7 +19,7 @@ use backon::ExponentialBackoff;
 
 use sequencer::PLogOffset;
 
-use crate::store::objects::bundle::Bundle;
+use crate::store::objects::bundle;
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock};
@@ -258,7 +258,7 @@ impl Shared {
             return hole(o);
         }
         let name = bundle_object(p, first, last);
-        match self.create(&name, &Bundle::encode(first, prev, &events)) {
+        match self.create(&name, &bundle::encode(first, prev, &events)) {
             Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(Broken(StorageError(format!(

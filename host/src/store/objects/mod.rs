@@ -16,8 +16,9 @@
 //! uses, created if absent), and ROOT (the run's `--data` directory) keeps the view, the
 //! layout and a `FORMAT` file naming the PLog it belongs to (`plog=`).
 //!
-//! The PLog: `names` (what each object is called), `chain` (the hash chain), `object` (the
-//! event objects of either format), `bundle` (the bundle format), `shared` (a handle's state
+//! The PLog: `names` (what each object is called), `chain` (the hash chain), `range` (a run of
+//! events in one object, decoded: a bundle or an event object alike), `object` (the event
+//! objects of either format), `bundle` (the bundle format), `shared` (a handle's state
 //! and object I/O), `scan` (opening and rescanning a partition; holes and broken links), `read`
 //! (events in order), `merger` (the merger thread), `plog` ([`ObjectPlog`]: open, append,
 //! read, bundles). The store: `marker` (the root's `FORMAT`), `remote` (a PLog elsewhere),
@@ -31,6 +32,7 @@ mod names;
 mod object;
 mod pages;
 mod plog;
+mod range;
 mod read;
 mod remote;
 #[cfg(feature = "s3")]

@@ -10,7 +10,7 @@
 //! In both, each event is stored as every backend encodes it ([`crate::store::codec`]: version
 //! 3, with its CRC-32C), so it carries its own checksum beside its link hash.
 //!
-//! Both are read as one [`EventsObject`] (a format 1 object is a range of one event), so a
+//! Both are read as one [`EventRange`] (a format 1 object is a range of one event), so a
 //! store of either format, or of both, reads, scans and merges alike. Every event carries its
 //! link hash ([`event_hash`]); decoding verifies each one ([`linked_or_damaged`]), so a flipped
 //! byte is found where it is: in an event whose checksum fails too, the event is damaged (kept,
@@ -21,6 +21,7 @@
 use sequencer::PLogOffset;
 
 use crate::store::objects::chain::{event_hash, linked_or_damaged, u32_at, u64_at};
+use crate::store::objects::range::EventRange;
 
 const ONE_EVENT_MAGIC: &[u8; 4] = b"SQE1";
 const RANGE_MAGIC: &[u8; 4] = b"SQE2";
@@ -65,122 +66,33 @@ impl ObjectFormat {
 /// and then continue it; a store of format 1 opened without it is upgraded to format 2.
 pub const WRITE_FORMAT_ENV: &str = "SEQUENCER_OBJECTS_WRITE_FORMAT";
 
-/// An event object, decoded and verified: its events from `first` on, each with its hash.
-#[derive(Clone, Debug)]
-pub(super) struct EventsObject {
-    /// The offset of its first event (the one its name holds).
-    pub(super) first: PLogOffset,
-    /// The hash of the event before `first` (0 before the first event).
-    pub(super) prev: u64,
-    /// Each event's hash, from `first` on.
-    pub(super) hashes: Vec<u64>,
-    /// The id of the writer that created it.
-    pub(super) writer: String,
-    /// The first of its events that fails its checksum while its links hold (damaged inside):
-    /// never merged, and a writer refuses the store.
-    pub(super) damaged: Option<PLogOffset>,
-    bytes: Vec<u8>,
-    spans: Vec<(usize, usize)>,
+/// Decodes an event object of either format and verifies every hash and event in it; `None`
+/// if it is not a sound one. An event damaged inside while its links hold is kept, its offset
+/// in [`EventRange::damaged`].
+pub(super) fn decode(b: Vec<u8>) -> Option<EventRange> {
+    match b.get(..4)? {
+        m if m == RANGE_MAGIC => decode_range(b),
+        m if m == ONE_EVENT_MAGIC => decode_one(b),
+        _ => None,
+    }
 }
 
-impl EventsObject {
-    /// How many events it holds (at least one).
-    pub(super) fn len(&self) -> usize {
-        self.spans.len()
-    }
+fn decode_range(b: Vec<u8>) -> Option<EventRange> {
+    let head = (u64_at(&b, 4)?, u64_at(&b, 16)?, u32_at(&b, 12)? as usize);
+    let wlen = usize::from(*b.get(24)?);
+    let writer = String::from_utf8_lossy(b.get(25..25 + wlen)?).into_owned();
+    EventRange::decode_table(b, head, 25 + wlen, writer).filter(|r| r.first > 0)
+}
 
-    /// The offset of its last event.
-    pub(super) fn last(&self) -> PLogOffset {
-        self.first + self.len() as u64 - 1
-    }
-
-    /// The hash of its last event.
-    pub(super) fn last_hash(&self) -> u64 {
-        self.hashes.last().copied().unwrap_or(self.prev)
-    }
-
-    /// Event `i` (from `first`).
-    pub(super) fn event(&self, i: usize) -> &[u8] {
-        let (a, b) = self.spans[i];
-        &self.bytes[a..b]
-    }
-
-    /// Its bytes, as stored.
-    pub(super) fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The hash before event `i` (`prev` for the first).
-    pub(super) fn hash_before(&self, i: usize) -> u64 {
-        if i == 0 {
-            self.prev
-        } else {
-            self.hashes[i - 1]
-        }
-    }
-
-    /// Decodes an event object of either format and verifies every hash and event in it;
-    /// `None` if it is not a sound one. An event damaged inside while its links hold is kept,
-    /// its offset in [`damaged`](Self::damaged).
-    pub(super) fn decode(b: Vec<u8>) -> Option<Self> {
-        match b.get(..4)? {
-            m if m == RANGE_MAGIC => Self::decode_range(b),
-            m if m == ONE_EVENT_MAGIC => Self::decode_one(b),
-            _ => None,
-        }
-    }
-
-    fn decode_range(b: Vec<u8>) -> Option<Self> {
-        let first = u64_at(&b, 4)?;
-        let n = u32_at(&b, 12)? as usize;
-        let prev = u64_at(&b, 16)?;
-        let wlen = usize::from(*b.get(24)?);
-        let writer = String::from_utf8_lossy(b.get(25..25 + wlen)?).into_owned();
-        let table = 25 + wlen;
-        let mut at = table.checked_add(n.checked_mul(12)?)?;
-        let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut link = prev;
-        let mut damaged = None;
-        for i in 0..n {
-            let h = u64_at(&b, table + 12 * i)?;
-            let len = u32_at(&b, table + 12 * i + 8)? as usize;
-            let end = at.checked_add(len)?;
-            let o = first.checked_add(i as u64)?;
-            if linked_or_damaged(o, link, h, b.get(at..end)?)? {
-                damaged = damaged.or(Some(o));
-            }
-            link = h;
-            hashes.push(h);
-            spans.push((at, end));
-            at = end;
-        }
-        (at == b.len() && n > 0 && first > 0).then_some(Self {
-            first,
-            prev,
-            hashes,
-            writer,
-            damaged,
-            bytes: b,
-            spans,
-        })
-    }
-
-    fn decode_one(b: Vec<u8>) -> Option<Self> {
-        let (offset, prev, hash) = (u64_at(&b, 4)?, u64_at(&b, 12)?, u64_at(&b, 20)?);
-        let wlen = usize::from(*b.get(28)?);
-        let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
-        let damaged = linked_or_damaged(offset, prev, hash, b.get(29 + wlen..)?)?;
-        let span = (29 + wlen, b.len());
-        (offset > 0).then_some(Self {
-            first: offset,
-            prev,
-            hashes: vec![hash],
-            writer,
-            damaged: damaged.then_some(offset),
-            bytes: b,
-            spans: vec![span],
-        })
-    }
+fn decode_one(b: Vec<u8>) -> Option<EventRange> {
+    let (offset, prev, hash) = (u64_at(&b, 4)?, u64_at(&b, 12)?, u64_at(&b, 20)?);
+    let wlen = usize::from(*b.get(28)?);
+    let writer = String::from_utf8_lossy(b.get(29..29 + wlen)?).into_owned();
+    let damaged = linked_or_damaged(offset, prev, hash, b.get(29 + wlen..)?)?;
+    let span = (29 + wlen, b.len());
+    let mut one = EventRange::new(offset, prev, vec![hash], &writer, b, vec![span]);
+    one.damaged = damaged.then_some(offset);
+    (offset > 0).then_some(one)
 }
 
 /// The writer id as stored (at most 255 bytes).
@@ -195,7 +107,7 @@ pub(super) fn encode_range(
     prev: u64,
     writer: &str,
     events: &[&[u8]],
-) -> EventsObject {
+) -> EventRange {
     let w = writer_bytes(writer);
     let body: usize = events.iter().map(|e| e.len()).sum();
     let mut out = Vec::with_capacity(25 + w.len() + 12 * events.len() + body);
@@ -218,25 +130,12 @@ pub(super) fn encode_range(
         spans.push((out.len(), out.len() + e.len()));
         out.extend_from_slice(e);
     }
-    EventsObject {
-        first,
-        prev,
-        hashes,
-        writer: writer.to_string(),
-        damaged: None,
-        bytes: out,
-        spans,
-    }
+    EventRange::new(first, prev, hashes, writer, out, spans)
 }
 
 /// The format 1 object of the event at `offset` written by `writer` after the event whose hash
 /// is `prev`.
-pub(super) fn encode_one(
-    offset: PLogOffset,
-    prev: u64,
-    writer: &str,
-    event: &[u8],
-) -> EventsObject {
+pub(super) fn encode_one(offset: PLogOffset, prev: u64, writer: &str, event: &[u8]) -> EventRange {
     let hash = event_hash(offset, prev, event);
     let w = writer_bytes(writer);
     let mut out = Vec::with_capacity(4 + 24 + 1 + w.len() + event.len());
@@ -248,15 +147,7 @@ pub(super) fn encode_one(
     out.extend_from_slice(w);
     let span = (out.len(), out.len() + event.len());
     out.extend_from_slice(event);
-    EventsObject {
-        first: offset,
-        prev,
-        hashes: vec![hash],
-        writer: writer.to_string(),
-        damaged: None,
-        bytes: out,
-        spans: vec![span],
-    }
+    EventRange::new(offset, prev, vec![hash], writer, out, vec![span])
 }
 
 #[cfg(test)]
@@ -278,10 +169,11 @@ mod tests {
         let refs: Vec<&[u8]> = evs.iter().map(Vec::as_slice).collect();
         let made = encode_range(10, 7, "w-1", &refs);
         let bytes = made.bytes().to_vec();
-        let o = EventsObject::decode(bytes.clone()).expect("sound");
+        let o = decode(bytes.clone()).expect("sound");
+        assert_eq!(o.hashes, made.hashes);
         assert_eq!(
-            (o.hashes.clone(), o.spans.clone()),
-            (made.hashes, made.spans)
+            (0..3).map(|i| made.event(i).to_vec()).collect::<Vec<_>>(),
+            evs
         );
         assert_eq!((o.first, o.prev, o.last(), o.damaged), (10, 7, 12, None));
         assert_eq!(o.writer, "w-1");
@@ -291,18 +183,18 @@ mod tests {
         for at in [13, 17, 30] {
             let mut bad = bytes.clone();
             bad[at] ^= 1;
-            assert!(EventsObject::decode(bad).is_none(), "byte {at}");
+            assert!(decode(bad).is_none(), "byte {at}");
         }
         // In its first offset: it no longer holds the offsets its name says, which the read
         // of a name refuses (`Shared::get_object`).
         let mut bad = bytes.clone();
         bad[5] ^= 1;
-        assert!(EventsObject::decode(bad).is_none_or(|o| o.first != 10));
+        assert!(decode(bad).is_none_or(|o| o.first != 10));
         // Inside the last event's payload: the links hold, that event fails its checksum.
         let mut bad = bytes;
         let n = bad.len();
         bad[n - 1] ^= 1;
-        let o = EventsObject::decode(bad).expect("linked");
+        let o = decode(bad).expect("linked");
         assert_eq!(o.damaged, Some(12));
         assert_eq!(decode_event(12, o.event(2)), Err(EventError::Checksum(12)));
         assert!(decode_event(11, o.event(1)).is_ok());
@@ -313,7 +205,7 @@ mod tests {
         let e = &events(3, 1)[0];
         let made = encode_one(3, 9, "w", e);
         let bytes = made.bytes().to_vec();
-        let o = EventsObject::decode(bytes.clone()).expect("sound");
+        let o = decode(bytes.clone()).expect("sound");
         assert_eq!(
             (o.first, o.prev, o.last(), o.last_hash(), o.damaged),
             (3, 9, 3, made.last_hash(), None)
@@ -326,11 +218,11 @@ mod tests {
         let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
-        let o = EventsObject::decode(bad).expect("linked");
+        let o = decode(bad).expect("linked");
         assert_eq!((o.damaged, o.last_hash()), (Some(3), made.last_hash()));
         // In the header (the previous hash): corrupt.
         let mut bad = bytes;
         bad[12] ^= 1;
-        assert!(EventsObject::decode(bad).is_none());
+        assert!(decode(bad).is_none());
     }
 }

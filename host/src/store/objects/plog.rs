@@ -35,11 +35,12 @@ use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
 use sequencer::PLogOffset;
 
-use crate::store::objects::bundle::Bundle;
+use crate::store::objects::bundle;
 use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
 use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
-use crate::store::objects::object::{EventsObject, ObjectFormat, encode_one, encode_range};
+use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
+use crate::store::objects::range::EventRange;
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{
     Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
@@ -308,7 +309,7 @@ impl ObjectPlog {
         let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
         // The objects created, in order.
-        let mut written: Vec<Arc<EventsObject>> = Vec::new();
+        let mut written: Vec<Arc<EventRange>> = Vec::new();
         let mut failed: Option<(PLogOffset, CreateError)> = None;
         // Whether each create was answered within half the delete delay of this handle seeing
         // the tail it continues (then no merger can have deleted the name: see
@@ -374,7 +375,7 @@ impl ObjectPlog {
             }
         };
         if let Some(taken) = bundled {
-            let mine: Vec<&Arc<EventsObject>> =
+            let mine: Vec<&Arc<EventRange>> =
                 written.iter().filter(|o| o.last() >= taken).collect();
             let under = match bundles_hold(sh, partition, &mine) {
                 Ok(under) => under,
@@ -383,7 +384,7 @@ impl ObjectPlog {
                     return Err(e.into());
                 }
             };
-            let names = |objects: &[&Arc<EventsObject>]| -> Vec<String> {
+            let names = |objects: &[&Arc<EventRange>]| -> Vec<String> {
                 objects
                     .iter()
                     .map(|o| event_object(partition, o.first))
@@ -528,7 +529,7 @@ impl ObjectPlog {
             .collect();
         let name = bundle_object(partition, first, last);
         sh.ensure_dirs(partition).map_err(PutBundleError::Io)?;
-        match sh.create(&name, &Bundle::encode(first, prev, &hashed)) {
+        match sh.create(&name, &bundle::encode(first, prev, &hashed)) {
             Ok(_) => {}
             Err(CreateError::Taken) => {
                 return Err(refused(format!(
@@ -544,7 +545,7 @@ impl ObjectPlog {
         .map_err(PutBundleError::Io)?;
         // Read back what the store now holds (not this handle's cache) and verify it.
         let back = sh.get(&name).map_err(PutBundleError::Io)?;
-        match back.and_then(Bundle::decode) {
+        match back.and_then(bundle::decode) {
             Some(b) if b.first == first && b.prev == prev && b.last_hash() == link => {}
             _ => {
                 return Err(refused(format!(
@@ -610,7 +611,7 @@ fn object_parts(
 fn bundles_hold(
     sh: &Shared,
     p: PartitionId,
-    objects: &[&Arc<EventsObject>],
+    objects: &[&Arc<EventRange>],
 ) -> Result<Option<usize>, StorageError> {
     let mut under = 0;
     for o in objects {

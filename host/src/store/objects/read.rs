@@ -4,6 +4,7 @@
 use sequencer::PLogOffset;
 
 use crate::store::objects::names::{bundle_object, event_object};
+use crate::store::objects::range::EventRange;
 use crate::store::objects::shared::{Access, Shared, lock};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -34,9 +35,13 @@ impl Shared {
         let mut o = from;
         let mut seen = 0;
         let mut link: Option<u64> = None;
-        let mut check_link = |o: PLogOffset, prev: u64, hash: u64, name: &dyn Fn() -> String| {
+        // Up to `room` events of `r` from `o` on, to `f`, once `r` is found to follow what
+        // came before; how many.
+        let mut emit = |r: &EventRange, o: PLogOffset, room: usize, name: &dyn Fn() -> String| {
+            let skip = (o - r.first) as usize;
+            let take = room.min(r.len() - skip);
             if let Some(l) = link
-                && l != prev
+                && l != r.hash_before(skip)
             {
                 return Err(StorageError(format!(
                     "object store: partition {p}: broken link at offset {o}: {} does not follow offset {}",
@@ -44,8 +49,11 @@ impl Shared {
                     o - 1
                 )));
             }
-            link = Some(hash);
-            Ok(())
+            link = Some(r.hashes[skip + take - 1]);
+            for i in skip..skip + take {
+                f(r.first + i as u64, r.event(i))?;
+            }
+            Ok(take)
         };
         while seen < max {
             let source = {
@@ -80,13 +88,7 @@ impl Shared {
                     if obj.first > o || obj.last() < o {
                         break;
                     }
-                    let skip = (o - obj.first) as usize;
-                    let take = (max - seen).min(obj.len() - skip);
-                    let name = || event_object(p, obj.first);
-                    check_link(o, obj.hash_before(skip), obj.hashes[skip + take - 1], &name)?;
-                    for i in skip..skip + take {
-                        f(obj.first + i as u64, obj.event(i))?;
-                    }
+                    let take = emit(&obj, o, max - seen, &|| event_object(p, obj.first))?;
                     o += take as u64;
                     seen += take;
                     found += 1;
@@ -102,18 +104,7 @@ impl Shared {
             let Some(b) = self.get_bundle(p, o)? else {
                 break;
             };
-            let name = || bundle_object(p, b.first, b.last());
-            let skip = (o - b.first) as usize;
-            let take = (max - seen).min(b.len() - skip);
-            let prev = if skip == 0 {
-                b.prev
-            } else {
-                b.hashes[skip - 1]
-            };
-            check_link(o, prev, b.hashes[skip + take - 1], &name)?;
-            for i in skip..skip + take {
-                f(b.first + i as u64, b.event(i))?;
-            }
+            let take = emit(&b, o, max - seen, &|| bundle_object(p, b.first, b.last()))?;
             o += take as u64;
             seen += take;
         }

@@ -15,9 +15,10 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sequencer::PLogOffset;
 
-use crate::store::objects::bundle::Bundle;
+use crate::store::objects::bundle;
 use crate::store::objects::names::{BUNDLES, EVENTS, bundle_object, event_object, partition_dir};
-use crate::store::objects::object::{EventsObject, ObjectFormat};
+use crate::store::objects::object::{self, ObjectFormat};
+use crate::store::objects::range::EventRange;
 use crate::store::storage::{PartitionId, StorageError};
 
 /// What a partition's PLog holds, as this handle knows it.
@@ -39,7 +40,7 @@ pub(super) struct Part {
     /// Objects of the tail this handle created, as it created them (up to [`CACHE_BYTES`]):
     /// reads and the merger take them from here instead of the store. Objects are immutable,
     /// so a copy is never stale.
-    pub(super) cache: BTreeMap<PLogOffset, Arc<EventsObject>>,
+    pub(super) cache: BTreeMap<PLogOffset, Arc<EventRange>>,
     /// Bytes held in `cache`.
     pub(super) cache_bytes: usize,
     /// A create whose outcome is unknown (it failed, and may have landed): reads look past
@@ -61,7 +62,7 @@ pub(super) const CACHE_BYTES: usize = 8 << 20;
 impl Part {
     /// Keeps `obj` (just created by this handle, or read) for later reads and the merger, if
     /// there is room.
-    pub(super) fn cache(&mut self, obj: Arc<EventsObject>) {
+    pub(super) fn cache(&mut self, obj: Arc<EventRange>) {
         let n = obj.bytes().len();
         if self.cache_bytes + n <= CACHE_BYTES {
             self.cache_bytes += n;
@@ -179,7 +180,7 @@ pub(super) struct Shared {
     /// Held while merging: one merge at a time per handle.
     pub(super) merging: Mutex<()>,
     /// The bundle each partition read last (pages of a replay straddle bundles).
-    pub(super) last_bundle: Mutex<HashMap<PartitionId, Arc<Bundle>>>,
+    pub(super) last_bundle: Mutex<HashMap<PartitionId, Arc<EventRange>>>,
     /// A pause after writing a bundle and again half-way through its deletes, for the kill
     /// test (`SEQUENCER_OBJECTS_MERGE_PAUSE_MS`; none by default).
     pub(super) merge_pause: Duration,
@@ -259,12 +260,12 @@ impl Shared {
         &self,
         p: PartitionId,
         first: PLogOffset,
-    ) -> Result<Option<EventsObject>, StorageError> {
+    ) -> Result<Option<EventRange>, StorageError> {
         let name = event_object(p, first);
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
-        match EventsObject::decode(bytes) {
+        match object::decode(bytes) {
             Some(e) if e.first == first => Ok(Some(e)),
             _ => Err(StorageError(format!(
                 "object store: {name} is corrupt: not a sound event object from offset {first} (partition {p})"
@@ -279,8 +280,8 @@ impl Shared {
         &self,
         p: PartitionId,
         firsts: &[PLogOffset],
-    ) -> Result<Vec<Option<Arc<EventsObject>>>, StorageError> {
-        let cached: Vec<Option<Arc<EventsObject>>> = {
+    ) -> Result<Vec<Option<Arc<EventRange>>>, StorageError> {
+        let cached: Vec<Option<Arc<EventRange>>> = {
             let part = self.part(p);
             let st = lock(&part);
             firsts.iter().map(|f| st.cache.get(f).cloned()).collect()
@@ -369,12 +370,12 @@ impl Shared {
         &self,
         p: PartitionId,
         firsts: &[PLogOffset],
-    ) -> Result<Vec<Option<EventsObject>>, StorageError> {
+    ) -> Result<Vec<Option<EventRange>>, StorageError> {
         if firsts.len() <= 1 {
             return firsts.iter().map(|&o| self.get_object(p, o)).collect();
         }
         let chunk = firsts.len().div_ceil(READ_THREADS);
-        let parts: Vec<Result<Vec<Option<EventsObject>>, StorageError>> = std::thread::scope(|s| {
+        let parts: Vec<Result<Vec<Option<EventRange>>, StorageError>> = std::thread::scope(|s| {
             let handles: Vec<_> = firsts
                 .chunks(chunk)
                 .map(|c| s.spawn(move || c.iter().map(|&o| self.get_object(p, o)).collect()))
@@ -406,7 +407,7 @@ impl Shared {
         &self,
         p: PartitionId,
         o: PLogOffset,
-    ) -> Result<Option<Arc<Bundle>>, StorageError> {
+    ) -> Result<Option<Arc<EventRange>>, StorageError> {
         let (first, last) = self.bundle_range(o);
         if let Some(b) = lock(&self.last_bundle).get(&p)
             && b.first == first
@@ -417,7 +418,7 @@ impl Shared {
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
-        match Bundle::decode(bytes) {
+        match bundle::decode(bytes) {
             Some(b) if b.first == first && b.last() == last => {
                 let b = Arc::new(b);
                 lock(&self.last_bundle).insert(p, b.clone());
@@ -440,9 +441,9 @@ impl Shared {
     ) -> Result<(u64, u64), StorageError> {
         let n = last - first + 1;
         let path = ObjPath::from(bundle_object(p, first, last));
-        let ranges = block_on(self.objects.get_ranges(&path, &Bundle::link_ranges(n)))
+        let ranges = block_on(self.objects.get_ranges(&path, &bundle::link_ranges(n)))
             .map_err(|e| os_err(format!("read bundles/{p:05}/{name}"), e))?;
-        Bundle::link(&ranges[0], &ranges[1], first, n).ok_or_else(|| {
+        bundle::link(&ranges[0], &ranges[1], first, n).ok_or_else(|| {
             StorageError(format!(
                 "object store: bundles/{p:05}/{name} is corrupt: not a sound bundle of offsets {first}..={last} (partition {p})"
             ))
