@@ -20,116 +20,17 @@
 
 #![cfg(feature = "objects")]
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::{Arc, Mutex};
+mod common;
 
-use futures::stream::BoxStream;
-use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use common::faulty_objects::{FaultyObjects, PutFault};
 use sequencer::SeqValue;
 use sequencer::testkit::Rng;
 use sequencer_host::store::codec::encode_event;
 use sequencer_host::store::objects::{Access, ObjectPlog};
 use sequencer_host::{AppendError, EventBatch};
-
-/// What the store does to the next put of an event object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
-    None,
-    /// Fails before it lands.
-    Refused,
-    /// Lands; its answer is lost.
-    AnswerLost,
-}
-
-/// The in-memory store with faults on the puts of event objects, drawn by the simulation.
-#[derive(Debug)]
-struct FaultyStore {
-    inner: InMemory,
-    next: Mutex<Fault>,
-}
-
-impl fmt::Display for FaultyStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FaultyStore")
-    }
-}
-
-fn lost(what: &str) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "sim",
-        source: what.to_string().into(),
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for FaultyStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let fault = if location.as_ref().starts_with("events/") {
-            std::mem::replace(&mut *self.next.lock().expect("lock"), Fault::None)
-        } else {
-            Fault::None
-        };
-        match fault {
-            Fault::Refused => Err(lost("the put did not reach the store")),
-            Fault::AnswerLost => {
-                let _ = self.inner.put_opts(location, payload, opts).await;
-                Err(lost("the connection closed before the answer"))
-            }
-            Fault::None => self.inner.put_opts(location, payload, opts).await,
-        }
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
 
 /// One writer: its handle, where it believes the PLog ends, and the batch it retries.
 struct Writer {
@@ -169,11 +70,8 @@ struct Totals {
 
 fn run_seed(seed: u64, steps: u64) -> Totals {
     let mut rng = Rng::new(seed);
-    let store = Arc::new(FaultyStore {
-        inner: InMemory::new(),
-        next: Mutex::new(Fault::None),
-    });
-    let open = |store: &Arc<FaultyStore>| {
+    let store = Arc::new(FaultyObjects::default());
+    let open = |store: &Arc<FaultyObjects>| {
         ObjectPlog::open(store.clone(), None, BUNDLE, Access::Write).expect("open a writer")
     };
     let mut writers: Vec<Writer> = (0..3)
@@ -214,14 +112,14 @@ fn run_seed(seed: u64, steps: u64) -> Totals {
                 for o in first..first + n {
                     offered.entry(o).or_default().push(event(o, w, a));
                 }
-                *store.next.lock().expect("lock") = match rng.below(100) {
-                    0..=9 => Fault::Refused,
+                store.on_next_event_object(match rng.below(100) {
+                    0..=9 => Some(PutFault::NeverLands),
                     10..=24 => {
                         totals.lost_answers += 1;
-                        Fault::AnswerLost
+                        Some(PutFault::AnswerLost)
                     }
-                    _ => Fault::None,
-                };
+                    _ => None,
+                });
                 match writers[w].plog.append(0, &batch(first, n, w, a)) {
                     Ok(()) => {
                         for o in first..first + n {
@@ -246,7 +144,7 @@ fn run_seed(seed: u64, steps: u64) -> Totals {
                     Err(AppendError::Storage(_)) => writers[w].pending = Some((first, n, a)),
                     Err(e @ AppendError::NotOwner { .. }) => panic!("{at}: no owners here: {e}"),
                 }
-                *store.next.lock().expect("lock") = Fault::None;
+                store.on_next_event_object(None);
             }
         }
         // The invariants, through a fresh reader.

@@ -10,19 +10,15 @@
 
 #![cfg(feature = "objects")]
 
-use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures::stream::BoxStream;
-use object_store::ObjectStoreExt;
-use object_store::memory::InMemory;
+use common::faulty_objects::{FaultyObjects, PutFault};
+use object_store::{ObjectStoreExt, PutPayload};
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
 use sequencer::SeqValue;
 use sequencer_host::store::codec::encode_event;
 use sequencer_host::store::objects::{
@@ -42,167 +38,16 @@ fn event(offset: u64, tag: u8) -> Vec<u8> {
     encode_event(offset, &[SeqValue::new(1, 1, offset)], &[tag; 16])
 }
 
-/// What the store does to the put of one name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fault {
-    /// It never lands (the writer crashed, or the connection failed, before it).
-    Lost,
-    /// It lands, and its answer is lost.
-    AnswerLost,
-    /// It is on its way until the name is free (a request slower than the delete delay: a
-    /// slow network, or a retry after a timeout), then lands.
-    LandsOnceFree,
-}
-
-/// An in-memory object store (create-if-absent atomic, as on S3 or a local directory) with a
-/// fault on the next put of one name.
-#[derive(Debug, Default)]
-struct Faulty {
-    inner: InMemory,
-    fault: Mutex<Option<(String, Fault)>>,
-    /// HEAD requests answered (an append's look for a bundle).
-    heads: AtomicU64,
-    /// Every put takes 100 ms (its caller's thread waits, as for an answer over a network).
-    slow: AtomicBool,
-    /// Runs before the next HEAD request is answered (what other hosts do meanwhile).
-    before_head: Mutex<Meanwhile>,
-    /// Every put of a bundle fails (the store refuses them for a while).
-    refuse_bundles: AtomicBool,
-}
-
-/// What other hosts do while a request is on its way.
-#[derive(Default)]
-struct Meanwhile(Option<Box<dyn FnOnce() + Send>>);
-
-impl fmt::Debug for Meanwhile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "set" } else { "none" })
-    }
-}
-
-impl Faulty {
-    fn on_put(&self, name: String, fault: Fault) {
-        *self.fault.lock().expect("lock") = Some((name, fault));
-    }
-
-    fn on_head(&self, meanwhile: impl FnOnce() + Send + 'static) {
-        *self.before_head.lock().expect("lock") = Meanwhile(Some(Box::new(meanwhile)));
-    }
-}
-
-impl fmt::Display for Faulty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Faulty")
-    }
-}
-
-fn failed(what: &str) -> object_store::Error {
-    object_store::Error::Generic {
-        store: "test",
-        source: what.to_string().into(),
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for Faulty {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let fault = {
-            let mut f = self.fault.lock().expect("lock");
-            match f.as_ref() {
-                Some((name, _)) if name == location.as_ref() => f.take().map(|(_, k)| k),
-                _ => None,
-            }
-        };
-        if self.slow.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        if self.refuse_bundles.load(Ordering::SeqCst) && location.as_ref().starts_with("bundles/") {
-            return Err(failed("the store refuses bundles for now"));
-        }
-        match fault {
-            Some(Fault::Lost) => Err(failed("the put never reached the store")),
-            Some(Fault::AnswerLost) => {
-                let _ = self.inner.put_opts(location, payload, opts).await;
-                Err(failed("the connection closed before the answer"))
-            }
-            Some(Fault::LandsOnceFree) => {
-                let waited = std::time::Instant::now();
-                while self.inner.head(location).await.is_ok() {
-                    assert!(waited.elapsed() < Duration::from_secs(20), "never freed");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                self.inner.put_opts(location, payload, opts).await
-            }
-            None => self.inner.put_opts(location, payload, opts).await,
-        }
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        if options.head {
-            self.heads.fetch_add(1, Ordering::SeqCst);
-            let meanwhile = self.before_head.lock().expect("lock").0.take();
-            if let Some(f) = meanwhile {
-                // On a thread of its own: the other host's requests block on their own.
-                std::thread::spawn(f)
-                    .join()
-                    .expect("what the other host did");
-            }
-        }
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
-fn open(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+fn open(store: &Arc<FaultyObjects>, bundle: u64) -> ObjectPlog {
     ObjectPlog::open(store.clone(), None, bundle, Access::Write).expect("open")
 }
 
-fn reader(store: &Arc<Faulty>, bundle: u64) -> ObjectPlog {
+fn reader(store: &Arc<FaultyObjects>, bundle: u64) -> ObjectPlog {
     ObjectPlog::open(store.clone(), None, bundle, Access::ReadOnly).expect("open to read")
 }
 
-fn exists(store: &Faulty, name: &str) -> bool {
-    futures::executor::block_on(store.inner.head(&Path::from(name))).is_ok()
+fn exists(store: &FaultyObjects, name: &str) -> bool {
+    futures::executor::block_on(store.inner().head(&Path::from(name))).is_ok()
 }
 
 /// The events `offsets` of the PLog hold the tags given, in order.
@@ -222,7 +67,7 @@ fn holds(plog: &ObjectPlog, from: u64, tags: &[u8]) {
 
 #[test]
 fn a_stale_writer_whose_tail_is_old_is_refused_and_names_no_offset_inside_another_object() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let a = open(&store, 1_000);
     a.append(0, &batch(1, 3, 1)).expect("1..=3");
     // The stale writer read the same tail: it believes the PLog ends at 3.
@@ -269,12 +114,12 @@ fn a_stale_writer_whose_tail_is_old_is_refused_and_names_no_offset_inside_anothe
 
 #[test]
 fn a_crash_after_one_parts_put_and_before_the_next_leaves_a_dense_prefix_of_the_batch() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let a = open(&store, 8);
     a.append(0, &batch(1, 4, 1)).expect("1..=4");
     // A batch of 5..=12 crosses the bundle boundary at 8: two parts, 5..=8 and 9..=12. The
     // writer stops after the first part's put and before the second's lands.
-    store.on_put(event_object(0, 9), Fault::Lost);
+    store.on_put(event_object(0, 9), PutFault::NeverLands);
     let failed = a.append(0, &batch(5, 8, 2));
     assert!(matches!(failed, Err(AppendError::Storage(_))), "{failed:?}");
     drop(a);
@@ -290,11 +135,11 @@ fn a_crash_after_one_parts_put_and_before_the_next_leaves_a_dense_prefix_of_the_
 
 #[test]
 fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_loses() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let other = open(&store, 1_000); // believes the PLog is empty
     let a = open(&store, 1_000);
     // The object of 1..=3 lands, its answer is lost: the append fails, unacknowledged.
-    store.on_put(event_object(0, 1), Fault::AnswerLost);
+    store.on_put(event_object(0, 1), PutFault::AnswerLost);
     let first = a.append(0, &batch(1, 3, 1));
     assert!(matches!(first, Err(AppendError::Storage(_))), "{first:?}");
     // Retried with the same batch: the name is taken by the same bytes (its own writer id),
@@ -319,7 +164,7 @@ fn a_lost_answer_retried_finds_its_own_object_and_another_writer_of_that_name_lo
 
 #[test]
 fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_both_kinds() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     // Written as older versions wrote it: one object per event (format 1).
     let options = PlogOptions {
         format: ObjectFormat::OneEvent,
@@ -354,7 +199,7 @@ fn a_store_of_one_event_objects_is_read_and_continued_and_the_merger_bundles_bot
 
 #[test]
 fn a_merge_the_store_failed_is_tried_again_and_only_a_broken_range_stops_merging() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     store.refuse_bundles.store(true, Ordering::SeqCst);
     let plog = open(&store, 4);
     plog.append(0, &batch(1, 9, 1)).expect("1..=9");
@@ -385,7 +230,7 @@ fn a_merge_the_store_failed_is_tried_again_and_only_a_broken_range_stops_merging
     // while the store refuses this handle's bundles, so that its merger cannot be first).
     store.refuse_bundles.store(true, Ordering::SeqCst);
     plog.append(0, &batch(10, 3, 2)).expect("10..=12");
-    futures::executor::block_on(store.inner.put(
+    futures::executor::block_on(store.inner().put(
         &Path::from(bundle_object(0, 9, 12)),
         PutPayload::from_static(b"other events"),
     ))
@@ -411,7 +256,7 @@ fn a_merge_the_store_failed_is_tried_again_and_only_a_broken_range_stops_merging
 
 /// A writer of PLogs on `store` in bundles of 4 whose merger deletes merged objects `delay`
 /// after their bundle, as on S3.
-fn open_delayed(store: &Arc<Faulty>, delay: Duration) -> ObjectPlog {
+fn open_delayed(store: &Arc<FaultyObjects>, delay: Duration) -> ObjectPlog {
     let options = PlogOptions {
         delete_delay: delay,
         ..PlogOptions::new(4, Access::Write)
@@ -445,7 +290,7 @@ fn stale_refused_at_3(stale: &ObjectPlog, why: &str) {
 
 #[test]
 fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is_refused() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let delay = Duration::from_secs(1);
     let a = open_delayed(&store, delay);
     // A new partition's tail was never seen: the first append looks for a bundle.
@@ -475,7 +320,7 @@ fn appends_within_the_delete_delay_skip_the_bundle_check_and_a_writer_past_it_is
 
 #[test]
 fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_bundle() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let delay = Duration::from_secs(1);
     let a = open_delayed(&store, delay);
     a.append(0, &batch(1, 2, 1)).expect("1..=2");
@@ -486,7 +331,7 @@ fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_b
     // The stale writer's create of 3 is sent well within half the delay of its look at the
     // tail, and lands only after the merger deleted the name (the delay after its bundle):
     // sent fresh, it is not fresh when it lands, so the append must still look for the bundle.
-    store.on_put(event_object(0, 3), Fault::LandsOnceFree);
+    store.on_put(event_object(0, 3), PutFault::LandsOnceFree);
     assert!(seen.elapsed() < delay / 4, "sent within the delay");
     stale_refused_at_3(&stale, "an append the PLog does not hold was acknowledged");
     assert!(!exists(&store, &event_object(0, 3)), "taken back");
@@ -495,14 +340,14 @@ fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_b
 
 #[test]
 fn a_fresh_writer_collides_with_a_retried_append_that_another_host_merged() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let delay = Duration::from_secs(2);
     let y = open_delayed(&store, delay);
     y.append(0, &batch(1, 2, 1)).expect("1..=2");
     // W saw the tail 1..=2 and will append there well within half the delay.
     let w = open_delayed(&store, delay);
     // Y's object 3..=4 lands and its answer is lost: Y does not know it appended.
-    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    store.on_put(event_object(0, 3), PutFault::AnswerLost);
     let lost = y.append(0, &batch(3, 2, 2));
     assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
     // Another writer continues after it, and merges 1..=20: Y's events are in bundle 1..=4.
@@ -529,11 +374,11 @@ fn a_fresh_writer_collides_with_a_retried_append_that_another_host_merged() {
 
 #[test]
 fn a_retried_append_that_another_host_merged_and_continued_from_is_not_taken_back() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let y = open(&store, 4);
     y.append(0, &batch(1, 2, 1)).expect("1..=2");
     // Y's object 3..=4 lands; its answer is lost.
-    store.on_put(event_object(0, 3), Fault::AnswerLost);
+    store.on_put(event_object(0, 3), PutFault::AnswerLost);
     let lost = y.append(0, &batch(3, 2, 2));
     assert!(matches!(lost, Err(AppendError::Storage(_))), "{lost:?}");
     // Another host reads the PLog to 4 and merges 1..=4 (deleting its objects).
@@ -573,7 +418,7 @@ fn a_retried_append_that_another_host_merged_and_continued_from_is_not_taken_bac
 
 #[test]
 fn partitions_append_in_parallel_without_waiting_for_each_others_requests() {
-    let store = Arc::new(Faulty::default());
+    let store = Arc::new(FaultyObjects::default());
     let plog = open(&store, 1_000);
     store.slow.store(true, Ordering::SeqCst);
     let started = std::time::Instant::now();

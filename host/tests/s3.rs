@@ -18,7 +18,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -33,6 +33,7 @@ use sequencer_host::store::objects::{
 };
 use sequencer_host::{AppendError, EventBatch};
 
+use common::faulty_objects::{FaultyObjects, PutFault};
 use common::moto::Moto as Server;
 use common::{BIN, component_path, text};
 
@@ -279,94 +280,14 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
     assert_eq!(names(objects.as_ref(), "events", 0).len(), before);
 }
 
-/// An object store that loses the answer to the first put of an event object: the put reaches
-/// the server, the caller sees an error (a lost response).
-#[derive(Debug)]
-struct LoseFirstAnswer {
-    inner: Arc<dyn ObjectStore>,
-    lost: AtomicBool,
-}
-
-impl std::fmt::Display for LoseFirstAnswer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LoseFirstAnswer({})", self.inner)
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for LoseFirstAnswer {
-    async fn put_opts(
-        &self,
-        location: &ObjPath,
-        payload: PutPayload,
-        opts: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        let put = self.inner.put_opts(location, payload, opts).await?;
-        if location.as_ref().starts_with("events/") && !self.lost.swap(true, Ordering::SeqCst) {
-            return Err(object_store::Error::Generic {
-                store: "test",
-                source: "the connection closed before the answer".into(),
-            });
-        }
-        Ok(put)
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjPath,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &ObjPath,
-        options: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<'static, object_store::Result<ObjPath>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjPath>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&ObjPath>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjPath>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &ObjPath,
-        to: &ObjPath,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
 #[test]
 fn a_create_retried_after_a_lost_answer_is_recognized_as_its_own_and_another_writer_loses() {
     let Some(server) = Server::start() else {
         return;
     };
-    let lossy = Arc::new(LoseFirstAnswer {
-        inner: server.objects("lost"),
-        lost: AtomicBool::new(false),
-    });
+    // The first put of an event object reaches S3, and its answer is lost.
+    let lossy = Arc::new(FaultyObjects::over(server.objects("lost")));
+    lossy.on_next_event_object(Some(PutFault::AnswerLost));
     // Another writer that looked at the PLog while it was empty: it will offer offset 1.
     let b = ObjectPlog::open(server.objects("lost"), None, 1_000, Access::Write).expect("open");
     let a = ObjectPlog::open(lossy, None, 1_000, Access::Write).expect("open");

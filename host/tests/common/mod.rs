@@ -4,6 +4,8 @@
 
 #[cfg(feature = "etcd")]
 pub mod etcd_cluster;
+#[cfg(feature = "objects")]
+pub mod faulty_objects;
 #[cfg(feature = "s3")]
 pub mod moto;
 
