@@ -1,8 +1,9 @@
-//! The backend contract suite (`sequencer_host::store::testing`) on every backend of the
+//! The backend contract suite (`sequencer_host::store::testing`) on every `Storage` of the
 //! crate: memory (as it is, and split into small writes), redb (the store alone, and in a
 //! data directory read through `RedbReader`), the object store on the local file system (read
-//! through `ObjectReader`), the object store's PLog on S3 (moto; feature `s3`) and etcd on a
-//! real 3-member cluster (feature `etcd`). Each check runs on a fresh store.
+//! through `ObjectReader`), the object store's PLog on S3 (moto; feature `s3`), etcd on a
+//! real 3-member cluster (feature `etcd`), and the layers over a backend: the own tail and the
+//! read-ahead over memory, and redb with its archive under it. Each check runs on a fresh store.
 //!
 //! Without moto or etcd those two fail under CI (`CI` set) and are skipped with a message
 //! otherwise.
@@ -14,7 +15,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sequencer_host::store::layers::{OwnTail, TailLimits};
+use sequencer_host::store::layers::archive::{Archive, WithArchive, archive_pass};
+use sequencer_host::store::layers::{OwnTail, ReadAhead, TailLimits};
 use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
 use sequencer_host::store::{AppendLimits, ObjectReader, ObjectStorage};
@@ -102,38 +104,42 @@ fn memory_storage_splitting_batches_into_small_writes_keeps_the_storage_contract
     kept_all_but(assert_contract(&mut maker), &["reopen"]);
 }
 
-/// Memory stores behind the layer that serves actualizations from the host's own tail (read
-/// back through the memory store under it), splitting batches into small writes.
-#[derive(Default)]
-struct MemoryOwnTail {
+/// Memory stores, splitting batches into small writes, behind a layer (`layer` makes it over
+/// the store), read back through the memory store under it.
+struct MemoryUnder<L> {
+    name: &'static str,
+    layer: fn(MemoryStorage) -> L,
     under: Option<MemoryStorage>,
 }
 
-impl StoreMaker for MemoryOwnTail {
-    type Store = OwnTail;
+impl<L> MemoryUnder<L> {
+    fn new(name: &'static str, layer: fn(MemoryStorage) -> L) -> Self {
+        Self {
+            name,
+            layer,
+            under: None,
+        }
+    }
+}
+
+impl<L: sequencer_host::Storage> StoreMaker for MemoryUnder<L> {
+    type Store = L;
 
     fn name(&self) -> String {
-        "OwnTail over MemoryStorage".into()
+        self.name.into()
     }
 
-    fn fresh(&mut self) -> Result<OwnTail, StorageError> {
+    fn fresh(&mut self) -> Result<L, StorageError> {
         let m = MemoryStorage::new();
         m.set_append_limits(AppendLimits {
             max_events: 4,
             max_bytes: 4096,
         });
         self.under = Some(m.clone());
-        Ok(OwnTail::new(
-            Arc::new(m.clone()),
-            Arc::new(m),
-            TailLimits::default(),
-        ))
+        Ok((self.layer)(m))
     }
 
-    fn reader<'s>(
-        &'s self,
-        _: &'s OwnTail,
-    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+    fn reader<'s>(&'s self, _: &'s L) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         let under = self.under.as_ref()?;
         Some(Ok(Box::new(under)))
     }
@@ -141,7 +147,80 @@ impl StoreMaker for MemoryOwnTail {
 
 #[test]
 fn the_own_tail_layer_over_memory_keeps_the_storage_contract() {
-    kept_all_but(assert_contract(&mut MemoryOwnTail::default()), &["reopen"]);
+    let mut maker = MemoryUnder::new("OwnTail over MemoryStorage", |m| {
+        OwnTail::new(Arc::new(m.clone()), Arc::new(m), TailLimits::default())
+    });
+    kept_all_but(assert_contract(&mut maker), &["reopen"]);
+}
+
+#[test]
+fn the_read_ahead_layer_over_memory_keeps_the_storage_contract() {
+    let mut maker = MemoryUnder::new("ReadAhead over MemoryStorage", |m| {
+        ReadAhead::new(Arc::new(m))
+    });
+    kept_all_but(assert_contract(&mut maker), &["reopen"]);
+}
+
+/// redb stores with an archive under them (bundles of 2 events), read through the archive
+/// layer as a run reads them; between a close and the reopen an archive pass moves what is safe
+/// into the archive and trims it from the store, as `sequencer-host archive` would.
+struct RedbWithArchive {
+    dir: tempfile::TempDir,
+    made: u32,
+}
+
+impl RedbWithArchive {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+            made: 0,
+        }
+    }
+}
+
+impl StoreMaker for RedbWithArchive {
+    type Store = WithArchive<RedbStorage>;
+
+    fn name(&self) -> String {
+        "RedbStorage with its archive (WithArchive), archived and trimmed at each reopen".into()
+    }
+
+    fn fresh(&mut self) -> Result<WithArchive<RedbStorage>, StorageError> {
+        let dir = next_dir(self.dir.path(), &mut self.made, "archived");
+        std::fs::create_dir_all(&dir).map_err(storage_error)?;
+        let hot = RedbStorage::create(&dir.join("store.redb"))?;
+        let archive = Archive::create_or_open(&dir.join("archive"), 2).map_err(storage_error)?;
+        WithArchive::new(hot, Some(archive)).map_err(storage_error)
+    }
+
+    fn reopen(
+        &mut self,
+        store: WithArchive<RedbStorage>,
+    ) -> Option<Result<WithArchive<RedbStorage>, StorageError>> {
+        let file = store.hot().path().to_path_buf();
+        let root = store.archive()?.root().to_path_buf();
+        Some((|| {
+            let archive = Archive::create_or_open(&root, 2).map_err(storage_error)?;
+            archive_pass(store.hot(), &archive, |_| {}).map_err(storage_error)?;
+            drop(store);
+            let hot = RedbStorage::open(&file).map_err(storage_error)?;
+            let archive = Archive::open(&root).map_err(storage_error)?;
+            WithArchive::new(hot, Some(archive)).map_err(storage_error)
+        })())
+    }
+
+    fn reader<'s>(
+        &'s self,
+        store: &'s WithArchive<RedbStorage>,
+    ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+        Some(Ok(Box::new(store)))
+    }
+}
+
+#[test]
+fn redb_with_its_archive_keeps_the_storage_contract() {
+    let mut maker = RedbWithArchive::new();
+    kept_all_but(assert_contract(&mut maker), &["refused part"]);
 }
 
 /// redb stores in a temp dir: a bare `RedbStorage` read through itself, or a `DataDir` read
