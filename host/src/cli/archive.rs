@@ -1,6 +1,7 @@
 //! `archive`: copies the PLog below what is safe to trim into bundles in an archive
 //! directory, verifies them, then trims the hot store (redb or etcd); once, or every few
-//! seconds. See `sequencer_host::archive_pass` and docs/STORAGE.md ("Archive and trim").
+//! seconds. See `sequencer_host::store::layers::archive::archive_pass` and docs/STORAGE.md
+//! ("Archive and trim").
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

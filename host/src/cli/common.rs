@@ -73,7 +73,7 @@ pub fn open_options(data: &std::path::Path) -> OpenOptions {
 /// A library refusal said in this command line's words: the flag that changes what was
 /// refused, and how to start afresh.
 pub fn explain_open(e: OpenError) -> CliError {
-    use sequencer_host::layout::LayoutRefusal;
+    use sequencer_host::store::layout::LayoutRefusal;
     match e {
         OpenError::NotBuilt { url, feature } => CliError(match feature {
             "etcd" => format!(

@@ -73,7 +73,7 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         println!(
             "numbering layout: {} partitions, workspace-to-partition {}",
             l.partitions,
-            sequencer_host::layout::WORKSPACE_TO_PARTITION
+            sequencer_host::store::layout::WORKSPACE_TO_PARTITION
         );
     }
     println!();
