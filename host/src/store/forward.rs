@@ -13,50 +13,51 @@ macro_rules! forward_storage {
     // Each method's signature, once.
     (@method $u:ident read_numbers) => {
         $crate::store::forward::forward_storage!(@fn $u read_numbers(
-            partition: $crate::store::PartitionId,
+            partition: $crate::store::storage::PartitionId,
             ws: ::sequencer::WsId, seqs: &[::sequencer::SeqId]
-        ) -> Result<Vec<::sequencer::Number>, $crate::store::StorageError>);
+        ) -> Result<Vec<::sequencer::Number>, $crate::store::storage::StorageError>);
     };
     (@method $u:ident read_numbers_many) => {
         $crate::store::forward::forward_storage!(@fn $u read_numbers_many(
-            partition: $crate::store::PartitionId,
+            partition: $crate::store::storage::PartitionId,
             ws: &[::sequencer::WsId], seqs: &[::sequencer::SeqId]
-        ) -> Result<Vec<::sequencer::Number>, $crate::store::StorageError>);
+        ) -> Result<Vec<::sequencer::Number>, $crate::store::storage::StorageError>);
     };
     (@method $u:ident read_next_offset) => {
         $crate::store::forward::forward_storage!(@fn $u read_next_offset(
-            partition: $crate::store::PartitionId
+            partition: $crate::store::storage::PartitionId
         ) -> ::futures::future::BoxFuture<'static,
-            Result<::sequencer::PLogOffset, $crate::store::StorageError>>);
+            Result<::sequencer::PLogOffset, $crate::store::storage::StorageError>>);
     };
     (@method $u:ident write) => {
         $crate::store::forward::forward_storage!(@fn $u write(
-            partition: $crate::store::PartitionId,
+            partition: $crate::store::storage::PartitionId,
             values: Vec<::sequencer::SeqValue>, next_offset: ::sequencer::PLogOffset
         ) -> ::futures::future::BoxFuture<'static,
-            Result<(), $crate::store::StorageError>>);
+            Result<(), $crate::store::storage::StorageError>>);
     };
     (@method $u:ident read_plog) => {
         $crate::store::forward::forward_storage!(@fn $u read_plog(
-            partition: $crate::store::PartitionId,
+            partition: $crate::store::storage::PartitionId,
             from: ::sequencer::PLogOffset, max_events: usize
         ) -> ::futures::future::BoxFuture<'static,
-            Result<$crate::store::PlogPage, $crate::store::StorageError>>);
+            Result<$crate::store::storage::PlogPage, $crate::store::storage::StorageError>>);
     };
     (@method $u:ident append_event) => {
         $crate::store::forward::forward_storage!(@fn $u append_event(
-            partition: $crate::store::PartitionId, offset: ::sequencer::PLogOffset,
+            partition: $crate::store::storage::PartitionId, offset: ::sequencer::PLogOffset,
             values: &[::sequencer::SeqValue], payload: &[u8]
-        ) -> Result<(), $crate::store::AppendError>);
+        ) -> Result<(), $crate::store::storage::AppendError>);
     };
     (@method $u:ident append_events) => {
         $crate::store::forward::forward_storage!(@fn $u append_events(
-            partition: $crate::store::PartitionId, batch: &$crate::store::EventBatch
-        ) -> Result<(), $crate::store::AppendError>);
+            partition: $crate::store::storage::PartitionId,
+            batch: &$crate::store::storage::EventBatch
+        ) -> Result<(), $crate::store::storage::AppendError>);
     };
     (@method $u:ident append_limits) => {
         $crate::store::forward::forward_storage!(@fn $u append_limits()
-            -> $crate::store::AppendLimits);
+            -> $crate::store::storage::AppendLimits);
     };
     (@method $u:ident view_write_interval) => {
         $crate::store::forward::forward_storage!(@fn $u view_write_interval()
@@ -67,7 +68,7 @@ macro_rules! forward_storage {
     };
     (@method $u:ident damaged) => {
         $crate::store::forward::forward_storage!(@fn $u damaged()
-            -> Option<$crate::store::DamagedEvent>);
+            -> Option<$crate::store::storage::DamagedEvent>);
     };
     // The method itself: the same call on `self.$u`.
     (@fn $u:ident $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty) => {

@@ -191,6 +191,12 @@ impl Opened {
         Self::default()
     }
 
+    /// The archive, if the store has one.
+    #[cfg(feature = "objects")]
+    pub(super) fn archive(&self) -> Option<&Archive> {
+        self.archive.as_ref()
+    }
+
     /// The store's PLog as one read with the archive under `hot`, the archive opened again
     /// (another process may have archived more since).
     pub(super) fn reopened_over<'a>(
@@ -203,13 +209,5 @@ impl Opened {
             return Ok(Box::new(WithArchive::new(hot, Some(again))?));
         }
         Ok(Box::new(hot))
-    }
-}
-
-#[cfg(feature = "objects")]
-impl super::store::Store {
-    /// The store's archive of old PLog events, if it has one (writable if the open asked).
-    pub fn archive(&self) -> Option<&Archive> {
-        self.archive.archive.as_ref()
     }
 }

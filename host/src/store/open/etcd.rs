@@ -10,6 +10,7 @@ use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
 use crate::store::storage::{Storage, StorageError};
 use crate::store::tail_probe::TailProbe;
+use crate::store::trim::Trim;
 
 use super::archive;
 use super::error::OpenError;
@@ -48,7 +49,7 @@ impl Backend for EtcdStorage {
         ])
     }
 
-    fn trim(&self) -> Option<&dyn crate::store::Trim> {
+    fn trim(&self) -> Option<&dyn Trim> {
         Some(self)
     }
 

@@ -8,6 +8,7 @@ use crate::store::live::LiveSource;
 use crate::store::reader::StoreReader;
 use crate::store::redb::data_dir::{DataDir, DirState, OpenMode};
 use crate::store::stats::{Counter, StoreStats};
+use crate::store::trim::Trim;
 
 use super::archive;
 use super::error::OpenError;
@@ -38,7 +39,7 @@ impl Backend for DataDir {
         ])
     }
 
-    fn trim(&self) -> Option<&dyn crate::store::Trim> {
+    fn trim(&self) -> Option<&dyn Trim> {
         Some(self.store())
     }
 

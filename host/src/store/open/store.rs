@@ -53,7 +53,7 @@ pub struct Store {
     pub(super) backend: Box<dyn Backend>,
     layout: Option<Layout>,
     created: bool,
-    pub(super) archive: archive::Opened,
+    archive: archive::Opened,
     storage: Arc<dyn Storage>,
     own_tail: Option<Arc<OwnTail>>,
 }
@@ -152,6 +152,12 @@ impl Store {
     /// Why the object store's merger stopped, if it did (`None` for other stores).
     pub fn merge_error(&self) -> Option<String> {
         self.backend.merge_error()
+    }
+
+    /// The store's archive of old PLog events, if it has one (writable if the open asked).
+    #[cfg(feature = "objects")]
+    pub fn archive(&self) -> Option<&crate::store::layers::archive::Archive> {
+        self.archive.archive()
     }
 }
 
