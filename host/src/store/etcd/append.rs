@@ -112,8 +112,13 @@ impl EtcdStorage {
                 why: r.why,
             }
         })?;
-        let count = last + 1 - first;
-        let key = plog_key(partition, last);
+        let part = AppendPart {
+            partition,
+            first,
+            last,
+            key: plog_key(partition, last),
+            pack,
+        };
         let prefix = plog_prefix(partition);
         // The fence: no key at or after `first` (no event there: a key holds the events up to
         // its offset), and a key at `first - 1` (the PLog ends exactly there).
@@ -132,32 +137,53 @@ impl EtcdStorage {
         let epoch = epoch_compare(partition, fence, &mut when, &mut owner_read);
         // With the other partitions' appends waiting now, in one transaction (`combine.rs`);
         // on its own below only if that one did not say "written".
-        let put = TxnOp::put(key.clone(), pack.clone(), None);
+        let put = TxnOp::put(part.key.clone(), part.pack.clone(), None);
         let ambiguous = match self
-            .append_combined(when.clone(), put, key.len() + pack.len())
+            .append_combined(when.clone(), put, part.key.len() + part.pack.len())
             .await
         {
             Combined::Written => {
-                stats.appends.fetch_add(count, Ordering::Relaxed);
-                stats.packs.fetch_add(1, Ordering::Relaxed);
-                self.inner.plog_ends.saw(partition, last);
+                self.appended(&part);
                 return Ok(());
             }
             Combined::NotWritten => false,
             Combined::Unknown => true,
         };
-        // On its own, with the else branch that says why it was not written.
+        self.append_alone(part, when, owner_read, epoch, ambiguous)
+            .await
+    }
+
+    /// `part` appended on its own under the compares `when`, with the else branch that says why
+    /// it was not written (`owner_read` at its end for the partition's `epoch`, if owned);
+    /// `ambiguous`: an earlier attempt's outcome is unknown, so the events found stored may be
+    /// this writer's own.
+    async fn append_alone(
+        self,
+        part: AppendPart,
+        when: Vec<Compare>,
+        owner_read: Vec<TxnOp>,
+        epoch: Option<u64>,
+        ambiguous: bool,
+    ) -> Result<(), AppendError> {
+        let stats = &self.inner.stats;
+        let AppendPart {
+            partition,
+            first,
+            last,
+            ..
+        } = part;
         let end_read = self.last_key_read(partition);
         let mut otherwise = vec![
-            TxnOp::get(key.clone(), None),
+            TxnOp::get(part.key.clone(), None),
             TxnOp::get(end_read.start.clone(), Some(end_read.options.clone())),
         ];
         otherwise.extend(owner_read);
         let txn = Txn::new()
             .when(when)
-            .and_then(vec![TxnOp::put(key.clone(), pack.clone(), None)])
+            .and_then(vec![TxnOp::put(part.key.clone(), part.pack.clone(), None)])
             .or_else(otherwise);
         let mut attempts = 0u32;
+        let count = last + 1 - first;
         let what = if count == 1 {
             format!("append at partition {partition} offset {first}")
         } else {
@@ -175,9 +201,7 @@ impl EtcdStorage {
             .await
             .map_err(AppendError::Storage)?;
         if resp.succeeded() {
-            stats.appends.fetch_add(count, Ordering::Relaxed);
-            stats.packs.fetch_add(1, Ordering::Relaxed);
-            self.inner.plog_ends.saw(partition, last);
+            self.appended(&part);
             return Ok(());
         }
         let mut at_last: Option<Vec<u8>> = None;
@@ -195,11 +219,9 @@ impl EtcdStorage {
         // Only after an attempt whose outcome is unknown (a combined one included) can the
         // events be ours: a first attempt that was answered "no" wrote nothing (and another
         // writer's events may be byte-for-byte equal to ours).
-        if (attempts > 1 || ambiguous) && at_last.as_deref() == Some(pack.as_slice()) {
+        if (attempts > 1 || ambiguous) && at_last.as_deref() == Some(part.pack.as_slice()) {
             stats.read_backs.fetch_add(1, Ordering::Relaxed);
-            stats.appends.fetch_add(count, Ordering::Relaxed);
-            stats.packs.fetch_add(1, Ordering::Relaxed);
-            self.inner.plog_ends.saw(partition, last);
+            self.appended(&part);
             return Ok(());
         }
         if let Some(epoch) = epoch
@@ -224,6 +246,26 @@ impl EtcdStorage {
             offered: first,
         })
     }
+
+    /// `part` is in the PLog: counted, and its last key is where the PLog's end was last seen.
+    fn appended(&self, part: &AppendPart) {
+        let stats = &self.inner.stats;
+        stats
+            .appends
+            .fetch_add(part.last + 1 - part.first, Ordering::Relaxed);
+        stats.packs.fetch_add(1, Ordering::Relaxed);
+        self.inner.plog_ends.saw(part.partition, part.last);
+    }
+}
+
+/// One part of a batch as one PLog key: the events `first..=last` of a partition, encoded as
+/// one value (`pack`) under `key` (`last`'s).
+struct AppendPart {
+    partition: PartitionId,
+    first: PLogOffset,
+    last: PLogOffset,
+    key: String,
+    pack: Vec<u8>,
 }
 
 /// Adds the epoch compare of `fence` (if the partition is owned) to a write's compares, and a

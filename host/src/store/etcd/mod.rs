@@ -68,7 +68,8 @@
 //! | `plog_end.rs` | the PLog's end (last key), read from the last key this store has seen |
 //! | `plog_end_hints.rs` | that last key seen, per partition: where the read of the end starts |
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
-//! | `view.rs` | view reads (one workspace, many) and the flusher's revision-checked writes |
+//! | `view.rs` | view reads (one workspace, many, a partition's whole view) and what a workspace's keys hold |
+//! | `view_write.rs` | the flusher's revision-checked writes of the view, the offset last |
 //! | `view_known.rs` | the view keys this store last wrote or read, so a flusher write of them skips its read |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
 //! | `tail_probe.rs` | [`TailProbe`](crate::store::TailProbe): the stored offset and the PLog's end in one read |
@@ -100,14 +101,16 @@ mod tail_probe;
 mod trim;
 mod view;
 mod view_known;
+mod view_write;
 
 pub use append::PACK_MAX_EVENTS;
 pub use config::{DEFAULT_MAX_REQUEST_BYTES, EtcdConfig};
 pub use handle::EtcdStorage;
 pub use plog::PAGE_EVENTS;
 pub use stats::EtcdStats;
-pub use view::{MAX_TXN_OPS, READS_PER_TXN, VIEW_WS_PER_TXN};
+pub use view::{MAX_TXN_OPS, READS_PER_TXN};
 pub use view_known::KNOWN_VIEW_KEYS;
+pub use view_write::VIEW_WS_PER_TXN;
 
 /// The shortest time between two flusher writes of a partition on etcd
 /// ([`Storage::view_write_interval`](crate::Storage::view_write_interval)): a write's workspaces

@@ -293,10 +293,7 @@ impl ObjectPlog {
         let mut st = lock(&part);
         if batch.first() != st.next {
             // Another writer may have appended: look again before refusing.
-            *st = Part {
-                merge_error: st.merge_error.clone(),
-                ..sh.scan(partition)?
-            };
+            sh.rescan(partition, &mut st)?;
             if batch.first() != st.next {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
                 return Err(AppendError::WrongOffset {
@@ -306,130 +303,32 @@ impl ObjectPlog {
             }
         }
         sh.ensure_dirs(partition)?;
-        let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
-        let mut prev = st.last_hash;
-        // The objects created, in order.
-        let mut written: Vec<Arc<EventRange>> = Vec::new();
-        let mut failed: Option<(PLogOffset, CreateError)> = None;
-        // Whether each create was answered within half the delete delay of this handle seeing
-        // the tail it continues (then no merger can have deleted the name: see
-        // REMOTE_DELETE_DELAY).
-        let mut fresh = !sh.delete_delay.is_zero();
-        let mut seen = st.tail_seen;
-        let limits = self.append_limits();
-        for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
-            let first = batch.first() + range.start as u64;
-            let obj = Arc::new(match sh.format {
-                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
-                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
-            });
-            let sent = Instant::now();
-            let created = sh.create(&event_object(partition, first), obj.bytes());
-            // The object landed before its answer came, however long the request took (a slow
-            // network, retries after timeouts): timed from when it was sent, a create that
-            // landed after a merger deleted the name would pass for fresh.
-            fresh &= seen.is_some_and(|t| t.elapsed() <= sh.delete_delay / 2);
-            match created {
-                Ok(created) => {
-                    // A create found to be its own earlier attempt landed at an unknown time.
-                    seen = (created == Created::Now).then_some(sent);
-                    prev = obj.last_hash();
-                    written.push(obj);
-                }
-                Err(e) => {
-                    failed = Some((first, e));
-                    break;
-                }
-            }
-        }
+        let created = self.create_objects(partition, batch, &st);
         // What was written is kept (a dense prefix) once synced: each object, then the
         // directory once.
-        let firsts: Vec<PLogOffset> = written.iter().map(|o| o.first).collect();
+        let firsts: Vec<PLogOffset> = created.written.iter().map(|o| o.first).collect();
         if let Err(e) = sh.sync_events(partition, &firsts) {
             st.in_doubt = true;
             return Err(e.into());
         }
-        for obj in &written {
+        for obj in &created.written {
             st.tail.insert(obj.first, obj.last());
             st.next = obj.last() + 1;
             st.last_hash = obj.last_hash();
             st.cache(obj.clone());
         }
-        st.tail_seen = seen;
-        // A merger (of this or another host) writes a bundle before it deletes the events it
-        // holds: an offset found in a bundle now was taken before this append created it.
-        // Unless every create was fresh, in which case no merger can have deleted the name.
-        let check = match (written.first(), written.last()) {
-            (Some(a), Some(b)) if !fresh => Some((a.first, b.last())),
-            _ => None,
-        };
-        let bundled = match check {
-            Some((first, last)) => sh.bundled_among(partition, first, last - first + 1),
-            None => Ok(None),
-        };
-        let bundled = match bundled {
-            Ok(b) => b,
-            Err(e) => {
-                st.in_doubt = true;
-                return Err(e.into());
-            }
-        };
-        if let Some(taken) = bundled {
-            let mine: Vec<&Arc<EventRange>> =
-                written.iter().filter(|o| o.last() >= taken).collect();
-            let under = match bundles_hold(sh, partition, &mine) {
-                Ok(under) => under,
-                Err(e) => {
-                    st.in_doubt = true;
-                    return Err(e.into());
-                }
-            };
-            let names = |objects: &[&Arc<EventRange>]| -> Vec<String> {
-                objects
-                    .iter()
-                    .map(|o| event_object(partition, o.first))
-                    .collect()
-            };
-            match under {
-                // Other events than the bundles': a stale writer's, linked to nothing the PLog
-                // holds (no one can have continued from them): all taken back.
-                None => {
-                    let _ = sh.delete_now(&names(&mine));
-                }
-                // The bundles hold these very events: this writer's earlier attempt landed
-                // (its answer lost), another host continued from it and merged it (or wrote
-                // the same events). Those past the bundles continue the PLog, and others may
-                // have appended after them: they stay (the append is refused all the same,
-                // and the replay that follows finds them). Those under the bundles are
-                // leftovers, deleted as a merge's are: not before the delete delay, which
-                // the appends that skip their look rest on.
-                Some(n) => {
-                    let _ = sh.delete_later(names(&mine[..n]));
-                }
-            }
-            *st = Part {
-                merge_error: st.merge_error.clone(),
-                ..sh.scan(partition)?
-            };
-            sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
-            return Err(AppendError::WrongOffset {
-                expected: st.next,
-                offered: taken,
-            });
-        }
+        st.tail_seen = created.seen;
+        self.refuse_if_bundled(partition, &mut st, &created)?;
         sh.stats
             .events_written
             .fetch_add(st.next - batch.first(), Ordering::Relaxed);
         sh.stats
             .objects_written
-            .fetch_add(written.len() as u64, Ordering::Relaxed);
-        match failed {
+            .fetch_add(created.written.len() as u64, Ordering::Relaxed);
+        match created.failed {
             Some((offered, CreateError::Taken)) => {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
-                *st = Part {
-                    merge_error: st.merge_error.clone(),
-                    ..sh.scan(partition)?
-                };
+                sh.rescan(partition, &mut st)?;
                 return Err(AppendError::WrongOffset {
                     expected: st.next,
                     offered,
@@ -453,6 +352,109 @@ impl ObjectPlog {
             let _ = tx.send(partition);
         }
         Ok(())
+    }
+
+    /// Creates the objects of `batch` after the tail `st` knows, in order, up to the first
+    /// create that fails.
+    fn create_objects(&self, partition: PartitionId, batch: &EventBatch, st: &Part) -> Objects {
+        let sh = &self.shared;
+        let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
+        let mut prev = st.last_hash;
+        let mut out = Objects {
+            written: Vec::new(),
+            failed: None,
+            fresh: !sh.delete_delay.is_zero(),
+            seen: st.tail_seen,
+        };
+        let limits = self.append_limits();
+        for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
+            let first = batch.first() + range.start as u64;
+            let obj = Arc::new(match sh.format {
+                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
+                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
+            });
+            let sent = Instant::now();
+            let created = sh.create(&event_object(partition, first), obj.bytes());
+            // The object landed before its answer came, however long the request took (a slow
+            // network, retries after timeouts): timed from when it was sent, a create that
+            // landed after a merger deleted the name would pass for fresh.
+            out.fresh &= out.seen.is_some_and(|t| t.elapsed() <= sh.delete_delay / 2);
+            match created {
+                Ok(created) => {
+                    // A create found to be its own earlier attempt landed at an unknown time.
+                    out.seen = (created == Created::Now).then_some(sent);
+                    prev = obj.last_hash();
+                    out.written.push(obj);
+                }
+                Err(e) => {
+                    out.failed = Some((first, e));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// Refuses the append whose objects are `created` if a bundle holds offsets it wrote (a
+    /// merger, of this or another host, writes a bundle before it deletes the events it holds:
+    /// an offset found in a bundle now was taken before this append created it), taking its
+    /// objects back; unless every create was fresh, when no merger can have deleted the name.
+    fn refuse_if_bundled(
+        &self,
+        partition: PartitionId,
+        st: &mut Part,
+        created: &Objects,
+    ) -> Result<(), AppendError> {
+        let sh = &self.shared;
+        let written = &created.written;
+        let (Some(a), Some(b), false) = (written.first(), written.last(), created.fresh) else {
+            return Ok(());
+        };
+        let taken = match sh.bundled_among(partition, a.first, b.last() - a.first + 1) {
+            Ok(None) => return Ok(()),
+            Ok(Some(taken)) => taken,
+            Err(e) => {
+                st.in_doubt = true;
+                return Err(e.into());
+            }
+        };
+        let mine: Vec<&Arc<EventRange>> = written.iter().filter(|o| o.last() >= taken).collect();
+        let under = match bundles_hold(sh, partition, &mine) {
+            Ok(under) => under,
+            Err(e) => {
+                st.in_doubt = true;
+                return Err(e.into());
+            }
+        };
+        let names = |objects: &[&Arc<EventRange>]| -> Vec<String> {
+            objects
+                .iter()
+                .map(|o| event_object(partition, o.first))
+                .collect()
+        };
+        match under {
+            // Other events than the bundles': a stale writer's, linked to nothing the PLog
+            // holds (no one can have continued from them): all taken back.
+            None => {
+                let _ = sh.delete_now(&names(&mine));
+            }
+            // The bundles hold these very events: this writer's earlier attempt landed (its
+            // answer lost), another host continued from it and merged it (or wrote the same
+            // events). Those past the bundles continue the PLog, and others may have appended
+            // after them: they stay (the append is refused all the same, and the replay that
+            // follows finds them). Those under the bundles are leftovers, deleted as a
+            // merge's are: not before the delete delay, which the appends that skip their look
+            // rest on.
+            Some(n) => {
+                let _ = sh.delete_later(names(&mine[..n]));
+            }
+        }
+        sh.rescan(partition, st)?;
+        sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
+        Err(AppendError::WrongOffset {
+            expected: st.next,
+            offered: taken,
+        })
     }
 
     /// Up to `max` events of a partition from `from` on, in order (encoded as
@@ -602,6 +604,20 @@ fn object_parts(
         parts.push(start..events.len());
     }
     parts
+}
+
+/// The objects an append created, in order, and how it went.
+struct Objects {
+    /// The objects created (or found to be its own earlier attempts), in order.
+    written: Vec<Arc<EventRange>>,
+    /// The first create that failed, with the offset it was for.
+    failed: Option<(PLogOffset, CreateError)>,
+    /// Whether each create was answered within half the delete delay of this handle seeing
+    /// the tail it continues (then no merger can have deleted the name: see
+    /// [`REMOTE_DELETE_DELAY`]).
+    fresh: bool,
+    /// When the tail was last seen: when the last create that was new was sent.
+    seen: Option<Instant>,
 }
 
 /// Whether the bundles over `objects` (an append's, from the first offset a bundle holds on)

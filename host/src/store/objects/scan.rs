@@ -111,6 +111,16 @@ impl Shared {
         }
     }
 
+    /// `st`, a partition's state, read again from its objects ([`scan`](Self::scan)), keeping
+    /// why its merger stopped, if it did.
+    pub(super) fn rescan(&self, p: PartitionId, st: &mut Part) -> Result<(), StorageError> {
+        *st = Part {
+            merge_error: st.merge_error.clone(),
+            ..self.scan(p)?
+        };
+        Ok(())
+    }
+
     /// One pass of [`scan`](Self::scan).
     fn scan_once(&self, p: PartitionId) -> Result<Part, Scan> {
         // No object that this listing misses starts at the PLog's end found below: one created

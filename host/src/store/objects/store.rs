@@ -129,32 +129,11 @@ impl<V: LiveViewFile> Objects<V, Live> {
             _ => PathBuf::from("."),
         };
         let created = local.is_none();
+        // Names the store in messages.
+        let name = url.clone().unwrap_or_else(|| root.display().to_string());
         let local = match local {
             Some(m) => m,
-            None => {
-                if !parent.is_dir() {
-                    return Err(err(
-                        root,
-                        "cannot create it: its parent directory does not exist",
-                    ));
-                }
-                fs::create_dir_all(root).map_err(|e| err(root, e))?;
-                // An interrupted creation may have left a view database: start again.
-                let _ = fs::remove_file(root.join(VIEW_DB_FILE));
-                V::create_view(&root.join(VIEW_DB_FILE))?;
-                let m = Marker {
-                    format: remote_marker.as_ref().map_or(wanted, |m| m.format),
-                    bundle: remote_marker
-                        .as_ref()
-                        .map(|m| m.bundle)
-                        .or(bundle_events)
-                        .unwrap_or(DEFAULT_BUNDLE_EVENTS)
-                        .max(2),
-                    plog: url.clone(),
-                };
-                write_marker(root, &parent, &m)?;
-                m
-            }
+            None => Self::create_root(root, &parent, &url, remote_marker.as_ref(), bundle_events)?,
         };
         // The PLog's own record: the remote `FORMAT` object, or the root's marker.
         let plog_marker = remote_marker.clone().unwrap_or_else(|| local.clone());
@@ -163,8 +142,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
             && asked != bundle
         {
             tracing::warn!(
-                "object store {}: keeps the bundle size it was created with ({bundle} events), not {asked}",
-                url.clone().unwrap_or_else(|| root.display().to_string())
+                "object store {name}: keeps the bundle size it was created with ({bundle} events), not {asked}"
             );
         }
         // A store of format 1 is continued in the format asked for (2 unless a test asks for
@@ -197,23 +175,8 @@ impl<V: LiveViewFile> Objects<V, Live> {
         }
         drop(scanned);
         let view = V::open_view(&root.join(VIEW_DB_FILE), None)?;
-        if let Some(r) = &remote
-            && plog_marker.format < format
-        {
-            r.rewrite_marker(&Marker {
-                format,
-                ..plog_marker.clone()
-            })?;
-        }
-        if local.format < format {
-            write_marker(root, &parent, &Marker { format, ..local })?;
-            tracing::info!(
-                "object store {}: format {} continued in format {}",
-                url.clone().unwrap_or_else(|| root.display().to_string()),
-                plog_marker.format.number(),
-                format.number()
-            );
-        }
+        let records = (remote.as_ref(), &plog_marker, local);
+        Self::continue_in(format, root, &parent, records, &name)?;
         let plog = open_plog(Access::Write)?;
         Ok(Self {
             root: root.to_path_buf(),
@@ -226,6 +189,68 @@ impl<V: LiveViewFile> Objects<V, Live> {
             damage: Arc::default(),
             access: PhantomData,
         })
+    }
+
+    /// Creates the store's root at `root` (in `parent`, which must exist): its view, then its
+    /// marker, for the PLog at `url` (its own record `remote`, if remote and there) with
+    /// bundles of `bundle_events` events (the remote record's, if any).
+    fn create_root(
+        root: &Path,
+        parent: &Path,
+        url: &Option<String>,
+        remote: Option<&Marker>,
+        bundle_events: Option<u64>,
+    ) -> Result<Marker, StorageError> {
+        if !parent.is_dir() {
+            return Err(err(
+                root,
+                "cannot create it: its parent directory does not exist",
+            ));
+        }
+        fs::create_dir_all(root).map_err(|e| err(root, e))?;
+        // An interrupted creation may have left a view database: start again.
+        let _ = fs::remove_file(root.join(VIEW_DB_FILE));
+        V::create_view(&root.join(VIEW_DB_FILE))?;
+        let m = Marker {
+            format: remote.map_or(ObjectFormat::for_writing(), |m| m.format),
+            bundle: remote
+                .map(|m| m.bundle)
+                .or(bundle_events)
+                .unwrap_or(DEFAULT_BUNDLE_EVENTS)
+                .max(2),
+            plog: url.clone(),
+        };
+        write_marker(root, parent, &m)?;
+        Ok(m)
+    }
+
+    /// Records that the PLog `name` is continued in `format` where a record says an older one:
+    /// `records` are its remote PLog (if any), its own record (the remote `FORMAT` object, or
+    /// the root's marker) and the root's marker in `root`.
+    fn continue_in(
+        format: ObjectFormat,
+        root: &Path,
+        parent: &Path,
+        (remote, plog_marker, local): (Option<&RemotePlog>, &Marker, Marker),
+        name: &str,
+    ) -> Result<(), StorageError> {
+        if let Some(r) = remote
+            && plog_marker.format < format
+        {
+            r.rewrite_marker(&Marker {
+                format,
+                ..plog_marker.clone()
+            })?;
+        }
+        if local.format < format {
+            write_marker(root, parent, &Marker { format, ..local })?;
+            tracing::info!(
+                "object store {name}: format {} continued in format {}",
+                plog_marker.format.number(),
+                format.number()
+            );
+        }
+        Ok(())
     }
 
     /// Whether this open created the store.
