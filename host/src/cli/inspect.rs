@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 use sequencer::SeqValue;
 
-use sequencer_host::Layout;
 use sequencer_host::store::codec::Checksum;
 use sequencer_host::store::open_reader;
+use sequencer_host::{Layout, StoreReader};
 
 use super::common::{
     CliError, CliResult, DataArgs, StoreArg, explain_open, open_options, seq_name,
@@ -46,30 +46,69 @@ pub struct InspectArgs {
 /// `inspect`.
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     let store = open_reader(&args.store.0, &open_options(&args.data.data)).map_err(explain_open)?;
+    let store = store.as_ref();
     let partitions = store.partitions()?;
-    // A partition exists if the recorded layout has it, or (a store made before layouts were
-    // recorded) if the store holds its PLog.
     let layout = store.layout()?;
-    let known = match &layout {
-        Some(l) => args.partition < l.partitions,
-        None => partitions.contains(&args.partition) || partitions.is_empty(),
+    refuse_unknown(store, layout.as_ref(), &partitions, args.partition)?;
+    print_partitions(store, layout.as_ref(), &partitions)?;
+    let p = args.partition;
+    println!();
+    let Some(damaged) = print_plog(store, layout.as_ref(), args)? else {
+        println!("partition {p}: the PLog is empty");
+        return Ok(ExitCode::SUCCESS);
     };
-    if !known {
-        let has = match &layout {
-            Some(l) => format!("partitions 0 to {}", l.partitions - 1),
-            None => format!("the PLogs of partitions {partitions:?}"),
-        };
+    let rows = print_view(store, layout.as_ref(), args)?;
+    if rows == 0 && args.ws.is_some() {
         return Err(CliError(format!(
-            "partition {} does not exist in {}: it has {has}",
-            args.partition,
-            store.describe()
+            "partition {p}: no view rows for workspace {}",
+            args.ws.unwrap_or_default()
         )));
     }
+    if let Some(offset) = damaged {
+        return Err(CliError(format!(
+            "{}: partition {p}: event at offset {offset} fails its checksum (`check` lists every damaged event)",
+            store.describe(),
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses partition `p` unless it exists: the recorded layout has it, or (a store made before
+/// layouts were recorded) the store holds its PLog.
+fn refuse_unknown(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    partitions: &[u32],
+    p: u32,
+) -> CliResult<()> {
+    let known = match layout {
+        Some(l) => p < l.partitions,
+        None => partitions.contains(&p) || partitions.is_empty(),
+    };
+    if known {
+        return Ok(());
+    }
+    let has = match layout {
+        Some(l) => format!("partitions 0 to {}", l.partitions - 1),
+        None => format!("the PLogs of partitions {partitions:?}"),
+    };
+    Err(CliError(format!(
+        "partition {p} does not exist in {}: it has {has}",
+        store.describe()
+    )))
+}
+
+/// The store, its figures and layout, and a line per partition.
+fn print_partitions(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    partitions: &[u32],
+) -> CliResult<()> {
     println!("{}", store.describe());
     for (name, value) in store.statistics() {
         println!("{name}: {value}");
     }
-    if let Some(l) = &layout {
+    if let Some(l) = layout {
         println!(
             "numbering layout: {} partitions, workspace-to-partition {}",
             l.partitions,
@@ -81,7 +120,7 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         "{:>9}  {:>20}  {:>18}  {:>9}",
         "partition", "PLog offsets", "stored next offset", "view rows"
     );
-    for &p in &partitions {
+    for &p in partitions {
         let bounds = match store.plog_bounds(p)? {
             Some((first, last)) => format!("{first}..={last}"),
             None => "empty".into(),
@@ -95,12 +134,19 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     if partitions.is_empty() {
         println!("(no partitions yet)");
     }
+    Ok(())
+}
 
+/// The partition's PLog events asked for (its tail, or from `--from`); `None` if its PLog is
+/// empty, else the offset of the first damaged event shown, if any.
+fn print_plog(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    args: &InspectArgs,
+) -> CliResult<Option<Option<u64>>> {
     let p = args.partition;
-    println!();
     let Some((first, last)) = store.plog_bounds(p)? else {
-        println!("partition {p}: the PLog is empty");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(None);
     };
     let from = match args.from {
         Some(from) => from.max(first),
@@ -143,12 +189,22 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         println!(
             "{:>8}  {ws:>9}  {:<44}  {shown}{more} ({} bytes)",
             e.offset,
-            numbers(layout.as_ref(), &e.values),
+            numbers(layout, &e.values),
             e.payload.len()
         );
     }
     let damaged = events.iter().find(|e| e.checksum == Checksum::Mismatch);
+    Ok(Some(damaged.map(|e| e.offset)))
+}
 
+/// The partition's sequences view (of `--ws` only, if given, at most `--rows` rows); how many
+/// rows it holds.
+fn print_view(
+    store: &dyn StoreReader,
+    layout: Option<&Layout>,
+    args: &InspectArgs,
+) -> CliResult<usize> {
+    let p = args.partition;
     let view = store.view(p)?;
     let rows: Vec<_> = view
         .iter()
@@ -170,25 +226,9 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     );
     println!("{:>9}  {:<12}  {:>12}", "workspace", "sequence", "last");
     for (ws, seq, last) in rows.iter().take(limit) {
-        println!(
-            "{ws:>9}  {:<12}  {last:>12}",
-            seq_name(layout.as_ref(), *seq)
-        );
+        println!("{ws:>9}  {:<12}  {last:>12}", seq_name(layout, *seq));
     }
-    if rows.is_empty() && args.ws.is_some() {
-        return Err(CliError(format!(
-            "partition {p}: no view rows for workspace {}",
-            args.ws.unwrap_or_default()
-        )));
-    }
-    if let Some(e) = damaged {
-        return Err(CliError(format!(
-            "{}: partition {p}: event at offset {} fails its checksum (`check` lists every damaged event)",
-            store.describe(),
-            e.offset
-        )));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(rows.len())
 }
 
 /// "wlog-offset=12 rec-id=30,31": an event's numbers grouped by sequence.

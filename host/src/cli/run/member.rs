@@ -14,7 +14,7 @@ use sequencer_host::membership::{
     Membership, MembershipConfig, MembershipEvent, MembershipParts, MembershipStats, margin,
 };
 use sequencer_host::store::WarnLimiter;
-use sequencer_host::{Clock, MonotonicClock, PartitionId};
+use sequencer_host::{Clock, MonotonicClock, PartitionId, StoreReader};
 
 use super::super::common::{CliError, CliResult, style};
 use super::super::logging::Progress;
@@ -102,35 +102,8 @@ fn serve(
         let mut checked_at: Option<Instant> = None;
         loop {
             while let Ok(event) = events.try_recv() {
-                match event {
-                    MembershipEvent::Acquired {
-                        partition,
-                        sequencer,
-                        epoch,
-                        previous,
-                        claim,
-                    } => {
-                        let acquired = Instant::now();
-                        tracing::info!(
-                            "partition {partition}: acquired at epoch {epoch}{}",
-                            previous
-                                .as_ref()
-                                .map(|h| format!(", taken over from host {h}"))
-                                .unwrap_or_default()
-                        );
-                        let done = reader.plog_bounds(partition)?.map_or(0, |b| b.1);
-                        let goal = args.events.saturating_sub(done);
-                        let w = &workload;
-                        let takeover = previous.is_some();
-                        running.push((
-                            partition,
-                            takeover,
-                            scope.spawn(move || w.tenure(&sequencer, &claim, goal, acquired)),
-                        ));
-                    }
-                    MembershipEvent::Lost { partition, why } => {
-                        tracing::info!("partition {partition}: lost ({why})");
-                    }
+                if let Some(tenure) = begin_tenure(scope, &workload, reader, event)? {
+                    running.push(tenure);
                 }
             }
             let (finished, still): (Vec<_>, Vec<_>) =
@@ -151,10 +124,7 @@ fn serve(
             }
             if checked_at.is_none_or(|at| at.elapsed() > Duration::from_millis(300)) {
                 checked_at = Some(Instant::now());
-                let mut in_plogs = 0;
-                for p in 0..args.partitions {
-                    in_plogs += reader.plog_bounds(p)?.map_or(0, |b| b.1).min(args.events);
-                }
+                let in_plogs = in_plogs(reader, args)?;
                 bar.set_position(in_plogs);
                 if in_plogs >= total {
                     break;
@@ -180,6 +150,59 @@ fn serve(
     })
 }
 
+/// A partition's processor being run: the partition, whether it was taken over, its thread.
+type Tenure<'scope> = (
+    PartitionId,
+    bool,
+    std::thread::ScopedJoinHandle<'scope, CliResult<Tally>>,
+);
+
+/// What a membership event starts: for a partition acquired, its processor's tenure on a
+/// thread of `scope`, numbering up to the events the partition still lacks (its PLog read
+/// through `reader`); nothing for a partition lost (its processor ends on its own).
+fn begin_tenure<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    workload: &'scope Workload<'_>,
+    reader: &dyn StoreReader,
+    event: MembershipEvent,
+) -> CliResult<Option<Tenure<'scope>>> {
+    match event {
+        MembershipEvent::Acquired {
+            partition,
+            sequencer,
+            epoch,
+            previous,
+            claim,
+        } => {
+            let acquired = Instant::now();
+            tracing::info!(
+                "partition {partition}: acquired at epoch {epoch}{}",
+                previous
+                    .as_ref()
+                    .map(|h| format!(", taken over from host {h}"))
+                    .unwrap_or_default()
+            );
+            let done = reader.plog_bounds(partition)?.map_or(0, |b| b.1);
+            let goal = workload.args.events.saturating_sub(done);
+            let thread = scope.spawn(move || workload.tenure(&sequencer, &claim, goal, acquired));
+            Ok(Some((partition, previous.is_some(), thread)))
+        }
+        MembershipEvent::Lost { partition, why } => {
+            tracing::info!("partition {partition}: lost ({why})");
+            Ok(None)
+        }
+    }
+}
+
+/// The events of the deployment's PLogs (each partition's counted up to `--events`).
+fn in_plogs(reader: &dyn StoreReader, args: &RunArgs) -> CliResult<u64> {
+    let mut events = 0;
+    for p in 0..args.partitions {
+        events += reader.plog_bounds(p)?.map_or(0, |b| b.1).min(args.events);
+    }
+    Ok(events)
+}
+
 /// The summary of one host among many.
 fn report(
     args: &RunArgs,
@@ -195,32 +218,11 @@ fn report(
     let mut served: Vec<PartitionId> = ends.iter().map(|e| e.partition).collect();
     served.sort_unstable();
     served.dedup();
-    let first_appends: Vec<String> = (ends.iter())
-        .filter(|e| e.takeover)
-        .filter_map(|e| {
-            (e.tally.first_append).map(|d| format!("partition {} {}", e.partition, ms(d)))
-        })
-        .collect();
+    let first_appends = first_appends(&ends);
     let tenures = ends.len();
     for e in ends {
         tally.add(e.tally);
     }
-    let transfers = |list: &[sequencer_host::membership::Transfer], dir: &str| {
-        if list.is_empty() {
-            return "0".to_string();
-        }
-        let each: Vec<String> = (list.iter())
-            .map(|t| {
-                format!(
-                    "partition {} {dir} {} in {}",
-                    t.partition,
-                    t.other.as_deref().unwrap_or("?"),
-                    ms(t.took)
-                )
-            })
-            .collect();
-        format!("{} ({})", list.len(), each.join(", "))
-    };
     let s = etcd.stats();
     let secs = elapsed.as_secs_f64().max(1e-9);
     let rows: Vec<(String, String)> = vec![
@@ -247,14 +249,7 @@ fn report(
             format!("{:.0}", tally.events as f64 / secs),
         ),
         ("takeovers".into(), transfers(&stats.takeovers, "from")),
-        (
-            "first append after a takeover".into(),
-            if first_appends.is_empty() {
-                "n/a".into()
-            } else {
-                first_appends.join(", ")
-            },
-        ),
+        ("first append after a takeover".into(), first_appends),
         ("handovers".into(), transfers(&stats.handovers, "to")),
         (
             "partitions lost".into(),
@@ -285,6 +280,40 @@ fn report(
         ),
     ];
     print_table(&rows);
+}
+
+/// How long each partition taken over took to its first append, or "n/a".
+fn first_appends(ends: &[TenureEnd]) -> String {
+    let each: Vec<String> = (ends.iter())
+        .filter(|e| e.takeover)
+        .filter_map(|e| {
+            (e.tally.first_append).map(|d| format!("partition {} {}", e.partition, ms(d)))
+        })
+        .collect();
+    if each.is_empty() {
+        "n/a".into()
+    } else {
+        each.join(", ")
+    }
+}
+
+/// How many transfers `list` holds, each with its partition, the other host (`dir`: "from"
+/// or "to") and how long it took.
+fn transfers(list: &[sequencer_host::membership::Transfer], dir: &str) -> String {
+    if list.is_empty() {
+        return "0".to_string();
+    }
+    let each: Vec<String> = (list.iter())
+        .map(|t| {
+            format!(
+                "partition {} {dir} {} in {}",
+                t.partition,
+                t.other.as_deref().unwrap_or("?"),
+                ms(t.took)
+            )
+        })
+        .collect();
+    format!("{} ({})", list.len(), each.join(", "))
 }
 
 /// A flag raised by SIGTERM: the host then hands its partitions over and ends (its summary

@@ -22,7 +22,7 @@ use indicatif::ProgressBar;
 use sequencer::Params;
 use sequencer_host::store::Trim;
 use sequencer_host::store::layers::archive::{Archive, ArchivePass, archive_pass};
-use sequencer_host::store::{Counter, Store, WarnLimiter};
+use sequencer_host::store::{Counter, Store, StoreStats, WarnLimiter};
 use sequencer_host::{Driver, MonotonicClock, PartitionSequencer, Runtime, Status};
 
 pub use args::RunArgs;
@@ -195,36 +195,18 @@ fn run_workload(
         };
         while !handles.iter().all(|h| h.is_finished()) {
             let rate = events_bar.position() as f64 / started.elapsed().as_secs_f64().max(1e-3);
-            let mut msg = format!(
-                "{rate:.0}/s, actualizations {}",
-                actualizations.load(Ordering::Relaxed)
-            );
             let now = store.stats().since(&counts_before);
-            if let Some(views) = now.get(Counter::ViewWrites) {
-                msg.push_str(&format!(", flushes {views}"));
-            }
-            match (now.get(Counter::BundlesWritten), now.get(Counter::Commits)) {
-                (Some(bundles), _) => msg.push_str(&format!(", bundles merged {bundles}")),
-                (None, Some(commits)) => msg.push_str(&format!(", commits {commits}")),
-                (None, None) => {}
-            }
-            events_bar.set_message(msg);
+            events_bar.set_message(running_message(rate, &actualizations, &now));
             if let Some(m) = &merge_bar {
                 m.update();
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         stop_archiving.store(true, Ordering::Relaxed);
-        let archived = archiver.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(CliError("the archive thread panicked".into())))
-        });
+        let archived = archiver.map(|h| joined(h, "the archive thread"));
         let results = handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(CliError("a partition thread panicked".into())))
-            })
+            .map(|h| joined(h, "a partition thread"))
             .collect();
         (results, archived)
     });
@@ -253,6 +235,30 @@ fn run_workload(
         tail,
         archived,
     })
+}
+
+/// The running bar's message: events per second, actualizations, and the store's flushes and
+/// commits or merged bundles so far.
+fn running_message(rate: f64, actualizations: &AtomicU64, now: &StoreStats) -> String {
+    let mut msg = format!(
+        "{rate:.0}/s, actualizations {}",
+        actualizations.load(Ordering::Relaxed)
+    );
+    if let Some(views) = now.get(Counter::ViewWrites) {
+        msg.push_str(&format!(", flushes {views}"));
+    }
+    match (now.get(Counter::BundlesWritten), now.get(Counter::Commits)) {
+        (Some(bundles), _) => msg.push_str(&format!(", bundles merged {bundles}")),
+        (None, Some(commits)) => msg.push_str(&format!(", commits {commits}")),
+        (None, None) => {}
+    }
+    msg
+}
+
+/// What the thread `h` (`what`, for the error if it panicked) returned.
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, CliResult<T>>, what: &str) -> CliResult<T> {
+    h.join()
+        .unwrap_or_else(|_| Err(CliError(format!("{what} panicked"))))
 }
 
 /// The progress bar of an object store's merger: bundles written since the run began out

@@ -34,11 +34,6 @@ pub(super) struct Ran {
 
 /// The step that reports: the summary table.
 pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran, checked: u64) {
-    let Resumed {
-        events: resumed_events,
-        replayed: replayed_events,
-        took: actualize_time,
-    } = *resumed;
     let Ran {
         mut tally,
         elapsed,
@@ -47,37 +42,72 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
         tail,
         archived,
     } = ran;
-    let store_line = store.describe();
-    let secs = elapsed.as_secs_f64().max(1e-9);
     let mut rows: Vec<(String, String)> = vec![
-        ("store".into(), store_line),
-        (
-            "archive".into(),
-            match (store.archive(), archived) {
-                (Some(a), Some((passes, t))) => format!(
-                    "{}: {passes} passes during the run archived {} events in {} bundles, trimmed {}",
-                    a.root().display(),
-                    t.archived,
-                    t.bundles,
-                    t.trimmed
-                ),
-                (Some(a), None) => {
-                    format!("{} (old PLog events read from there)", a.root().display())
-                }
-                (None, _) => "none".into(),
-            },
+        ("store".into(), store.describe()),
+        ("archive".into(), archive_line(store, archived)),
+        ("started from".into(), started_line(resumed)),
+    ];
+    rows.extend(workload_rows(args));
+    rows.extend(throughput_rows(&mut tally, elapsed));
+    store_rows(&mut rows, &during, tally.events);
+    rows.extend(actualization_rows(&tally, &reads));
+    rows.push(("own tail".into(), own_tail_line(args, tail)));
+    rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
+    rows.push((
+        "check".into(),
+        format!("ok: {checked} PLog events, dense offsets, no number issued twice"),
+    ));
+    print_table(&rows);
+}
+
+/// The store's archive, and what `--archive-every` did with it.
+fn archive_line(store: &Store, archived: Option<(u64, ArchivePass)>) -> String {
+    match (store.archive(), archived) {
+        (Some(a), Some((passes, t))) => format!(
+            "{}: {passes} passes during the run archived {} events in {} bundles, trimmed {}",
+            a.root().display(),
+            t.archived,
+            t.bundles,
+            t.trimmed
         ),
-        (
-            "started from".into(),
-            if resumed_events == 0 {
-                "an empty store".into()
+        (Some(a), None) => {
+            format!("{} (old PLog events read from there)", a.root().display())
+        }
+        (None, _) => "none".into(),
+    }
+}
+
+/// What the run started from.
+fn started_line(resumed: &Resumed) -> String {
+    if resumed.events == 0 {
+        "an empty store".into()
+    } else {
+        format!(
+            "{} events: replayed {} from the last flushed offsets in {}",
+            resumed.events,
+            resumed.replayed,
+            ms(resumed.took)
+        )
+    }
+}
+
+/// The workload asked for: its partitions and batches.
+fn workload_rows(args: &RunArgs) -> [(String, String); 2] {
+    let batches = if args.batch_size == 1 {
+        "one event per durable append".into()
+    } else {
+        format!(
+            "up to {} events, first event waits at most {} ms{}",
+            args.batch_size,
+            args.batch_wait_ms,
+            if args.rate > 0.0 {
+                format!(", {} commands/s offered", args.rate)
             } else {
-                format!(
-                    "{resumed_events} events: replayed {replayed_events} from the last flushed offsets in {}",
-                    ms(actualize_time)
-                )
-            },
-        ),
+                ", commands always waiting".into()
+            }
+        )
+    };
+    [
         (
             "partitions".into(),
             format!(
@@ -85,23 +115,22 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
                 args.partitions, args.workspaces, args.fail_rate
             ),
         ),
-        (
-            "batches".into(),
-            if args.batch_size == 1 {
-                "one event per durable append".into()
-            } else {
-                format!(
-                    "up to {} events, first event waits at most {} ms{}",
-                    args.batch_size,
-                    args.batch_wait_ms,
-                    if args.rate > 0.0 {
-                        format!(", {} commands/s offered", args.rate)
-                    } else {
-                        ", commands always waiting".into()
-                    }
-                )
-            },
-        ),
+        ("batches".into(), batches),
+    ]
+}
+
+/// What the workload appended in `elapsed`, how fast, and the numbers it handed out.
+fn throughput_rows(tally: &mut Tally, elapsed: Duration) -> Vec<(String, String)> {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let recovered = if tally.recovered > 0 {
+        format!(
+            "; {} more events of failed appends found in the PLog",
+            tally.recovered
+        )
+    } else {
+        String::new()
+    };
+    let mut rows: Vec<(String, String)> = vec![
         ("events".into(), tally.events.to_string()),
         ("elapsed".into(), format!("{secs:.2} s")),
         (
@@ -111,17 +140,9 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
         (
             "durable appends".into(),
             format!(
-                "{} ({:.1} events each{})",
+                "{} ({:.1} events each{recovered})",
                 tally.appends,
                 (tally.events - tally.recovered) as f64 / tally.appends.max(1) as f64,
-                if tally.recovered > 0 {
-                    format!(
-                        "; {} more events of failed appends found in the PLog",
-                        tally.recovered
-                    )
-                } else {
-                    String::new()
-                }
             ),
         ),
         ("ack latency".into(), latency_line(&mut tally.latencies_us)),
@@ -129,41 +150,43 @@ pub(super) fn report(args: &RunArgs, store: &Store, resumed: &Resumed, ran: Ran,
     for (d, n) in SEQS.iter().zip(tally.numbers) {
         rows.push((format!("numbers {}", d.name), n.to_string()));
     }
-    store_rows(&mut rows, &during, tally.events);
-    rows.push((
-        "actualizations".into(),
-        format!(
-            "{} ({} after failed appends, {} after appends refused by the fence)",
-            tally.actualizations, tally.append_failures, tally.fenced
+    rows
+}
+
+/// The actualizations and the numbers reads of the run.
+fn actualization_rows(tally: &Tally, reads: &ReadCounts) -> [(String, String); 3] {
+    [
+        (
+            "actualizations".into(),
+            format!(
+                "{} ({} after failed appends, {} after appends refused by the fence)",
+                tally.actualizations, tally.append_failures, tally.fenced
+            ),
         ),
-    ));
-    rows.push((
-        "time actualizing".into(),
-        format!(
-            "{} total over all partitions, {} mean",
-            ms(tally.actualizing),
-            ms(tally.actualizing / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
+        (
+            "time actualizing".into(),
+            format!(
+                "{} total over all partitions, {} mean",
+                ms(tally.actualizing),
+                ms(tally.actualizing
+                    / u32::try_from(tally.actualizations.max(1)).unwrap_or(u32::MAX))
+            ),
         ),
-    ));
-    rows.push((
-        "numbers reads".into(),
-        format!(
-            "{} storage reads of {} workspaces ({} total, {} mean); {} starts served by reads ahead, {} read on their own",
-            reads.storage_reads,
-            reads.workspaces_read,
-            ms(Duration::from_nanos(reads.read_nanos)),
-            ms(Duration::from_nanos(reads.read_nanos / reads.storage_reads.max(1))),
-            reads.served,
-            reads.missed
+        (
+            "numbers reads".into(),
+            format!(
+                "{} storage reads of {} workspaces ({} total, {} mean); {} starts served by reads ahead, {} read on their own",
+                reads.storage_reads,
+                reads.workspaces_read,
+                ms(Duration::from_nanos(reads.read_nanos)),
+                ms(Duration::from_nanos(
+                    reads.read_nanos / reads.storage_reads.max(1)
+                )),
+                reads.served,
+                reads.missed
+            ),
         ),
-    ));
-    rows.push(("own tail".into(), own_tail_line(args, tail)));
-    rows.push(("start \"not now\"".into(), tally.not_now.to_string()));
-    rows.push((
-        "check".into(),
-        format!("ok: {checked} PLog events, dense offsets, no number issued twice"),
-    ));
-    print_table(&rows);
+    ]
 }
 
 /// The store's rows: what the counters the backend keeps say about the run.

@@ -18,7 +18,7 @@ use sequencer_host::store::layers::ReadAhead;
 use sequencer_host::store::{RetryPolicy, WarnLimiter};
 use sequencer_host::{
     AppendError, EventBatch, HostError, NotNowReason, PartitionId, PartitionSequencer,
-    StartOutcome, Status, Storage,
+    StartOutcome, Status, Storage, StorageError,
 };
 
 use super::super::common::{CliError, CliResult, KIND, SEQS};
@@ -453,6 +453,77 @@ impl Processor<'_> {
         self.w.events_bar.inc(n);
     }
 
+    /// The batch is durable: counted, its latencies taken.
+    fn appended(&mut self) {
+        self.failures_in_a_row = 0;
+        self.first_failure = None;
+        self.retry_waits = None;
+        let acked = Instant::now();
+        let n = self.batch.len() as u64;
+        if n > 0 {
+            self.t.appends += 1;
+        }
+        self.t.events += n;
+        for (sum, k) in self.t.numbers.iter_mut().zip(self.batch_numbers) {
+            *sum += k;
+        }
+        self.t.latencies_us.extend(
+            self.numbered
+                .iter()
+                .map(|&at| u32::try_from(acked.duration_since(at).as_micros()).unwrap_or(u32::MAX)),
+        );
+        self.w.events_bar.inc(n);
+    }
+
+    /// The batch's append failed with `e`: waits before the next try (which an actualization
+    /// precedes), or stops the partition once the failure policy gives up or the store takes
+    /// no more writes.
+    fn append_failed(&mut self, e: &StorageError) -> Result<(), CliError> {
+        let p = self.seq.partition();
+        self.failures_in_a_row += 1;
+        let first = self
+            .first_failure
+            .get_or_insert_with(|| e.to_string())
+            .clone();
+        if let Some(failure) = self.w.storage.failure() {
+            // Retrying a store that takes no more writes would only loop.
+            return Err(CliError(format!(
+                "partition {p}: a PLog append failed and the store takes no more writes: {failure}; stopping ({STOPPED})"
+            )));
+        }
+        // The seed differs per partition and per failure, and leaves the workload's own
+        // random choices alone.
+        let seed = u64::from(p) << 32 | self.t.append_failures;
+        let wait = self
+            .retry_waits
+            .get_or_insert_with(|| RetryPolicy::APPEND.waits(seed))
+            .next();
+        let Some(wait) = wait else {
+            let last = e.to_string();
+            let also = if last == first {
+                String::new()
+            } else {
+                format!(" (the last: {last})")
+            };
+            return Err(CliError(format!(
+                "partition {p}: {} PLog appends in a row failed, the first: {first}{also}; stopping ({STOPPED})",
+                self.failures_in_a_row
+            )));
+        };
+        // Which parts of the batch are in the PLog is unknown: actualization finds out.
+        self.w.warnings.warn("append failed", || {
+            format!(
+                "partition {p}: {e}; actualizing and trying again in {} ms ({} failures in a row)",
+                wait.as_millis(),
+                self.failures_in_a_row
+            )
+        });
+        std::thread::sleep(wait);
+        self.t.append_failures += 1;
+        self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
+        Ok(())
+    }
+
     /// Appends the batch with one durable write, then completes it (`flush`), or drops what
     /// is not in the PLog (`actualize`).
     fn append_batch(&mut self, end: BatchEnd) -> Result<(), CliError> {
@@ -464,66 +535,9 @@ impl Processor<'_> {
         };
         let mut actualize = end == BatchEnd::CommandFailed;
         match appended {
-            Ok(()) => {
-                self.failures_in_a_row = 0;
-                self.first_failure = None;
-                self.retry_waits = None;
-                let acked = Instant::now();
-                let n = self.batch.len() as u64;
-                if n > 0 {
-                    self.t.appends += 1;
-                }
-                self.t.events += n;
-                for (sum, k) in self.t.numbers.iter_mut().zip(self.batch_numbers) {
-                    *sum += k;
-                }
-                self.t.latencies_us.extend(self.numbered.iter().map(|&at| {
-                    u32::try_from(acked.duration_since(at).as_micros()).unwrap_or(u32::MAX)
-                }));
-                self.w.events_bar.inc(n);
-            }
+            Ok(()) => self.appended(),
             Err(AppendError::Storage(e)) => {
-                self.failures_in_a_row += 1;
-                let first = self
-                    .first_failure
-                    .get_or_insert_with(|| e.to_string())
-                    .clone();
-                if let Some(failure) = self.w.storage.failure() {
-                    // Retrying a store that takes no more writes would only loop.
-                    return Err(CliError(format!(
-                        "partition {p}: a PLog append failed and the store takes no more writes: {failure}; stopping ({STOPPED})"
-                    )));
-                }
-                // The seed differs per partition and per failure, and leaves the workload's
-                // own random choices alone.
-                let seed = u64::from(p) << 32 | self.t.append_failures;
-                let wait = self
-                    .retry_waits
-                    .get_or_insert_with(|| RetryPolicy::APPEND.waits(seed))
-                    .next();
-                let Some(wait) = wait else {
-                    let last = e.to_string();
-                    let also = if last == first {
-                        String::new()
-                    } else {
-                        format!(" (the last: {last})")
-                    };
-                    return Err(CliError(format!(
-                        "partition {p}: {} PLog appends in a row failed, the first: {first}{also}; stopping ({STOPPED})",
-                        self.failures_in_a_row
-                    )));
-                };
-                // Which parts of the batch are in the PLog is unknown: actualization finds out.
-                self.w.warnings.warn("append failed", || {
-                    format!(
-                        "partition {p}: {e}; actualizing and trying again in {} ms ({} failures in a row)",
-                        wait.as_millis(),
-                        self.failures_in_a_row
-                    )
-                });
-                std::thread::sleep(wait);
-                self.t.append_failures += 1;
-                self.unresolved = Some((self.batch.first(), self.batch.len() as u64));
+                self.append_failed(&e)?;
                 actualize = true;
             }
             Err(e @ AppendError::WrongOffset { offered, .. }) if self.w.shared => {
