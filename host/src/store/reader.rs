@@ -61,6 +61,19 @@ pub trait StoreReader {
     }
 }
 
+/// The partitions of a store read in two parts (a hot store and its archive, a PLog and its
+/// view): those of either, ascending, each once.
+#[cfg(any(feature = "redb", feature = "etcd"))]
+pub(crate) fn partitions_of(
+    mut first: Vec<PartitionId>,
+    second: impl IntoIterator<Item = PartitionId>,
+) -> Vec<PartitionId> {
+    first.extend(second);
+    first.sort_unstable();
+    first.dedup();
+    first
+}
+
 /// A borrowed reader reads as the reader itself (so a `&dyn StoreReader` can be wrapped).
 impl<T: StoreReader + ?Sized> StoreReader for &T {
     fn describe(&self) -> String {

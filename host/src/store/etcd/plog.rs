@@ -44,12 +44,10 @@ impl EtcdStorage {
                 .with_limit(i64::try_from(keys).unwrap_or(i64::MAX));
             let resp = self
                 .clone()
-                .retrying(
+                .get_retrying(
                     format!("read the PLog of partition {partition} from {from}"),
-                    |mut kv| {
-                        let (start, opts) = (start.clone(), opts.clone());
-                        async move { kv.get(start, Some(opts)).await }
-                    },
+                    start.clone(),
+                    opts,
                 )
                 .await?;
             let (mut events_read, mut largest, mut last_key) = (0u64, 0u64, 0);

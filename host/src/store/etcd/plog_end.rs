@@ -135,16 +135,10 @@ impl EtcdStorage {
         partition: PartitionId,
         read: &LastKeyRead,
     ) -> Result<Option<PLogOffset>, StorageError> {
-        let (start, opts) = (read.start.clone(), read.options.clone());
+        let what = format!("read the PLog end of partition {partition}");
         let resp = self
             .clone()
-            .retrying(
-                format!("read the PLog end of partition {partition}"),
-                |mut kv| {
-                    let (start, opts) = (start.clone(), opts.clone());
-                    async move { kv.get(start, Some(opts)).await }
-                },
-            )
+            .get_retrying(what, read.start.clone(), read.options.clone())
             .await?;
         self.last_key_found(partition, read, resp.kvs().first().map(|kv| kv.key()))
     }

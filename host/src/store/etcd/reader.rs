@@ -9,51 +9,39 @@ use crate::store::etcd::keys::{next_key, offset_of, plog_prefix, prefix_end};
 #[cfg(doc)]
 use crate::store::etcd::plog::PAGE_EVENTS;
 use crate::store::layout::Layout;
-use crate::store::reader::StoreReader;
+use crate::store::reader::{StoreReader, partitions_of};
 use crate::store::storage::{PartitionId, StorageError};
 
 impl EtcdStorage {
     async fn partitions_async(self) -> Result<Vec<PartitionId>, StorageError> {
-        let mut out = Vec::new();
         // next/<p> keys.
         let opts = self.get_options().with_range(prefix_end("next/"));
-        let resp = self
-            .clone()
-            .retrying("list partitions".into(), |mut kv| {
-                let opts = opts.clone();
-                async move { kv.get("next/", Some(opts)).await }
-            })
+        let resp = (self.clone())
+            .get_retrying("list partitions".into(), "next/", opts)
             .await?;
-        out.extend(
-            resp.kvs()
-                .iter()
-                .filter_map(|kv| offset_of(kv.key()).and_then(|p| u32::try_from(p).ok())),
-        );
+        let stored: Vec<PartitionId> = (resp.kvs().iter())
+            .filter_map(|kv| offset_of(kv.key()).and_then(|p| u32::try_from(p).ok()))
+            .collect();
         // Skip-scan the PLog: one read per partition.
+        let mut with_plog = Vec::new();
         let mut start = "plog/".to_string();
         loop {
             let opts = self
                 .get_options()
                 .with_range(prefix_end("plog/"))
                 .with_limit(1);
-            let resp = self
-                .clone()
-                .retrying("list partitions".into(), |mut kv| {
-                    let (start, opts) = (start.clone(), opts.clone());
-                    async move { kv.get(start, Some(opts)).await }
-                })
+            let resp = (self.clone())
+                .get_retrying("list partitions".into(), start.clone(), opts)
                 .await?;
             let Some(kv) = resp.kvs().first() else { break };
             let key = String::from_utf8_lossy(kv.key()).into_owned();
             let Some(p) = key.split('/').nth(1).and_then(|p| p.parse::<u32>().ok()) else {
                 return Err(self.err("PLog key is not ours", &key));
             };
-            out.push(p);
+            with_plog.push(p);
             start = String::from_utf8_lossy(&prefix_end(&plog_prefix(p))).into_owned();
         }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        Ok(partitions_of(stored, with_plog))
     }
 }
 

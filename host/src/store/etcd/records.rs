@@ -11,28 +11,49 @@ use crate::store::layout::Layout;
 use crate::store::storage::StorageError;
 
 impl EtcdStorage {
-    /// The numbering layout recorded in the cluster (key `layout`), `None` if none is.
-    pub fn read_layout(&self) -> Result<Option<Layout>, StorageError> {
+    /// The text recorded under `key`, `None` if none is; `what` names the read in errors.
+    fn read_record(&self, key: &'static str, what: &str) -> Result<Option<String>, StorageError> {
         let this = self.clone();
-        let resp = self.block(async move {
-            let opts = this.get_options();
-            this.retrying("read the numbering layout".into(), |mut kv| {
-                let opts = opts.clone();
-                async move { kv.get(LAYOUT_KEY, Some(opts)).await }
+        let opts = self.get_options();
+        let resp = self.block(this.get_retrying(what.into(), key, opts))?;
+        Ok(resp
+            .kvs()
+            .first()
+            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
+    }
+
+    /// Records `text` under `key` unless the key exists (one conditional transaction, so two
+    /// first runs cannot both record theirs); whether this recorded it.
+    fn record_if_absent(
+        &self,
+        key: &'static str,
+        text: String,
+        what: &'static str,
+    ) -> Result<bool, StorageError> {
+        let this = self.clone();
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(key, CompareOp::Equal, 0)])
+            .and_then(vec![TxnOp::put(key, text, None)]);
+        let recorded = self.block(async move {
+            this.retrying(what.into(), |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
             })
             .await
         })?;
-        match resp.kvs().first() {
+        Ok(recorded.succeeded())
+    }
+
+    /// The numbering layout recorded in the cluster (key `layout`), `None` if none is.
+    pub fn read_layout(&self) -> Result<Option<Layout>, StorageError> {
+        match self.read_record(LAYOUT_KEY, "read the numbering layout")? {
             None => Ok(None),
-            Some(kv) => {
-                let text = String::from_utf8_lossy(kv.value());
-                Layout::parse(&text).map(Some).map_err(|e| {
-                    self.err(
-                        "read the numbering layout",
-                        &format!("the record is damaged: {e}"),
-                    )
-                })
-            }
+            Some(text) => Layout::parse(&text).map(Some).map_err(|e| {
+                self.err(
+                    "read the numbering layout",
+                    &format!("the record is damaged: {e}"),
+                )
+            }),
         }
     }
 
@@ -40,23 +61,7 @@ impl EtcdStorage {
     /// transaction, so two first runs cannot both record theirs); returns the layout recorded
     /// now (`layout`, or the one another run recorded first).
     pub fn record_layout(&self, layout: &Layout) -> Result<Layout, StorageError> {
-        let text = layout.to_text();
-        let this = self.clone();
-        let txn = Txn::new()
-            .when(vec![Compare::create_revision(
-                LAYOUT_KEY,
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then(vec![TxnOp::put(LAYOUT_KEY, text, None)]);
-        let recorded = self.block(async move {
-            this.retrying("record the numbering layout".into(), |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await
-        })?;
-        if recorded.succeeded() {
+        if self.record_if_absent(LAYOUT_KEY, layout.to_text(), "record the numbering layout")? {
             return Ok(layout.clone());
         }
         self.read_layout()?.ok_or_else(|| {
@@ -71,22 +76,9 @@ impl EtcdStorage {
 impl EtcdStorage {
     /// Where the store's archive is (key `archive`), `None` if none is recorded.
     pub fn read_archive(&self) -> Result<Option<std::path::PathBuf>, StorageError> {
-        let this = self.clone();
-        let resp = self.block(async move {
-            let opts = this.get_options();
-            this.retrying("read the archive record".into(), |mut kv| {
-                let opts = opts.clone();
-                async move { kv.get(ARCHIVE_KEY, Some(opts)).await }
-            })
-            .await
-        })?;
-        resp.kvs()
-            .first()
-            .map(|kv| {
-                ArchiveRecord::parse(
-                    &String::from_utf8_lossy(kv.value()),
-                    &format!("{}: key {ARCHIVE_KEY}", self.inner.label),
-                )
+        self.read_record(ARCHIVE_KEY, "read the archive record")?
+            .map(|text| {
+                ArchiveRecord::parse(&text, &format!("{}: key {ARCHIVE_KEY}", self.inner.label))
             })
             .transpose()
     }
@@ -95,24 +87,10 @@ impl EtcdStorage {
     /// transaction); a different one recorded first is an error naming both.
     pub fn record_archive(&self, root: &std::path::Path) -> Result<(), StorageError> {
         let text = ArchiveRecord::to_text(root);
-        let this = self.clone();
-        let txn = Txn::new()
-            .when(vec![Compare::create_revision(
-                ARCHIVE_KEY,
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then(vec![TxnOp::put(ARCHIVE_KEY, text, None)]);
-        let done = self.block(async move {
-            this.retrying("record the archive".into(), |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await
-        })?;
+        let recorded = self.record_if_absent(ARCHIVE_KEY, text, "record the archive")?;
         match self.read_archive()? {
             Some(r) if r == root => Ok(()),
-            _ if done.succeeded() => Ok(()),
+            _ if recorded => Ok(()),
             other => Err(self.err(
                 "record the archive",
                 &format!("another one is recorded: {other:?}"),

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use etcd_client::{GetOptions, KvClient};
+use etcd_client::{GetOptions, GetResponse, KvClient};
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
 use tonic::Code as tonic_code;
@@ -103,6 +103,22 @@ impl EtcdStorage {
         fut: impl Future<Output = Result<T, E>> + Send + 'static,
     ) -> Result<T, E> {
         futures::executor::block_on(self.spawn(fut))
+    }
+
+    /// A read of `key` (a range from it, as `opts` say), retried as [`retrying`](Self::retrying)
+    /// retries; `what` names it in errors.
+    pub(super) async fn get_retrying(
+        self,
+        what: String,
+        key: impl Into<String>,
+        opts: GetOptions,
+    ) -> Result<GetResponse, StorageError> {
+        let key = key.into();
+        self.retrying(what, |mut kv| {
+            let (key, opts) = (key.clone(), opts.clone());
+            async move { kv.get(key, Some(opts)).await }
+        })
+        .await
     }
 
     /// Retries `attempt` on transient failures, with backoff, until `retry_for` has passed.

@@ -44,16 +44,8 @@ impl Trim for EtcdStorage {
             .with_range(to.clone())
             .with_keys_only()
             .with_limit(TRIM_KEYS);
-        let keys = self.block(async move {
-            this.retrying(
-                format!("list PLog keys of partition {partition} to trim"),
-                |mut kv| {
-                    let (from, opts) = (from.clone(), opts.clone());
-                    async move { kv.get(from, Some(opts)).await }
-                },
-            )
-            .await
-        })?;
+        let what = format!("list PLog keys of partition {partition} to trim");
+        let keys = self.block(this.get_retrying(what, from, opts))?;
         let Some(upto) = keys.kvs().last().and_then(|kv| offset_of(kv.key())) else {
             return Ok(none);
         };

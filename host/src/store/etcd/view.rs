@@ -117,13 +117,7 @@ impl EtcdStorage {
         what: String,
     ) -> Result<Option<u64>, StorageError> {
         let opts = self.get_options();
-        let resp = self
-            .clone()
-            .retrying(what.clone(), |mut kv| {
-                let (key, opts) = (key.clone(), opts.clone());
-                async move { kv.get(key, Some(opts)).await }
-            })
-            .await?;
+        let resp = self.clone().get_retrying(what.clone(), key, opts).await?;
         match resp.kvs().first() {
             None => Ok(None),
             Some(kv) => parse_u64(kv.value())
@@ -140,16 +134,8 @@ impl EtcdStorage {
     ) -> Result<Vec<Number>, StorageError> {
         let prefix = ws_key(partition, ws);
         let opts = self.get_options().with_range(prefix_end(&prefix));
-        let resp = self
-            .clone()
-            .retrying(
-                format!("read numbers of partition {partition} workspace {ws}"),
-                |mut kv| {
-                    let (prefix, opts) = (prefix.clone(), opts.clone());
-                    async move { kv.get(prefix, Some(opts)).await }
-                },
-            )
-            .await?;
+        let what = format!("read numbers of partition {partition} workspace {ws}");
+        let resp = self.clone().get_retrying(what, prefix, opts).await?;
         let view = WsView::of(resp.kvs())
             .ok_or_else(|| self.err("read numbers", "a view key is not ours"))?;
         Ok(view.numbers_of(&seqs).collect())
@@ -214,16 +200,8 @@ impl EtcdStorage {
                 .get_options()
                 .with_range(prefix_end(&prefix))
                 .with_limit(i64::try_from(PAGE_EVENTS * 8).unwrap_or(i64::MAX));
-            let resp = self
-                .clone()
-                .retrying(
-                    format!("read the view of partition {partition}"),
-                    |mut kv| {
-                        let (start, opts) = (start.clone(), opts.clone());
-                        async move { kv.get(start, Some(opts)).await }
-                    },
-                )
-                .await?;
+            let what = format!("read the view of partition {partition}");
+            let resp = self.clone().get_retrying(what, start.clone(), opts).await?;
             for kv in resp.kvs() {
                 let rows = view_rows(kv.key(), kv.value()).ok_or_else(|| {
                     self.err("view key is not ours", &String::from_utf8_lossy(kv.key()))

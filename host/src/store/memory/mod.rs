@@ -159,15 +159,8 @@ impl MemoryStorage {
     }
 
     fn take_write_fault(&self) -> Option<StorageError> {
-        let mut g = self.lock();
-        if g.faults.down {
-            return Some(StorageError("memory storage is down".into()));
-        }
-        if g.faults.fail_writes > 0 {
-            g.faults.fail_writes -= 1;
-            return Some(StorageError("injected write failure".into()));
-        }
-        None
+        let faults = &mut self.lock().faults;
+        take_fault(faults.down, &mut faults.fail_writes, "write")
     }
 
     /// An offset or PLog read: waits at the read gate, fails as the fault switches say, else
@@ -190,15 +183,21 @@ impl MemoryStorage {
     }
 
     fn take_read_fault(g: &mut Inner) -> Option<StorageError> {
-        if g.faults.down {
-            return Some(StorageError("memory storage is down".into()));
-        }
-        if g.faults.fail_reads > 0 {
-            g.faults.fail_reads -= 1;
-            return Some(StorageError("injected read failure".into()));
-        }
-        None
+        take_fault(g.faults.down, &mut g.faults.fail_reads, "read")
     }
+}
+
+/// The failure an operation of `kind` ("read", "write") meets: the store is `down`, or one of
+/// the `left` injected failures (taken).
+fn take_fault(down: bool, left: &mut u32, kind: &str) -> Option<StorageError> {
+    if down {
+        return Some(StorageError("memory storage is down".into()));
+    }
+    if *left > 0 {
+        *left -= 1;
+        return Some(StorageError(format!("injected {kind} failure")));
+    }
+    None
 }
 
 fn plog_next(p: &Partition) -> PLogOffset {

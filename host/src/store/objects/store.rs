@@ -24,7 +24,7 @@ use crate::store::objects::plog::{
 };
 use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
-use crate::store::reader::StoreReader;
+use crate::store::reader::{StoreReader, partitions_of};
 use crate::store::storage::{
     AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
     Storage, StorageError,
@@ -439,11 +439,10 @@ impl<V: ViewFile, A> StoreReader for Objects<V, A> {
     }
 
     fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
-        let mut v = self.plog.partitions();
-        v.extend(self.view.partitions()?);
-        v.sort_unstable();
-        v.dedup();
-        Ok(v)
+        Ok(partitions_of(
+            self.plog.partitions(),
+            self.view.partitions()?,
+        ))
     }
 
     fn plog_bounds(

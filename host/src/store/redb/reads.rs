@@ -7,6 +7,7 @@ use redb::ReadableTable;
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::codec::StoredEvent;
+use crate::store::reader::partitions_of;
 use crate::store::redb::source::ReadSource;
 use crate::store::redb::tables::{NEXT_OFFSET, PLOG, SEQUENCES, err, plog_bounds_in};
 use crate::store::storage::{PartitionId, StorageError};
@@ -18,25 +19,23 @@ pub(crate) fn read_partitions(
 ) -> Result<Vec<PartitionId>, StorageError> {
     (|| -> Result<Vec<PartitionId>, redb::Error> {
         let rx = db.begin_read()?;
-        let mut out: Vec<PartitionId> = Vec::new();
-        let next = rx.open_table(NEXT_OFFSET)?;
-        for row in next.iter()? {
-            out.push(row?.0.value());
+        let mut stored: Vec<PartitionId> = Vec::new();
+        for row in rx.open_table(NEXT_OFFSET)?.iter()? {
+            stored.push(row?.0.value());
         }
         // Skip-scan the PLog: one seek per partition.
         let plog = rx.open_table(PLOG)?;
+        let mut with_plog: Vec<PartitionId> = Vec::new();
         let mut from: u32 = 0;
         while let Some(row) = plog.range((from, 0)..)?.next() {
             let (p, _) = row?.0.value();
-            out.push(p);
+            with_plog.push(p);
             match p.checked_add(1) {
                 Some(n) => from = n,
                 None => break,
             }
         }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        Ok(partitions_of(stored, with_plog))
     })()
     .map_err(|e| err(path, "cannot list partitions", e))
 }

@@ -185,6 +185,24 @@ impl RedbStorage {
     }
 }
 
+impl RedbStorage {
+    /// The stored numbers of the (workspace, sequence) `keys` of a partition, in order, 0 for
+    /// one never stored: read in one read transaction.
+    fn numbers(
+        &self,
+        partition: PartitionId,
+        keys: impl Iterator<Item = (WsId, SeqId)>,
+    ) -> Result<Vec<Number>, StorageError> {
+        (|| -> Result<Vec<Number>, redb::Error> {
+            let rx = self.inner.db.begin_read()?;
+            let t = rx.open_table(SEQUENCES)?;
+            keys.map(|(w, seq)| Ok(t.get((partition, w, seq))?.map_or(0, |v| v.value())))
+                .collect()
+        })()
+        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+    }
+}
+
 impl Storage for RedbStorage {
     fn read_numbers(
         &self,
@@ -192,14 +210,7 @@ impl Storage for RedbStorage {
         ws: WsId,
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        (|| -> Result<Vec<Number>, redb::Error> {
-            let rx = self.inner.db.begin_read()?;
-            let t = rx.open_table(SEQUENCES)?;
-            seqs.iter()
-                .map(|&seq| Ok(t.get((partition, ws, seq))?.map_or(0, |v| v.value())))
-                .collect()
-        })()
-        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+        self.numbers(partition, seqs.iter().map(|&s| (ws, s)))
     }
 
     fn read_numbers_many(
@@ -209,14 +220,8 @@ impl Storage for RedbStorage {
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         // One read transaction for them all.
-        (|| -> Result<Vec<Number>, redb::Error> {
-            let rx = self.inner.db.begin_read()?;
-            let t = rx.open_table(SEQUENCES)?;
-            let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
-            keys.map(|(w, seq)| Ok(t.get((partition, w, seq))?.map_or(0, |v| v.value())))
-                .collect()
-        })()
-        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+        let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
+        self.numbers(partition, keys)
     }
 
     fn read_next_offset(

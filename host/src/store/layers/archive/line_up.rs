@@ -5,7 +5,7 @@ use sequencer::PLogOffset;
 
 use crate::store::archive_record::ArchiveError;
 use crate::store::objects::bundle_object;
-use crate::store::reader::StoreReader;
+use crate::store::reader::{StoreReader, partitions_of};
 use crate::store::storage::PartitionId;
 
 use super::directory::Archive;
@@ -45,11 +45,7 @@ pub(super) fn lines_up(
 /// partition the store does not have, or an event both hold with different contents (one
 /// compared per partition here; every one by `check`).
 pub fn check_lines_up(hot: &dyn StoreReader, a: &Archive) -> Result<(), ArchiveError> {
-    let mut parts = hot.partitions()?;
-    parts.extend(a.partitions());
-    parts.sort_unstable();
-    parts.dedup();
-    for p in parts {
+    for p in partitions_of(hot.partitions()?, a.partitions()) {
         let bounds = hot.plog_bounds(p)?;
         let end = a.end(p);
         lines_up(a, p, bounds, end)?;

@@ -10,7 +10,7 @@ use crate::store::archive_record::ArchiveError;
 use crate::store::codec::StoredEvent;
 use crate::store::forward::forward_storage;
 use crate::store::layout::Layout;
-use crate::store::reader::StoreReader;
+use crate::store::reader::{StoreReader, partitions_of};
 use crate::store::storage::{
     DamageLatch, DamagedEvent, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -74,13 +74,8 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
     }
 
     fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
-        let mut v = self.hot.partitions()?;
-        if let Some(a) = &self.archive {
-            v.extend(a.partitions());
-        }
-        v.sort_unstable();
-        v.dedup();
-        Ok(v)
+        let archived = self.archive.iter().flat_map(|a| a.partitions());
+        Ok(partitions_of(self.hot.partitions()?, archived))
     }
 
     fn plog_bounds(
