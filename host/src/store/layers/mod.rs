@@ -5,6 +5,7 @@
 
 #[cfg(feature = "objects")]
 pub mod archive;
+mod counts;
 pub(crate) mod own_tail;
 pub(crate) mod read_ahead;
 mod write_watch;

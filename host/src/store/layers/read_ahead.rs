@@ -2,7 +2,7 @@
 //! sequencer has just lost its cache (after an actualization) and would otherwise read them
 //! one `start` at a time. Why what it keeps is never stale: [`ReadAhead`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::future::{BoxFuture, FutureExt};
@@ -10,6 +10,7 @@ use hashbrown::{HashMap, HashSet};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::forward::forward_storage;
+use crate::store::layers::counts::layer_counts;
 use crate::store::layers::write_watch::watched;
 use crate::store::storage::{PartitionId, PlogPage, Storage, StorageError};
 
@@ -46,44 +47,21 @@ pub struct ReadAhead {
     counters: Arc<Counters>,
 }
 
-#[derive(Default)]
-struct Counters {
-    served: AtomicU64,
-    missed: AtomicU64,
-    storage_reads: AtomicU64,
-    workspaces_read: AtomicU64,
-    read_nanos: AtomicU64,
-    plog_events_read: AtomicU64,
-}
-
-/// What a [`ReadAhead`] has read so far.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReadCounts {
-    /// Guest numbers reads answered from what was read ahead.
-    pub served: u64,
-    /// Guest numbers reads that went to storage on their own.
-    pub missed: u64,
-    /// Numbers reads sent to storage (read-aheads and guest reads not served).
-    pub storage_reads: u64,
-    /// Workspaces those reads were of.
-    pub workspaces_read: u64,
-    /// Nanoseconds spent in them.
-    pub read_nanos: u64,
-    /// PLog events read (by actualizations' replays).
-    pub plog_events_read: u64,
-}
-
-impl ReadCounts {
-    /// What was read between `before` and this.
-    pub fn since(&self, before: &Self) -> Self {
-        Self {
-            served: self.served - before.served,
-            missed: self.missed - before.missed,
-            storage_reads: self.storage_reads - before.storage_reads,
-            workspaces_read: self.workspaces_read - before.workspaces_read,
-            read_nanos: self.read_nanos - before.read_nanos,
-            plog_events_read: self.plog_events_read - before.plog_events_read,
-        }
+layer_counts! {
+    /// What a [`ReadAhead`] has read so far.
+    pub struct ReadCounts, counted by Counters {
+        /// Guest numbers reads answered from what was read ahead.
+        served,
+        /// Guest numbers reads that went to storage on their own.
+        missed,
+        /// Numbers reads sent to storage (read-aheads and guest reads not served).
+        storage_reads,
+        /// Workspaces those reads were of.
+        workspaces_read,
+        /// Nanoseconds spent in them.
+        read_nanos,
+        /// PLog events read (by actualizations' replays).
+        plog_events_read,
     }
 }
 
@@ -181,16 +159,7 @@ impl ReadAhead {
 
     /// What it has read so far.
     pub fn counts(&self) -> ReadCounts {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ReadCounts {
-            served: get(&c.served),
-            missed: get(&c.missed),
-            storage_reads: get(&c.storage_reads),
-            workspaces_read: get(&c.workspaces_read),
-            read_nanos: get(&c.read_nanos),
-            plog_events_read: get(&c.plog_events_read),
-        }
+        self.counters.snapshot()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<PartitionId, Kept>> {

@@ -162,6 +162,23 @@ impl RedbStorage {
         ))
     }
 
+    /// The answer a request to the writer or the reader gives through `rx`, if it was `sent`;
+    /// "closed" if it was not, or if its thread ended without answering.
+    fn answer<T: Send + 'static>(
+        &self,
+        sent: bool,
+        rx: oneshot::Receiver<Result<T, StorageError>>,
+    ) -> BoxFuture<'static, Result<T, StorageError>> {
+        let closed = self.closed();
+        async move {
+            if !sent {
+                return Err(closed);
+            }
+            rx.await.unwrap_or(Err(closed))
+        }
+        .boxed()
+    }
+
     /// Runs `f` on the reader thread; its result is the future's.
     fn read<T: Send + 'static>(
         &self,
@@ -174,14 +191,7 @@ impl RedbStorage {
         let sent = lock(&self.inner.reads)
             .as_ref()
             .is_some_and(|r| r.send(job).is_ok());
-        let closed = self.closed();
-        async move {
-            if !sent {
-                return Err(closed);
-            }
-            rx.await.unwrap_or(Err(closed))
-        }
-        .boxed()
+        self.answer(sent, rx)
     }
 }
 
@@ -247,14 +257,7 @@ impl Storage for RedbStorage {
                 reply,
             })
             .is_ok();
-        let closed = self.closed();
-        async move {
-            if !sent {
-                return Err(closed);
-            }
-            rx.await.unwrap_or(Err(closed))
-        }
-        .boxed()
+        self.answer(sent, rx)
     }
 
     fn read_plog(

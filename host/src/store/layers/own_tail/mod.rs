@@ -16,6 +16,7 @@ use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::decode_event;
 use crate::store::forward::forward_storage;
+use crate::store::layers::counts::layer_counts;
 use crate::store::layers::write_watch::watched;
 use crate::store::storage::{
     AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
@@ -68,54 +69,27 @@ pub struct OwnTail {
     counters: Arc<Counters>,
 }
 
-#[derive(Default)]
-struct Counters {
-    vouched: AtomicU64,
-    proofs_held: AtomicU64,
-    proofs_failed: AtomicU64,
-    pages_served: AtomicU64,
-    events_served: AtomicU64,
-    pages_read: AtomicU64,
-    workspaces_served: AtomicU64,
-    workspaces_read: AtomicU64,
-}
-
-/// What an [`OwnTail`] has served from memory and read from the store.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TailCounts {
-    /// Offset reads answered from memory, the kept tail known to end where the PLog did (the
-    /// append fence is the proof): their replays were served from it.
-    pub vouched: u64,
-    /// Offset reads whose probe proved the kept tail: their replays were served from it.
-    pub proofs_held: u64,
-    /// Offset reads whose probe did not (another writer, nothing kept yet, an error): their
-    /// replays were read from the store.
-    pub proofs_failed: u64,
-    /// PLog pages served from the kept tail.
-    pub pages_served: u64,
-    /// PLog events in them.
-    pub events_served: u64,
-    /// PLog pages read from the store.
-    pub pages_read: u64,
-    /// Workspaces whose numbers were served from memory.
-    pub workspaces_served: u64,
-    /// Workspaces whose numbers were read from the store.
-    pub workspaces_read: u64,
-}
-
-impl TailCounts {
-    /// What was served and read between `before` and this.
-    pub fn since(&self, before: &Self) -> Self {
-        Self {
-            vouched: self.vouched - before.vouched,
-            proofs_held: self.proofs_held - before.proofs_held,
-            proofs_failed: self.proofs_failed - before.proofs_failed,
-            pages_served: self.pages_served - before.pages_served,
-            events_served: self.events_served - before.events_served,
-            pages_read: self.pages_read - before.pages_read,
-            workspaces_served: self.workspaces_served - before.workspaces_served,
-            workspaces_read: self.workspaces_read - before.workspaces_read,
-        }
+layer_counts! {
+    /// What an [`OwnTail`] has served from memory and read from the store.
+    pub struct TailCounts, counted by Counters {
+        /// Offset reads answered from memory, the kept tail known to end where the PLog did
+        /// (the append fence is the proof): their replays were served from it.
+        vouched,
+        /// Offset reads whose probe proved the kept tail: their replays were served from it.
+        proofs_held,
+        /// Offset reads whose probe did not (another writer, nothing kept yet, an error):
+        /// their replays were read from the store.
+        proofs_failed,
+        /// PLog pages served from the kept tail.
+        pages_served,
+        /// PLog events in them.
+        events_served,
+        /// PLog pages read from the store.
+        pages_read,
+        /// Workspaces whose numbers were served from memory.
+        workspaces_served,
+        /// Workspaces whose numbers were read from the store.
+        workspaces_read,
     }
 }
 
@@ -142,18 +116,7 @@ impl OwnTail {
 
     /// What it has served and read so far.
     pub fn counts(&self) -> TailCounts {
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        TailCounts {
-            vouched: get(&c.vouched),
-            proofs_held: get(&c.proofs_held),
-            proofs_failed: get(&c.proofs_failed),
-            pages_served: get(&c.pages_served),
-            events_served: get(&c.events_served),
-            pages_read: get(&c.pages_read),
-            workspaces_served: get(&c.workspaces_served),
-            workspaces_read: get(&c.workspaces_read),
-        }
+        self.counters.snapshot()
     }
 
     fn partition(&self, partition: PartitionId) -> Arc<Mutex<PartitionTail>> {
