@@ -1,4 +1,4 @@
-//! The wasmtime host of the sequencer component, in three rooms:
+//! The wasmtime host of the sequencer component. Its rooms, each above the ones it uses:
 //!
 //! - [`runtime`]: the component compiled once per process and pre-linked ([`Runtime`],
 //!   [`RuntimeBuilder`], [`Limits`], [`ComponentCache`]), the one way to link it
@@ -6,13 +6,17 @@
 //!   [`NotNowReason`], [`Status`]).
 //! - [`driver`]: the task loop ([`Driver`]) that opens one instance per partition
 //!   ([`PartitionSequencer`]), performs the storage work the guests begin, delivers outcomes,
-//!   and wakes guests at the times they ask for; its clocks ([`Clock`], [`MonotonicClock`],
-//!   [`ManualClock`]).
-//! - [`store`]: the storage contract ([`Storage`], [`StoreReader`]), the numbering layout a
-//!   store records ([`Layout`]), the checks, the layers over any backend, and one folder per
-//!   backend ([`MemoryStorage`], `store::redb`, `store::etcd`, `store::objects`).
-//!   [`store::open`] turns a store URL into an open store, its layout recorded or compared and
-//!   its archive layered under it.
+//!   and wakes guests at the times they ask for.
+//! - `membership` (feature `etcd`): many hosts on one etcd cluster, each serving the
+//!   partitions it owns through a lease (`Membership`).
+//! - [`store`], stacked as the design reads: the storage contract ([`Storage`],
+//!   [`StoreReader`], the capabilities a backend may add, the numbering [`Layout`] a store
+//!   records) at the bottom; one folder per backend over it ([`MemoryStorage`], `store::redb`,
+//!   `store::etcd`, `store::objects`); the layers over any backend ([`store::layers`]); and
+//!   the factory, [`store::open`], which turns a store URL into an open store, its layout
+//!   recorded or compared and its archive layered under it.
+//! - Under them all: the clocks ([`clock`]: [`Clock`], [`MonotonicClock`], [`ManualClock`]) and
+//!   the seeded random numbers ([`rng`]).
 //!
 //! Cargo features (all can be on at once):
 //!

@@ -22,7 +22,7 @@ impl Rng {
         }
     }
 
-    /// The next 64 random bits: the state stepped by [`GOLDEN_GAMMA`], then mixed.
+    /// The next 64 random bits: the state stepped by the golden ratio, then mixed.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN_GAMMA);
         let mixed = (self.state ^ (self.state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

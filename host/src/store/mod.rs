@@ -1,8 +1,18 @@
-//! Storage: the contract a backend keeps ([`Storage`], [`StoreReader`]), how events are stored
-//! ([`codec`]), the numbering [`layout`] a store records and its one rule, the checks
-//! ([`check_store`]), the retry policy, opening a store from its URL ([`open`]), reading a
-//! store beside its live run ([`live`]), the [`layers`] over any backend, and one folder per
-//! backend ([`memory`], `redb`, `etcd`, `objects`), none of which imports another.
+//! Storage, stacked as the design reads (docs/DESIGN.md §2), each floor using only those below:
+//!
+//! - **The contract**: [`Storage`] and its read side [`StoreReader`]; what a backend may add
+//!   for a layer ([`Trim`], [`TailProbe`]); the records a store keeps ([`layout`]'s
+//!   [`Layout`] and its one rule, [`ArchiveRecord`]); how events are stored ([`codec`]); the
+//!   retry policy, the counters, the file helpers and the view file an object store keeps.
+//! - **The backends**, one folder each, none importing another or a layer: [`memory`],
+//!   `redb`, `etcd`, `objects`.
+//! - **The layers** over any backend ([`layers`]): the read-ahead, the own tail, the archive;
+//!   a wrapper passes on what it does not change through one macro (`forward.rs`).
+//! - **The factory**: [`open`] turns a URL into an open [`Store`]; [`live`] serves its readers
+//!   beside a run.
+//!
+//! Beside them: the checks ([`check_store`]) and the contract suite (`testing`, feature
+//! `testing`) read any store through the contract alone.
 
 pub(crate) mod archive_record;
 pub(crate) mod check;

@@ -17,7 +17,7 @@ use crate::store::storage::{PartitionId, StorageError};
 
 /// The most workspaces in one view write transaction: a compare each, beside the epoch's.
 /// Fewer when some may still hold rows of the earlier layout (a delete each, beside the
-/// puts and the next offset); see [`view_chunks`].
+/// puts and the next offset); see `view_chunks`.
 pub const VIEW_WS_PER_TXN: usize = MAX_TXN_OPS - 1;
 
 /// How often a view write is tried when another writer keeps changing the same workspaces.
