@@ -17,8 +17,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::faulty_objects::{FaultyObjects, PutFault};
-use object_store::{ObjectStoreExt, PutPayload};
 use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
 use sequencer::SeqValue;
 use sequencer_host::store::codec::encode_event;
 use sequencer_host::store::objects::{
