@@ -23,9 +23,10 @@ rust_target wasm32-unknown-unknown
 [[ "${RUSTC_WORKSPACE_WRAPPER:-}" == */clippy-driver ]] && unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 quiet=()
 [[ "${SEQUENCER_QUIET_BUILD:-}" == 1 ]] && quiet=(--quiet)
-# Its own target folder (inside the component's): the wasm-bindgen build uses the same target
-# triple with other features, and the two must not overwrite each other's sequencer.wasm.
-dir="$COMPONENT_TARGET_DIR/core"
+# The component's target folder: the two builds share the glue's procedural macros (wit-bindgen)
+# compiled once, and differ in target triple. (The wasm-bindgen build, the same triple with other
+# features, has a folder of its own, JS_TARGET_DIR.)
+dir="$COMPONENT_TARGET_DIR"
 cargo rustc "${quiet[@]}" -p plog-sequencer --lib --crate-type cdylib --target wasm32-unknown-unknown \
   --features component --profile wasm --target-dir "$dir" >&2
 built="$dir/wasm32-unknown-unknown/wasm/sequencer.wasm"

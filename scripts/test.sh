@@ -84,8 +84,6 @@ step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
 
-step "the core module (wasm32-unknown-unknown), checked to be the copy the Go and Java packages embed"
-bash scripts/build-core-module.sh --check >/dev/null
 
 # While the tests run (they mostly wait on real processes), two more builds use the cores, each
 # in a target folder of its own so neither waits for the other's lock: clippy on the component
@@ -100,6 +98,8 @@ bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p plog-sequencer --target 
   --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings &&
   cargo check --quiet -p plog-sequencer --all-features --target-dir "$0"' "$TARGET_DIR/lint-wasm"
 bg js-pkg nice -n 5 bash scripts/js-build.sh
+# The core module (wasm32-unknown-unknown), checked to be the copy the Go and Java packages embed.
+bg core-module nice -n 5 bash scripts/build-core-module.sh --check
 
 step "the crates as they would be published (cargo publish --dry-run --workspace)"
 # Packages every publishable crate in dependency order (an unpublished sibling comes from a
@@ -151,6 +151,9 @@ bash scripts/test-js.sh
 step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen build"
 bg_wait conformance-deps
 bash scripts/test-conformance.sh
+
+step "the core module: the copy the Go and Java packages embed is what these sources build"
+bg_wait core-module
 
 step "Go: the package on wazero (gofmt, vet, tests, the conformance scenarios, examples)"
 bg_wait go-modules
