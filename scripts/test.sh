@@ -78,7 +78,11 @@ HOST_FEATURES=plog-sequencer-host/etcd,plog-sequencer-host/s3,plog-sequencer-hos
 
 step "build and lint (clippy -D warnings) the workspace with the etcd and S3 stores and the contract suite: every target"
 # The test build itself runs clippy on the workspace's crates (with_clippy, scripts/lib.sh).
-with_clippy cargo test --workspace --features "$HOST_FEATURES" --all-targets --no-run
+# `cargo build --all-targets`, not `cargo test --all-targets --no-run`: the latter builds the
+# examples as test harnesses, which nothing runs, and `cargo test` then builds them again as
+# programs; this builds them once, as programs, with the workspace's features, and `cargo test`
+# below finds every target built.
+with_clippy cargo build --workspace --features "$HOST_FEATURES" --all-targets
 
 step "the component (wasm32-wasip2)"
 SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
@@ -131,9 +135,11 @@ bg_wait s3
 with_clippy cargo test --workspace --features "$HOST_FEATURES"
 
 step "the examples an embedder starts from (host/examples), run"
-# Built by the test build above (same features, same clippy), so nothing compiles again.
+# Run as the test build built them (`cargo run -p` would resolve the host's features without the
+# workspace's other members, so it would compile the host and the example again).
 for example in embedded_store custom_storage facade; do
-  with_clippy cargo run --quiet -p plog-sequencer-host --features "$HOST_FEATURES" --example "$example"
+  echo "$example:" >&2
+  "$TARGET_DIR/debug/examples/$example"
 done
 
 step "cargo install --path host (dev profile), then run with no component flag"
