@@ -70,6 +70,27 @@ fn cancel_hands_out_the_same_ids_again_and_status_follows_the_spec() {
 }
 
 #[test]
+fn an_event_after_a_finish_answered_without_a_call_shows_eventing_until_it_finishes() {
+    let h = Harness::new();
+    let seq = h.open_ready(P, &system_params(Params::new()));
+    for (plog, wlog) in [(1, 1), (2, 2), (3, 3)] {
+        assert_eq!(start(&seq, FOREVER, 140), offsets(plog, wlog));
+        assert_eq!(
+            seq.sequence_status(),
+            SequenceStatus::Eventing,
+            "event {plog}"
+        );
+        seq.next_rec_id().unwrap();
+        seq.finish_event().unwrap();
+        assert_eq!(
+            seq.sequence_status(),
+            SequenceStatus::Ready,
+            "after event {plog}"
+        );
+    }
+}
+
+#[test]
 fn start_during_recovery_waits_and_then_succeeds() {
     let h = Harness::new();
     h.storage.read_gate.close();

@@ -304,7 +304,15 @@ impl PartitionSequencer {
                 |i, a| {
                     let open = matches!(a.start, EventStart::Started(_));
                     let numbers = [a.n0, a.n1, a.n2, a.n3];
-                    i.store.data_mut().host.ahead.started(numbers, open);
+                    let host = &mut i.store.data_mut().host;
+                    host.ahead.started(numbers, open);
+                    // `event-ahead` carries no status, and the guest reports only changes from
+                    // what it last reported: after a `finish_event` answered here (the host
+                    // showed it ready itself), a start that opens the next event changes
+                    // nothing the guest sees, so the event's status is taken from the outcome.
+                    if open {
+                        host.status = Some(sequencer::Status::InTransaction);
+                    }
                     a.start
                 },
             )?;
