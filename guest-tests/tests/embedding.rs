@@ -219,3 +219,25 @@ fn a_cache_that_cannot_be_written_still_gives_a_working_runtime() {
     );
     numbers_an_event(rt);
 }
+
+#[test]
+fn a_full_pool_refuses_the_next_instance_naming_its_limit_and_a_freed_slot_serves_again() {
+    let limits = Limits {
+        pooled_instances: Some(2),
+        ..Limits::default()
+    };
+    let h = Harness::with(MemoryStorage::new(), sequencer_guest_tests::load(limits));
+    let first = h.open_ready(0, &params());
+    let _second = h.open_ready(1, &params());
+    let Err(HostError::Component(message)) = h.driver.open(&h.runtime, 2, &params()) else {
+        panic!("a third instance in a pool of two");
+    };
+    assert!(
+        message.contains("all 2 instance slots") && message.contains("Limits::pooled_instances"),
+        "{message}"
+    );
+    first.cleanup();
+    drop(first);
+    let third = h.open_ready(2, &params());
+    assert_eq!(h.event(&third, 1, 7, &[1]), Some((1, vec![1])));
+}

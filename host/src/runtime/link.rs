@@ -37,7 +37,8 @@ pub struct Limits {
     /// metering off (faster, but a runaway guest call is then not stopped).
     pub fuel_per_call: Option<u64>,
     /// `Some(n)`: take instances from wasmtime's pooling allocator, with slots for `n` live
-    /// instances reserved up front (faster instantiation; creating instance `n + 1` fails).
+    /// instances reserved up front (creating instance `n + 1` while `n` live is refused with an
+    /// error naming this limit).
     /// `None` (the default): allocate each instance on demand. On Linux with more than one
     /// core, such an engine starts a thread (`sequencer-memory`) once it has made a few
     /// instances, which keeps up to 16 new linear memories ready for the next ones (each with
@@ -380,9 +381,28 @@ impl<H: Host + Send + 'static> Linked<H> {
     /// `events` interface, or to create one later).
     pub fn instantiate(&self, host: H) -> wasmtime::Result<(Store<StoreData<H>>, Exports)> {
         let mut store = self.store(host)?;
-        let instance = self.pre.instantiate(&mut store)?;
+        let instance = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.explain_full_pool(e))?;
         let plugin = self.exports.load(&mut store, &instance)?;
         Ok((store, plugin))
+    }
+
+    /// `e`, with what to do about it when it says the pool has no free slot.
+    fn explain_full_pool(&self, e: wasmtime::Error) -> wasmtime::Error {
+        match self.limits.pooled_instances {
+            Some(n)
+                if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some() =>
+            {
+                e.context(format!(
+                    "all {n} instance slots of this runtime's pool are in use: raise \
+                     `Limits::pooled_instances`, or set it to `None` to make instances on demand"
+                ))
+            }
+            _ => e,
+        }
     }
 
     /// A fresh store over `host`, under the limits.
