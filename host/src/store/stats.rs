@@ -41,15 +41,13 @@ pub enum Counter {
     ReadBacks,
     /// View writes tried again because another writer changed the same workspaces.
     ViewConflicts,
-    /// View write transactions sent without a read first: the store knew their workspaces.
-    ViewReadsSkipped,
     /// Event objects the object store's appends created (one per append part).
     ObjectsWritten,
 }
 
 impl Counter {
     /// Every counter, in the order [`StoreStats`] lists them.
-    pub const ALL: [Counter; 19] = [
+    pub const ALL: [Counter; 18] = [
         Self::ViewWrites,
         Self::ViewRows,
         Self::Commits,
@@ -67,7 +65,6 @@ impl Counter {
         Self::Retries,
         Self::ReadBacks,
         Self::ViewConflicts,
-        Self::ViewReadsSkipped,
         Self::ObjectsWritten,
     ];
 
@@ -95,7 +92,6 @@ impl Counter {
             Self::Retries => "retries",
             Self::ReadBacks => "read-backs",
             Self::ViewConflicts => "view conflicts",
-            Self::ViewReadsSkipped => "view reads skipped",
             Self::ObjectsWritten => "event objects written",
         }
     }

@@ -200,7 +200,7 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
         rows.push((
             "etcd transactions".into(),
             format!(
-                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each, in {} transactions, {} of them several partitions' together; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again, {} view reads skipped)",
+                "{txns} ({:.1} events per transaction; {appends} appends: {:.1} events each, in {} transactions, {} of them several partitions' together; {} retried, {} appends decided by read-back, {} refused by the fence, {} view writes tried again)",
                 per(events, txns),
                 per(events, appends),
                 s.count(Counter::AppendTransactions),
@@ -208,8 +208,7 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
                 s.count(Counter::Retries),
                 s.count(Counter::ReadBacks),
                 s.count(Counter::Fenced),
-                s.count(Counter::ViewConflicts),
-                s.count(Counter::ViewReadsSkipped)
+                s.count(Counter::ViewConflicts)
             ),
         ));
     } else if let Some(bundles) = s.get(Counter::BundlesWritten) {

@@ -55,7 +55,6 @@ impl EtcdStorage {
                 damage: DamageLatch::default(),
                 fences: Default::default(),
                 plog_ends: Default::default(),
-                known_view: Default::default(),
                 combiner: Default::default(),
             }),
         })

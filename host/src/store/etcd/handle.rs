@@ -12,7 +12,6 @@ use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::plog_end_hints::PlogEnds;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::stats::EtcdStats;
-use crate::store::etcd::view_known::KnownView;
 use crate::store::storage::DamageLatch;
 
 /// Storage of many partitions on an etcd cluster. Clones share the client and its runtime.
@@ -39,9 +38,6 @@ pub(super) struct Inner {
     pub(super) fences: Fences,
     /// The last PLog key seen of each partition: where a read of the PLog's end starts.
     pub(super) plog_ends: PlogEnds,
-    /// The view keys this store last wrote or read: a flusher write of known workspaces
-    /// skips its read.
-    pub(super) known_view: KnownView,
     /// The appends waiting to go with others in one transaction.
     pub(super) combiner: Combiner,
 }

@@ -33,11 +33,10 @@
 //!   (the stale one is refused alone); when no answer comes, again on its own as after an
 //!   ambiguous attempt.
 //! - **Values, then offset.** A flusher write reads the view keys of the workspaces it touches
-//!   (from the member it talks to first, linearizably after a conflict; not at all when it
-//!   knows what it last wrote or read of them all, `view_known.rs`), merges its numbers
+//!   (from the member it talks to first, linearizably after a conflict), merges its numbers
 //!   into them by maximum, and writes them back only if none changed since (revision compares;
-//!   read again otherwise), up to 127 workspaces per transaction (63 not known), the
-//!   chunks sent together, then the last with the next offset. So a stale host's late flusher
+//!   read again otherwise), up to 63 workspaces per transaction, the chunks sent together,
+//!   then the last with the next offset. So a stale host's late flusher
 //!   write can never move the view backwards, and the offset is durable only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
@@ -70,7 +69,6 @@
 //! | `pack_shape.rs` | what PLog reads have met (events per key, largest value), sizing the next |
 //! | `view.rs` | view reads (one workspace, many, a partition's whole view) and what a workspace's keys hold |
 //! | `view_write.rs` | the flusher's revision-checked writes of the view, the offset last |
-//! | `view_known.rs` | the view keys this store last wrote or read, so a flusher write of them skips its read |
 //! | `records.rs` | what the cluster records beside the data: the numbering layout, the archive |
 //! | `tail_probe.rs` | [`TailProbe`](crate::store::TailProbe): the stored offset and the PLog's end in one read |
 //! | `reader.rs` | [`StoreReader`](crate::store::reader::StoreReader): what `check` and `inspect` read |
@@ -100,7 +98,6 @@ mod storage;
 mod tail_probe;
 mod trim;
 mod view;
-mod view_known;
 mod view_write;
 
 pub use append::PACK_MAX_EVENTS;
@@ -109,7 +106,6 @@ pub use handle::EtcdStorage;
 pub use plog::PAGE_EVENTS;
 pub use stats::EtcdStats;
 pub use view::{MAX_TXN_OPS, READS_PER_TXN};
-pub use view_known::KNOWN_VIEW_KEYS;
 pub use view_write::VIEW_WS_PER_TXN;
 
 /// The shortest time between two flusher writes of a partition on etcd

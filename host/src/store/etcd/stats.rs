@@ -36,9 +36,6 @@ pub struct EtcdStats {
     pub read_backs: AtomicU64,
     /// View writes tried again because another writer changed the same workspaces.
     pub view_conflicts: AtomicU64,
-    /// View write transactions sent without reading their workspaces first: this store knew
-    /// what it last wrote or read of them all (the revision compares still guard them).
-    pub view_reads_skipped: AtomicU64,
     /// The cluster's revision after the last PLog trim (what `archive` compacts up to).
     pub trim_revision: AtomicU64,
 }

@@ -80,29 +80,6 @@ impl WsView {
         Some(v)
     }
 
-    /// A workspace key's value as this host last wrote or read it, at `revision`; `None` if
-    /// the value is not (sequence, number) pairs.
-    pub(super) fn remembered(revision: i64, value: &[u8]) -> Option<Self> {
-        if !value.len().is_multiple_of(VIEW_ENTRY_BYTES) {
-            return None;
-        }
-        let numbers = value
-            .as_chunks::<VIEW_ENTRY_BYTES>()
-            .0
-            .iter()
-            .map(|c| {
-                let seq = u16::from_be_bytes([c[0], c[1]]);
-                parse_u64(&c[2..]).map(|n| (seq, n))
-            })
-            .collect::<Option<_>>()?;
-        Some(Self {
-            numbers,
-            value: value.to_vec(),
-            revision,
-            old_rows: false,
-        })
-    }
-
     /// The numbers of `seqs`, 0 for one never stored.
     fn numbers_of<'a>(&'a self, seqs: &'a [SeqId]) -> impl Iterator<Item = Number> + 'a {
         seqs.iter()

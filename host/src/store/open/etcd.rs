@@ -45,7 +45,6 @@ impl Backend for EtcdStorage {
             (Counter::ReadBacks, get(&s.read_backs)),
             (Counter::Fenced, get(&s.fenced)),
             (Counter::ViewConflicts, get(&s.view_conflicts)),
-            (Counter::ViewReadsSkipped, get(&s.view_reads_skipped)),
         ])
     }
 
