@@ -2,6 +2,11 @@
 //! the task driver holds, the driver for the work a caller is about to send or for the next
 //! partition to open. A futex sleep and the wake-up after it cost more than the wait itself
 //! when the other side is running now.
+//!
+//! A mechanism for speed (docs/ARCHITECTURE.md, "What exists only for speed"): a core kept busy
+//! for at most the wait given, only where the process may run on more than one core, for W2 one
+//! event per call without group commit 588 → 475–498 ns (ce7138b) and W6 on demand 72 → 46 µs,
+//! pooled 33.5 → 25.3.
 
 use std::time::{Duration, Instant};
 

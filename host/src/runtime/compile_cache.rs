@@ -21,6 +21,10 @@
 //! the entry written anew (to a temporary file renamed into place, so a reader never sees half
 //! of one and two processes may write at once). Only a cache folder that cannot be written is
 //! reported, and then the compiled component is used all the same.
+//!
+//! A mechanism for speed (docs/ARCHITECTURE.md, "What exists only for speed"): 244 lines and one
+//! `unsafe` (the deserialization, after the checks below), for a 10-event `sequencer-host run`
+//! in 0.12–0.13 s instead of 0.32–0.35 (three rounds, 2026-12-02).
 
 use std::fmt;
 use std::fs;

@@ -23,6 +23,11 @@
 //! machine has more than one core ([`stock`]): an open takes one ready.
 //!
 //! Pooled engines do not need this: a freed slot keeps the same pages resident.
+//!
+//! A mechanism for speed (docs/ARCHITECTURE.md, "What exists only for speed"): with
+//! `mapping.rs`, 548 lines and 19 `unsafe`, for W6 on demand create 62.4 → 31.4 µs and until
+//! actualized 60.3 → 31.7 (eight alternating rounds, 2026-12-02). Remove it (and the stock) if
+//! pooled instances become the default.
 
 mod mapping;
 mod stock;

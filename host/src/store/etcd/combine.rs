@@ -15,6 +15,10 @@
 //!
 //! At most [`IN_FLIGHT`] combined transactions are in flight; a request holds at most
 //! [`MAX_PARTS`] parts and the cluster's request size.
+//!
+//! A mechanism for speed (docs/ARCHITECTURE.md, "What exists only for speed"): with
+//! `combine_queue.rs`, 179 lines, for the etcd main job 19,407 → 24,763 durable events/s (six
+//! alternating rounds).
 
 use std::sync::atomic::Ordering;
 
