@@ -27,6 +27,14 @@ quiet=()
 # compiled once, and differ in target triple. (The wasm-bindgen build, the same triple with other
 # features, has a folder of its own, JS_TARGET_DIR.)
 dir="$COMPONENT_TARGET_DIR"
+# Reproducible on any machine: the paths of the crates' sources that panic locations carry are
+# written relative to cargo's home, whatever and wherever it is (the workspace's own are relative
+# already, the standard library's are rustc's).
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+remap="--remap-path-prefix=$cargo_home=/cargo"
+real_home="$(realpath -m "$cargo_home")"
+[[ "$real_home" != "$cargo_home" ]] && remap+=$'\x1f'"--remap-path-prefix=$real_home=/cargo"
+export CARGO_ENCODED_RUSTFLAGS="$remap"
 cargo rustc "${quiet[@]}" -p plog-sequencer --lib --crate-type cdylib --target wasm32-unknown-unknown \
   --features component --profile wasm --target-dir "$dir" >&2
 built="$dir/wasm32-unknown-unknown/wasm/sequencer.wasm"
