@@ -2,7 +2,7 @@
 # Proves the default build needs nothing but the Rust toolchain (CI runs this after the tests):
 #   1. `cargo tree` of sequencer-host's default features holds no etcd-client, prost-build,
 #      tonic-build or protoc crate, nor the S3 feature's HTTP and TLS stack (reqwest, rustls,
-#      aws-lc);
+#      ring);
 #   2. the library alone (--no-default-features: runtime, driver, memory store) holds no clap,
 #      indicatif, redb, tokio or gRPC crate;
 #   3. the main job (scripts/run.sh) builds and runs with no protoc anywhere on PATH and no
@@ -16,12 +16,12 @@ cd "$ROOT"
 
 step "the default build's dependency tree has no etcd, gRPC build or protoc crate"
 tree="$(cargo tree -p plog-sequencer-host -e normal,build --prefix none)"
-if banned="$(grep -E '^(etcd-client|prost-build|tonic-build|protoc[a-z-]*|reqwest|rustls|aws-lc-[a-z-]*) ' <<<"$tree")"; then
+if banned="$(grep -E '^(etcd-client|prost-build|tonic-build|protoc[a-z-]*|reqwest|rustls|ring|aws-lc-[a-z-]*) ' <<<"$tree")"; then
   echo "error: the default build of sequencer-host depends on:" >&2
   sort -u <<<"$banned" >&2
   exit 1
 fi
-echo "ok: $(sed 's/ (\*)//' <<<"$tree" | sort -u | wc -l) crates, none of them etcd-client, prost-build, tonic-build, protoc or the S3 client's (reqwest, rustls, aws-lc)" >&2
+echo "ok: $(sed 's/ (\*)//' <<<"$tree" | sort -u | wc -l) crates, none of them etcd-client, prost-build, tonic-build, protoc or the S3 client's (reqwest, rustls, ring, aws-lc)" >&2
 
 step "the library alone (default-features = false) has no CLI, redb, tokio or gRPC crate"
 tree="$(cargo tree -p plog-sequencer-host --no-default-features -e normal,build --prefix none)"

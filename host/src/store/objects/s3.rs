@@ -186,6 +186,9 @@ pub fn connect_with(
         )));
     }
     let endpoint = env("AWS_ENDPOINT_URL").or_else(|| env("AWS_ENDPOINT"));
+    // The HTTP client's TLS needs a process-wide cryptography provider: ring's, unless the
+    // embedding process installed one first (which then stays).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut options = ClientOptions::new()
         .with_timeout(Duration::from_secs(10))
         .with_connect_timeout(Duration::from_secs(2));
