@@ -15,7 +15,7 @@ use sequencer_host::store::etcd::EtcdStorage;
 use crate::common::component_path;
 use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::{host, run_host, text};
-use crate::support::{all_events, check_passes, run_args, wait_exit};
+use crate::support::{all_events, check_passes, run_args, wait_exit_or_kill};
 
 /// The lease TTL the tests' hosts run with.
 const TTL_S: &str = "2";
@@ -103,7 +103,18 @@ pub(crate) fn all_owning(
 
 /// Waits for a host to finish successfully; returns its summary.
 pub(crate) fn finished(mut child: Child, name: &str, log: &Path) -> String {
-    let status = wait_exit(&mut child, Duration::from_secs(90));
+    let status = match wait_exit_or_kill(&mut child, Duration::from_secs(90)) {
+        Some(status) => status,
+        None => {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "host {name} did not end within 90 s; its log's last lines:\n{}",
+                tail.join("\n")
+            );
+        }
+    };
     let mut stdout = String::new();
     if let Some(mut out) = child.stdout.take() {
         use std::io::Read;

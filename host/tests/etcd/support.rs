@@ -114,14 +114,21 @@ pub fn wait_for_log(log: &Path, text: &str, within: Duration) -> String {
 
 /// Waits (bounded) for `child` to exit.
 pub fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    wait_exit_or_kill(child, within)
+        .unwrap_or_else(|| panic!("the run did not end within {within:?}"))
+}
+
+/// Waits (bounded) for `child` to exit; kills it and returns `None` if it has not by then.
+pub fn wait_exit_or_kill(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + within;
     loop {
         if let Some(status) = child.try_wait().expect("poll the run") {
-            return status;
+            return Some(status);
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the run did not end within {within:?}");
+            let _ = child.wait();
+            return None;
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -209,12 +209,18 @@ struct Processor<'a> {
     not_owner: bool,
     /// How many events this processor appends (the run's --events, or a tenure's share).
     goal: u64,
+    /// Whether a tenure is to end: its partition is to be handed over or is lost (never in a
+    /// run of one host). A wait for "not now" ends then.
+    letting_go: &'a dyn Fn() -> bool,
+    /// Since when the sequencer has said "not now" with no event staged: such a wait stops
+    /// the partition as a wait for readiness does ([`stop_if_stuck`]).
+    not_now_since: Option<Instant>,
 }
 
 impl Workload<'_> {
     pub(super) fn partition(&self, seq: &PartitionSequencer) -> Result<Tally, CliError> {
         let a = self.args;
-        let mut p = self.processor(seq, a.events);
+        let mut p = self.processor(seq, a.events, &|| false);
         while p.t.events < a.events {
             let end = p.fill_batch()?;
             p.append_batch(end)?;
@@ -237,9 +243,10 @@ impl Workload<'_> {
         goal: u64,
         acquired: Instant,
     ) -> Result<Tally, CliError> {
-        let mut p = self.processor(seq, goal);
+        let letting_go = || claim.handover_requested() || claim.is_lost();
+        let mut p = self.processor(seq, goal, &letting_go);
         let mut run = || -> Result<(), CliError> {
-            while p.t.events < goal && !claim.handover_requested() && !claim.is_lost() {
+            while p.t.events < goal && !letting_go() {
                 let end = p.fill_batch()?;
                 p.append_batch(end)?;
                 if p.t.appends > 0 && p.t.first_append.is_none() {
@@ -260,7 +267,12 @@ impl Workload<'_> {
     }
 
     /// A command processor of `seq` that appends `goal` events.
-    fn processor<'b>(&'b self, seq: &'b PartitionSequencer, goal: u64) -> Processor<'b> {
+    fn processor<'b>(
+        &'b self,
+        seq: &'b PartitionSequencer,
+        goal: u64,
+        letting_go: &'b dyn Fn() -> bool,
+    ) -> Processor<'b> {
         let a = self.args;
         Processor {
             w: self,
@@ -283,6 +295,8 @@ impl Workload<'_> {
             retry_waits: None,
             not_owner: false,
             goal,
+            letting_go,
+            not_now_since: None,
         }
     }
 }
@@ -334,10 +348,14 @@ impl Processor<'_> {
         Ok(())
     }
 
-    /// Waits (bounded) until the sequencer has actualized.
+    /// Waits (bounded) until the sequencer has actualized, or its tenure is to end.
     fn wait_ready(&mut self) -> Result<(), CliError> {
         let started = Instant::now();
         while self.seq.status() != Status::Ready {
+            if (self.letting_go)() {
+                // The tenure ends: its next start says "not now" and nothing is numbered.
+                return Ok(());
+            }
             if self.seq.status() == Status::CleanedUp {
                 return Err(CliError(format!(
                     "partition {}: the sequencer closed while actualizing",
@@ -387,13 +405,21 @@ impl Processor<'_> {
                     if reason == NotNowReason::TooManyUnflushed {
                         self.t.not_now += 1;
                     }
-                    if !self.batch.is_empty() {
+                    if !self.batch.is_empty() || (self.letting_go)() {
                         return Ok(BatchEnd::Early);
                     }
+                    let since = *self.not_now_since.get_or_insert_with(Instant::now);
+                    stop_if_stuck(self.w.storage.as_ref(), since, || {
+                        format!(
+                            "partition {}: still not now ({reason:?})",
+                            self.seq.partition()
+                        )
+                    })?;
                     std::thread::sleep(Duration::from_micros(100));
                     continue;
                 }
             };
+            self.not_now_since = None;
             self.started(offset);
             let Some(cmd) = self.upcoming.pop_front() else {
                 continue;
