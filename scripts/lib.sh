@@ -70,6 +70,14 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" "${APT_GET[@]}" install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# say_if_cold WHAT TAKES: one line before WHAT when the build folder holds no build of wasmtime
+# yet (a first run, or a new $CARGO_TARGET_DIR): that it compiles wasmtime, Cranelift and the
+# stores' crates first, and how long that TAKES here (docs/BENCHMARKS.md, "Building and testing").
+say_if_cold() {
+  compgen -G "$TARGET_DIR/debug/deps/libwasmtime-*.rlib" >/dev/null && return 0
+  echo "note: nothing is built in $TARGET_DIR yet: $1 compiles wasmtime, Cranelift and the stores' crates first, which $2 (docs/BENCHMARKS.md, \"Building and testing\"); later runs reuse them" >&2
+}
+
 # ensure_toolchain: installs the Rust toolchain rust-toolchain.toml names (with its components
 # and targets) when rustup does not have it yet, after one line saying so; a machine whose own
 # stable is older or newer keeps it (rustup picks the file's toolchain inside the clone only).

@@ -22,6 +22,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 ensure_toolchain
+# (.ci/run says it before its first build.)
+[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 32 min on a 2-core machine"
 
 # --- background preparation ---------------------------------------------------------------
 logs="$(mktemp -d)"
@@ -89,21 +91,25 @@ SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
 export SEQUENCER_COMPONENT
 
 
-# While the tests run (they mostly wait on real processes), two more builds use the cores, each
-# in a target folder of its own so neither waits for the other's lock: clippy on the component
-# and JavaScript glue (wasm targets), and the JavaScript package.
-# The first also checks every feature at once (they are additive): the test build has every
-# feature of the host (the default `cli` and the stores), so what only `--all-features` adds is
-# the core's two glue features, whose procedural macros the wasm lints build anyway.
+# While the tests run (they mostly wait on real processes), the wasm builds use the cores, each
+# in a target folder of its own so none waits for another's lock, and each lints the core's glue
+# for its target (clippy -D warnings) in its own folder and profile afterwards: the lint reuses
+# the procedural macros the build compiled (wit-bindgen's, wasm-bindgen's), the costly part.
+#   - the JavaScript package (wasm32-unknown-unknown, `js`), then every feature of the core at
+#     once (they are additive; only this adds `component` beside `js`);
+#   - the core module (wasm32-unknown-unknown, `component`), checked to be the copy the Go and
+#     Java packages embed, then the component's glue (wasm32-wasip2, `component`). Nothing else
+#     compiles for wasm32-unknown-unknown in that folder: cargo keeps one copy of a dependency
+#     whatever its flags, and the core module's are its own (scripts/build-core-module.sh).
 bg_wait wasm-bindgen
 rust_target wasm32-unknown-unknown
-bg lint-wasm nice -n 5 bash -c 'cargo clippy --quiet -p plog-sequencer --target wasm32-wasip2 \
-  --features component --target-dir "$0" -- -D warnings && cargo clippy --quiet -p plog-sequencer \
-  --target wasm32-unknown-unknown --features js --target-dir "$0" -- -D warnings &&
-  cargo check --quiet -p plog-sequencer --all-features --target-dir "$0"' "$TARGET_DIR/lint-wasm"
-bg js-pkg nice -n 5 bash scripts/js-build.sh
-# The core module (wasm32-unknown-unknown), checked to be the copy the Go and Java packages embed.
-bg core-module nice -n 5 bash scripts/build-core-module.sh --check
+bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
+  --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
+  cargo check --quiet -p plog-sequencer --all-features --target wasm32-unknown-unknown \
+  --profile wasm-js --target-dir "$0"' "$JS_TARGET_DIR"
+bg core-module nice -n 5 bash -c 'bash scripts/build-core-module.sh --check && cargo clippy --quiet \
+  -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm --target-dir "$0" \
+  -- -D warnings' "$COMPONENT_TARGET_DIR"
 
 step "the crates as they would be published (cargo publish --dry-run --workspace)"
 # Packages every publishable crate in dependency order (an unpublished sibling comes from a
@@ -172,10 +178,7 @@ done
 step "cargo install --path host (dev profile), then run with no component flag"
 INSTALL_PROFILE="${INSTALL_PROFILE:-debug}" bash scripts/check-install.sh
 
-step "clippy on the component and JavaScript glue (wasm targets); the core with every feature"
-bg_wait lint-wasm
-
-step "JavaScript: the wasm-bindgen package in Node and Chromium"
+step "JavaScript: the wasm-bindgen package (linted) in Node and Chromium"
 bg_wait js-pkg
 bg_wait chromium
 bg_wait npm-js
@@ -185,7 +188,7 @@ step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen b
 bg_wait conformance-deps
 bash scripts/test-conformance.sh
 
-step "the core module: the copy the Go and Java packages embed is what these sources build"
+step "the core module: the copy the Go and Java packages embed is what these sources build; the wasm glue linted"
 bg_wait core-module
 
 step "Go: the package on wazero (gofmt, vet, tests, the conformance scenarios, examples)"
