@@ -1,0 +1,113 @@
+//! What a scrape reads at that moment rather than as it happens: each partition's state and
+//! unflushed numbers, the lease's time left, the store's damaged event and its own counters.
+
+use std::sync::Weak;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Unit;
+
+use super::Inner;
+use super::partition::PartitionState;
+use crate::store::stats::StoreStats;
+
+/// The collector registered beside the families (it holds the metrics weakly: the registry
+/// lives inside them).
+#[derive(Debug)]
+pub(crate) struct Scraped(pub(crate) Weak<Inner>);
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+type Fmt = Result<(), std::fmt::Error>;
+
+impl Collector for Scraped {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Fmt {
+        let Some(inner) = self.0.upgrade() else {
+            return Ok(());
+        };
+        partitions(&inner, &mut encoder)?;
+        let sources = inner.sources.lock().unwrap_or_else(|e| e.into_inner());
+        let damaged = sources.storage.as_ref().and_then(|s| s.damaged());
+        let gauge = |e: &mut DescriptorEncoder, name, help, v: i64| -> Fmt {
+            ConstGauge::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Gauge)?)
+        };
+        gauge(
+            &mut encoder,
+            "damaged_events",
+            "PLog events a read of this host's store refused because they fail their checksum (the first is kept: 0 or 1)",
+            i64::from(damaged.is_some()),
+        )?;
+        if let Some(left) = sources.lease.as_ref().and_then(|l| l()) {
+            let help =
+                "Time left before this host's lease may have expired (it stops numbering then)";
+            let m = encoder.encode_descriptor(
+                "lease_time_left",
+                help,
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(left.as_secs_f64()).encode(m)?;
+        }
+        if let Some(stats) = sources.store_stats.as_ref().map(|s| s()) {
+            store_counters(&stats, &mut encoder)?;
+        }
+        Ok(())
+    }
+}
+
+/// Each partition's state (one series per state, 1 for the one it is in) and unflushed
+/// numbers.
+fn partitions(inner: &Inner, encoder: &mut DescriptorEncoder) -> Fmt {
+    let parts: Vec<_> = (inner.partitions.read().unwrap_or_else(|e| e.into_inner()))
+        .values()
+        .cloned()
+        .collect();
+    let states: Vec<PartitionState> = parts.iter().map(|m| m.state()).collect();
+    let mut e = encoder.encode_descriptor(
+        "partition_state",
+        "The partition's state on this host: 1 for the state it is in (ready, actualizing, not_now: its last start was refused for too many unflushed numbers, lost: another host owns it, closed)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (m, &now) in parts.iter().zip(&states) {
+        for s in PartitionState::ALL {
+            let labels = [
+                ("partition", m.partition().to_string()),
+                ("state", s.label().into()),
+            ];
+            ConstGauge::new(i64::from(s == now)).encode(e.encode_family(&labels)?)?;
+        }
+    }
+    let mut e = encoder.encode_descriptor(
+        "unflushed_numbers",
+        "Numbers the partition's sequencer holds that are not in the sequences view yet",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (m, &now) in parts.iter().zip(&states) {
+        if matches!(now, PartitionState::Lost | PartitionState::Closed) {
+            continue;
+        }
+        let n = m.unflushed();
+        ConstGauge::new(n as i64).encode(e.encode_family(&[("partition", m.partition())])?)?;
+    }
+    Ok(())
+}
+
+/// The store's own counters, `sequencer_store_<name>_total` (only those the backend keeps).
+fn store_counters(stats: &StoreStats, encoder: &mut DescriptorEncoder) -> Fmt {
+    for (c, v) in stats.kept() {
+        let name = format!("store_{}", c.name().replace([' ', '-'], "_"));
+        let help = format!("The store's own count of {}", c.name());
+        let m = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
+        ConstCounter::new(v).encode(m)?;
+    }
+    Ok(())
+}
