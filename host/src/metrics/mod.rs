@@ -27,6 +27,7 @@ mod partition;
 mod scrape;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) families: Families,
     pub(crate) partitions: RwLock<BTreeMap<PartitionId, Arc<PartitionMetrics>>>,
     pub(crate) sources: Mutex<Sources>,
+    /// The host is still opening the partitions it will own ([`Metrics::set_opening`]).
+    opening: AtomicBool,
     registry: Registry,
     epoch: Instant,
 }
@@ -85,6 +88,8 @@ impl std::fmt::Debug for Metrics {
 /// Whether every partition a host owns is ready ([`Metrics::readiness`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Readiness {
+    /// The host is still opening its partitions ([`Metrics::set_opening`]).
+    pub opening: bool,
     /// The partitions the host owns (open and not lost), ascending.
     pub owned: Vec<PartitionId>,
     /// Those of them not ready, with their state.
@@ -92,15 +97,19 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// True when every owned partition is ready.
+    /// True when the host opened its partitions and every one it owns is ready.
     pub fn is_ready(&self) -> bool {
-        self.not_ready.is_empty()
+        !self.opening && self.not_ready.is_empty()
     }
 }
 
 impl std::fmt::Display for Readiness {
-    /// `ready: 8 partitions`, or `not ready: partition 3 actualizing, partition 5 not_now`.
+    /// `ready: 8 partitions`, `not ready: opening partitions`, or `not ready: partition 3
+    /// actualizing, partition 5 not_now`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.opening {
+            return write!(f, "not ready: opening partitions");
+        }
         if self.is_ready() {
             return write!(f, "ready: {} partitions", self.owned.len());
         }
@@ -123,6 +132,7 @@ impl Metrics {
                 families,
                 partitions: RwLock::new(BTreeMap::new()),
                 sources: Mutex::new(Sources::default()),
+                opening: AtomicBool::new(false),
                 registry,
                 epoch: Instant::now(),
             }
@@ -242,7 +252,19 @@ impl Metrics {
             }
             owned.push(p);
         }
-        Readiness { owned, not_ready }
+        let opening = self.inner.opening.load(Ordering::Relaxed);
+        Readiness {
+            opening,
+            owned,
+            not_ready,
+        }
+    }
+
+    /// While `opening`, the host is not ready whatever its partitions' states: a host that
+    /// serves its endpoint before it opened its partitions sets it until they are opened
+    /// (else it would be ready with none). Unset at first.
+    pub fn set_opening(&self, opening: bool) {
+        self.inner.opening.store(opening, Ordering::Relaxed);
     }
 
     /// A takeover (`true`) or a graceful handover (`false`) that took `took`.
@@ -318,6 +340,12 @@ mod tests {
         m.partition_lost(0, "epoch_refused");
         assert_eq!(p0.state(), PartitionState::Lost);
         assert_eq!(m.readiness().owned, [1]);
+        // A host still opening its partitions is not ready, whatever they are.
+        m.set_opening(true);
+        assert!(!m.readiness().is_ready());
+        assert_eq!(m.readiness().to_string(), "not ready: opening partitions");
+        m.set_opening(false);
+        assert_eq!(m.readiness().to_string(), "ready: 1 partitions");
     }
 
     #[test]
