@@ -124,6 +124,15 @@ impl Metrics {
     /// A host's metrics, with no partition yet; series are named `sequencer_…`.
     pub fn new() -> Self {
         let families = Families::new();
+        // Every known label value from the start, at 0: a rate or an alert sees the first one.
+        for op in STORAGE_OPS {
+            let _ = families.storage_errors.get_or_create(&[("op", op)]);
+        }
+        for reason in LOST_REASONS {
+            let _ = families
+                .partitions_lost
+                .get_or_create(&[("reason", reason)]);
+        }
         let mut registry = Registry::with_prefix("sequencer");
         families.register(&mut registry);
         let inner = Arc::new_cyclic(|weak| {
@@ -287,6 +296,18 @@ impl Metrics {
             .inc();
     }
 }
+
+/// The storage operations whose failures are counted (`sequencer_storage_errors_total{op}`).
+pub const STORAGE_OPS: [&str; 5] = [
+    "append",
+    "view_write",
+    "read_numbers",
+    "read_plog",
+    "read_next_offset",
+];
+
+/// Why a host stops owning a partition (`sequencer_partitions_lost_total{reason}`).
+pub const LOST_REASONS: [&str; 4] = ["handed_over", "epoch_refused", "lease_expired", "left"];
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

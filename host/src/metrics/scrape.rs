@@ -44,15 +44,16 @@ impl Collector for Scraped {
             "PLog events a read of this host's store refused because they fail their checksum (the first is kept: 0 or 1)",
             i64::from(damaged.is_some()),
         )?;
+        // Described on every host (a dashboard's query names it whatever the store), with a
+        // sample only where a lease is held (many hosts on etcd).
+        let help = "Time left before this host's lease may have expired (it stops numbering then); no sample without a lease";
+        let m = encoder.encode_descriptor(
+            "lease_time_left",
+            help,
+            Some(&Unit::Seconds),
+            MetricType::Gauge,
+        )?;
         if let Some(left) = sources.lease.as_ref().and_then(|l| l()) {
-            let help =
-                "Time left before this host's lease may have expired (it stops numbering then)";
-            let m = encoder.encode_descriptor(
-                "lease_time_left",
-                help,
-                Some(&Unit::Seconds),
-                MetricType::Gauge,
-            )?;
             ConstGauge::new(left.as_secs_f64()).encode(m)?;
         }
         if let Some(stats) = sources.store_stats.as_ref().map(|s| s()) {
