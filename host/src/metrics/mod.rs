@@ -166,6 +166,13 @@ impl Metrics {
         out
     }
 
+    /// Every series now in the Prometheus text format 0.0.4 (content type
+    /// [`TEXT_CONTENT_TYPE`]), for a scraper that does not accept OpenMetrics and for
+    /// `promtool check metrics`; the same samples as [`encode`](Self::encode).
+    pub fn encode_text(&self) -> String {
+        scrape::to_text_format(&self.encode())
+    }
+
     /// The handles of partition `p`'s series, made on first use.
     pub fn partition(&self, p: PartitionId) -> Arc<PartitionMetrics> {
         if let Some(m) = self.read_partitions().get(&p) {
@@ -311,6 +318,9 @@ pub const LOST_REASONS: [&str; 4] = ["handed_over", "epoch_refused", "lease_expi
 
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of [`Metrics::encode_text`]'s text.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 #[cfg(test)]
 mod tests {
@@ -464,6 +474,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("sequencer_takeovers_total 1"), "{text}");
+    }
+
+    /// The text format names each counter's samples in its `# HELP` and `# TYPE`, has no
+    /// `# UNIT` or `# EOF`, and carries the same samples.
+    #[test]
+    fn the_text_format_describes_counters_by_their_samples_name() {
+        let m = Metrics::new();
+        m.partition(0).started(3, Some(false));
+        let (open, text) = (m.encode(), m.encode_text());
+        assert!(
+            text.contains("# TYPE sequencer_starts_total counter\n"),
+            "{text}"
+        );
+        assert!(text.contains("# HELP sequencer_starts_total Transactions started"));
+        assert!(text.contains("# HELP sequencer_not_now_total Starts answered \"not now\""));
+        assert!(text.contains("# TYPE sequencer_append_seconds histogram\n"));
+        assert!(
+            !text.contains("# UNIT") && !text.contains("# EOF"),
+            "{text}"
+        );
+        let samples = |t: &str| -> Vec<String> {
+            (t.lines().filter(|l| !l.starts_with('#')))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(samples(&open), samples(&text));
+        assert!(samples(&text).contains(&"sequencer_starts_total{partition=\"0\"} 3".into()));
     }
 
     #[test]

@@ -103,12 +103,59 @@ fn partitions(inner: &Inner, encoder: &mut DescriptorEncoder) -> Fmt {
 }
 
 /// The store's own counters, `sequencer_store_<name>_total` (only those the backend keeps).
+/// A time counted in nanoseconds is given in seconds (`sequencer_store_commit_seconds_total`),
+/// Prometheus's base unit.
 fn store_counters(stats: &StoreStats, encoder: &mut DescriptorEncoder) -> Fmt {
     for (c, v) in stats.kept() {
         let name = format!("store_{}", c.name().replace([' ', '-'], "_"));
+        if let Some(what) = name.strip_suffix("_nanoseconds") {
+            let help = format!("The store's own total of {} time", &what["store_".len()..]);
+            let m = encoder.encode_descriptor(
+                what,
+                &help,
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+            )?;
+            ConstCounter::new(v as f64 / 1e9).encode(m)?;
+            continue;
+        }
         let help = format!("The store's own count of {}", c.name());
         let m = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
         ConstCounter::new(v).encode(m)?;
     }
     Ok(())
+}
+
+/// `text` (OpenMetrics, as [`Metrics::encode`](super::Metrics::encode) writes it) in the
+/// Prometheus text format 0.0.4, for scrapers and tools that read only that (`promtool check
+/// metrics`): a counter's `# HELP` and `# TYPE` name its samples (`…_total`), `# UNIT` and
+/// `# EOF` go, and help texts drop OpenMetrics' escaped quotes. The samples are the same.
+pub(crate) fn to_text_format(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut help: Option<(&str, String)> = None;
+    for line in text.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, words) = rest.split_once(' ').unwrap_or((rest, ""));
+            help = Some((name, words.replace("\\\"", "\"")));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let named = match kind {
+                "counter" => format!("{name}_total"),
+                _ => name.to_string(),
+            };
+            if let Some((_, words)) = help.take().filter(|(h, _)| *h == name) {
+                out.push_str(&format!("# HELP {named} {words}\n"));
+            }
+            out.push_str(&format!("# TYPE {named} {kind}\n"));
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }

@@ -1,6 +1,7 @@
 //! `run --metrics ADDR`: the host's metrics, liveness and readiness over HTTP, served from the
 //! library's answers ([`Metrics::encode`], [`Metrics::health`], [`Metrics::readiness`]) by a
-//! small HTTP/1.1 server on its own threads: `GET /metrics` (OpenMetrics text), `/healthz`
+//! small HTTP/1.1 server on its own threads: `GET /metrics` (OpenMetrics text; the Prometheus
+//! text format 0.0.4 to a request that accepts only `text/plain`), `/healthz`
 //! (200 while the host is alive, else 503 and why), `/readyz` (200 while every partition it
 //! owns is ready, else 503 naming those that are not). Each connection is one request; a
 //! request is read for at most [`READ_DEADLINE`] and [`MAX_REQUEST`] bytes; at most
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sequencer_host::metrics::{CONTENT_TYPE, Metrics};
+use sequencer_host::metrics::{CONTENT_TYPE, Metrics, TEXT_CONTENT_TYPE};
 
 use super::super::common::{CliError, CliResult};
 
@@ -125,16 +126,30 @@ fn serve_one(stream: &mut TcpStream, metrics: &Metrics) -> std::io::Result<()> {
         return respond(stream, 405, "text/plain", b"only GET\n");
     }
     let path = target.split('?').next().unwrap_or("");
-    let (status, kind, body) = route(path, metrics);
+    let (status, kind, body) = route(path, metrics, wants_text_format(&head));
     if method == "HEAD" {
         return respond(stream, status, kind, b"");
     }
     respond(stream, status, kind, body.as_bytes())
 }
 
-/// The answer to `GET path`: its status, content type and body.
-fn route(path: &str, metrics: &Metrics) -> (u16, &'static str, String) {
+/// Whether the request asks for the Prometheus text format and not for OpenMetrics: an
+/// `Accept` header naming `text/plain` and no `application/openmetrics-text` (as `curl -H
+/// 'Accept: text/plain'` for `promtool check metrics`). Otherwise OpenMetrics is served (what
+/// Prometheus asks for first).
+fn wants_text_format(head: &str) -> bool {
+    let accept = (head.lines().skip(1))
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("accept"))
+        .map(|(_, value)| value.to_ascii_lowercase());
+    accept.is_some_and(|a| a.contains("text/plain") && !a.contains("application/openmetrics-text"))
+}
+
+/// The answer to `GET path`: its status, content type and body (`/metrics` in the Prometheus
+/// text format when `text_format`).
+fn route(path: &str, metrics: &Metrics, text_format: bool) -> (u16, &'static str, String) {
     match path {
+        "/metrics" if text_format => (200, TEXT_CONTENT_TYPE, metrics.encode_text()),
         "/metrics" => (200, CONTENT_TYPE, metrics.encode()),
         "/healthz" => match metrics.health() {
             Ok(()) => (200, "text/plain", "ok\n".into()),
@@ -214,6 +229,19 @@ mod tests {
         assert!(m.starts_with("HTTP/1.1 200"), "{m}");
         assert!(m.contains("application/openmetrics-text"), "{m}");
         assert!(m.trim_end().ends_with("# EOF"), "{m}");
+        let mut s = TcpStream::connect(endpoint.addr()).unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nAccept: text/plain\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        assert!(
+            text.contains("Content-Type: text/plain; version=0.0.4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE sequencer_takeovers_total counter"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
         assert!(get("/healthz").starts_with("HTTP/1.1 200"));
         assert!(get("/readyz").contains("ready: 0 partitions"));
         assert!(get("/nothing").starts_with("HTTP/1.1 404"));
