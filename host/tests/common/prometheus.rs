@@ -40,11 +40,14 @@ impl Prometheus {
         Some(Self { dir, addr })
     }
 
-    /// Scrapes `target` (`127.0.0.1:PORT`) from now on, every second, in the job `sequencer`.
-    pub fn scrape(&self, target: &str) {
+    /// Scrapes `targets` (`127.0.0.1:PORT` each) from now on, every second, in the job
+    /// `sequencer`.
+    pub fn scrape(&self, targets: &[&str]) {
         let path = self.dir.path().join("targets.json");
         let tmp = self.dir.path().join("targets.json.new");
-        std::fs::write(&tmp, format!("[{{\"targets\": [\"{target}\"]}}]")).expect("targets");
+        let list: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
+        let json = format!("[{{\"targets\": [{}]}}]", list.join(", "));
+        std::fs::write(&tmp, json).expect("targets");
         std::fs::rename(&tmp, &path).expect("targets in place");
     }
 
