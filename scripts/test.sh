@@ -9,7 +9,8 @@
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
 #     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
 #     (unpacked from Debian's packages, no service), moto[server] in a venv (PyPI; the S3 tests'
-#     server, started per test on a loopback port);
+#     server, started per test on a loopback port), prometheus and promtool (unpacked from
+#     Debian's prometheus package; the metrics test's server, started on a loopback port);
 #   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
 #     js/test/bundlers/node_modules and the jco runner's), the Python runner's venv;
 #   - into Go's module cache and Maven's repository (~/go/pkg/mod, ~/.m2; outside the clone):
@@ -53,11 +54,12 @@ trap 'wait; rm -rf "$logs"' EXIT
 since="${SEQUENCER_BUILDS_SINCE:-$logs/started}"
 [[ -e "$since" ]] || touch "$since"
 
-step "preparing in the background: etcd, moto, chromium, npm and Python packages, wasm-bindgen-cli"
+step "preparing in the background: etcd, moto, Prometheus, chromium, npm and Python packages, wasm-bindgen-cli"
 [[ -x /usr/bin/chromium ]] ||
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
 bg s3 bash scripts/s3-ensure.sh
+bg prometheus bash scripts/prometheus-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
 bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-npm.sh js/test/bundlers'
 bg conformance-deps bash scripts/test-conformance.sh --prepare
@@ -138,6 +140,7 @@ cargo publish --quiet --dry-run --workspace --allow-dirty \
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
 bg_wait s3
+bg_wait prometheus
 # The test programs that mostly wait on servers (S3 on moto, the etcd cluster: a third of the
 # step's time together) run beside the others. They run as the test build made them, from their
 # package's folder as cargo runs them: a second `cargo test` would wait for the first's lock on

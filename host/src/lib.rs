@@ -44,6 +44,7 @@ pub mod clock;
 pub mod driver;
 #[cfg(feature = "etcd")]
 pub mod membership;
+pub mod metrics;
 pub mod rng;
 pub mod runtime;
 pub mod store;

@@ -354,3 +354,57 @@ fn a_corrupted_page_that_redb_opens_is_caught_by_its_integrity_check() {
     }
     panic!("no corrupted page was caught by redb's integrity check");
 }
+
+/// A store whose file redb opens for reading but whose integrity check fails: `run` refuses
+/// it as corrupt, and so does `inspect` (one line, exit status 1, no tables), where it used to
+/// print the tables and exit 0.
+#[test]
+fn inspect_refuses_a_store_that_run_refuses_as_corrupt() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    assert!(small_run(&data, 500).status.success());
+    let db = data.join("store.redb");
+    let clean = std::fs::read(&db).expect("read the database");
+    let pages = clean.len() / 4096;
+    for page in (pages / 4..pages).step_by(7) {
+        let mut bytes = clean.clone();
+        for at in (64..4096).step_by(512) {
+            bytes[page * 4096 + at] ^= 0x5a;
+        }
+        std::fs::write(&db, &bytes).expect("write the database");
+        let checked = run_host(&["check", "--data", data_arg(&data)]);
+        let (_, stderr) = text(&checked);
+        if !stderr.contains("redb's integrity check failed") {
+            continue; // a free page, or one redb's read-only open refuses already
+        }
+        let run = common::run_on(&data, &["--partitions", "4", "--events", "1"]);
+        let (stdout, stderr) = text(&run);
+        assert!(!run.status.success(), "run took it:\n{stdout}\n{stderr}");
+        assert!(stderr.contains("corrupt"), "{stderr}");
+        assert_eq!(
+            std::fs::read(&db).expect("read"),
+            bytes,
+            "run wrote nothing"
+        );
+
+        let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\nstderr:\n{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+        assert!(stderr.contains("integrity check failed"), "{stderr}");
+        assert!(
+            stderr.contains("`run` refuses this store as corrupt"),
+            "{stderr}"
+        );
+        assert!(stdout.is_empty(), "no tables of a corrupt store:\n{stdout}");
+
+        // The clean file again: inspect shows it and exits 0.
+        std::fs::write(&db, &clean).expect("write the database");
+        let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("partition 0: PLog tail"), "{stdout}");
+        return;
+    }
+    panic!("no corrupted page was caught by redb's integrity check");
+}

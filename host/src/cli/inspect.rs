@@ -1,6 +1,7 @@
 //! `inspect`: the partitions of a store, then one partition's PLog tail and view. The store is
 //! opened for reading only (any backend), so `inspect` changes nothing and works beside a live
-//! run.
+//! run. A store that `run` would refuse as corrupt (redb's integrity check fails) is said to be
+//! so, in one line and with exit status 1, before anything is shown: its tables would mislead.
 
 use std::process::ExitCode;
 
@@ -47,6 +48,7 @@ pub struct InspectArgs {
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
     let store = open_reader(&args.store.0, &open_options(&args.data.data)).map_err(explain_open)?;
     let store = store.as_ref();
+    refuse_corrupt(store)?;
     let partitions = store.partitions()?;
     let layout = store.layout()?;
     refuse_unknown(store, layout.as_ref(), &partitions, args.partition)?;
@@ -71,6 +73,21 @@ pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the backend's own check of its files, as `run`'s open does (redb: its integrity check,
+/// on a private copy), and refuses the store if it fails. Not beside a live run: that run
+/// opened the file with the same check, and a copy would hold its commits.
+fn refuse_corrupt(store: &dyn StoreReader) -> CliResult<()> {
+    if store.served_by_live_run() {
+        return Ok(());
+    }
+    match store.verify_integrity() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(CliError(format!(
+            "{e} (`run` refuses this store as corrupt; `check` says the same)"
+        ))),
+    }
 }
 
 /// Refuses partition `p` unless it exists: the recorded layout has it, or (a store made before

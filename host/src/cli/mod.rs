@@ -47,7 +47,7 @@ impl Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the command-processor workload (resumes an existing data directory).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Show a partition's PLog tail and sequences view.
     Inspect(inspect::InspectArgs),
     /// Prove every partition's PLog and view consistent; exits 1 on a violation.

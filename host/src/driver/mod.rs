@@ -31,6 +31,7 @@ use sequencer::{Instant, Params, Work, WriteRequest};
 use crate::clock::Clock;
 use crate::driver::shared::{Delivery, DriverMsg, SETTLE_AFTER, Shared};
 use crate::driver::spin::{spin_for, spin_yielding_for};
+use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::Outcome;
 use crate::runtime::error::HostError;
@@ -58,6 +59,7 @@ pub struct Driver {
     thread: Option<JoinHandle<()>>,
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
+    metrics: Option<Metrics>,
 }
 
 impl Driver {
@@ -91,7 +93,21 @@ impl Driver {
             thread,
             storage,
             clock,
+            metrics: None,
         }
+    }
+
+    /// Records into `metrics` each partition this driver opens from now on: its starts and
+    /// "not now" answers, its state and actualizations, its unflushed numbers at a scrape
+    /// (layer the storage with [`Metrics::storage`] for appends and flushes).
+    pub fn with_metrics(mut self, metrics: &Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// The metrics this driver records into, if any.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.metrics.as_ref()
     }
 
     /// Opens the sequencer of `partition` in a new instance of `runtime`; it starts actualizing.
@@ -101,21 +117,22 @@ impl Driver {
         partition: PartitionId,
         params: &Params,
     ) -> Result<PartitionSequencer, HostError> {
-        let seq = PartitionSequencer::open(
-            runtime.inner.clone(),
+        let shared = Shared::new(
             partition,
+            runtime.inner.clone(),
             self.storage.clone(),
             self.clock.clone(),
             guest_params(params),
             self.events.clone(),
-            |shared| {
-                let _ = self.events.unbounded_send(DriverMsg::Register {
-                    partition,
-                    shared: Arc::downgrade(shared),
-                    max_unflushed: params.max_unflushed_values,
-                });
-            },
-        )?;
+            self.metrics.as_ref().map(|m| m.partition(partition)),
+        );
+        let seq = PartitionSequencer::open(shared, |shared| {
+            let _ = self.events.unbounded_send(DriverMsg::Register {
+                partition,
+                shared: Arc::downgrade(shared),
+                max_unflushed: params.max_unflushed_values,
+            });
+        })?;
         Ok(seq)
     }
 

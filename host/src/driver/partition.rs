@@ -6,21 +6,20 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::channel::mpsc::UnboundedSender;
 use futures::channel::oneshot;
 use sequencer::PLogOffset;
 use sequencer::facade::SequenceStatus as Status02;
 
-use crate::clock::Clock;
 use crate::driver::shared::{DriverMsg, Shared, sequencer_call, settle};
+use crate::metrics::PartitionProbe;
 use crate::runtime::bindings::{
-    BatchNumbers, EventOffsets, EventStart, GuestParams, HeldNumbers, QuadNumbers, SeqQuad,
-    SequenceStatus, StartOutcome, Status,
+    BatchNumbers, EventOffsets, EventStart, HeldNumbers, QuadNumbers, SeqQuad, SequenceStatus,
+    StartOutcome, Status,
 };
 use crate::runtime::error::HostError;
 use crate::runtime::link::core_status;
-use crate::runtime::{Explained, Instance, RuntimeInner};
-use crate::store::storage::{PartitionId, Storage};
+use crate::runtime::{Explained, Instance};
+use crate::store::storage::PartitionId;
 
 /// The command processor's handle on one partition's sequencer. Calls are serialised; the
 /// task driver performs the storage work the sequencer asks for in the background.
@@ -30,18 +29,17 @@ pub struct PartitionSequencer {
 }
 
 impl PartitionSequencer {
+    /// The sequencer of `shared`'s partition: its first instance created, then `register`
+    /// (which tells the driver about the partition).
     pub(crate) fn open(
-        runtime: Arc<RuntimeInner>,
-        partition: PartitionId,
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
-        params: GuestParams,
-        events: UnboundedSender<DriverMsg>,
+        shared: Shared,
         register: impl FnOnce(&Arc<Shared>),
     ) -> Result<Self, HostError> {
-        let shared = Arc::new(Shared::new(
-            partition, runtime, storage, clock, params, events,
-        ));
+        let shared = Arc::new(shared);
+        if let Some(m) = &shared.metrics {
+            let probe: std::sync::Weak<dyn PartitionProbe> = Arc::downgrade(&shared) as _;
+            m.opened(probe);
+        }
         {
             let mut slot = shared.lock();
             let created = shared.create_first_instance(&mut slot, || register(&shared));
@@ -66,23 +64,34 @@ impl PartitionSequencer {
     /// `next` would have and flushes (`sequencer::ahead`). The status comes back in the
     /// result, as `start-status` gives it.
     pub fn start(&self, kind: u16, ws: u64) -> Result<StartOutcome, HostError> {
-        self.shared.call_start(
-            |i, taken| {
-                let seqs = question(i);
-                sequencer_call!(i, call_take_flush_start_ahead(taken, kind, ws, seqs))
-            },
-            |i| {
-                let seqs = question(i);
-                sequencer_call!(i, call_start_ahead(kind, ws, seqs))
-            },
-            |i, a| {
-                let host = &mut i.store.data_mut().host;
-                host.status = Some(core_status(a.status));
-                let open = matches!(a.outcome, StartOutcome::Started(_));
-                host.ahead.started([a.n0, a.n1, a.n2, a.n3], open);
-                a.outcome
-            },
-        )
+        self.shared
+            .call_start(
+                |i, taken| {
+                    let seqs = question(i);
+                    sequencer_call!(i, call_take_flush_start_ahead(taken, kind, ws, seqs))
+                },
+                |i| {
+                    let seqs = question(i);
+                    sequencer_call!(i, call_start_ahead(kind, ws, seqs))
+                },
+                |i, a| {
+                    let host = &mut i.store.data_mut().host;
+                    host.status = Some(core_status(a.status));
+                    let open = matches!(a.outcome, StartOutcome::Started(_));
+                    host.ahead.started([a.n0, a.n1, a.n2, a.n3], open);
+                    a.outcome
+                },
+            )
+            .inspect(|o| self.count(o))
+    }
+
+    /// Records a start's outcome in the partition's metrics, if it has any.
+    #[inline]
+    fn count(&self, outcome: &StartOutcome) {
+        match outcome {
+            StartOutcome::Started(_) => self.shared.started(1, None),
+            StartOutcome::NotNow(r) => self.shared.started(0, Some(*r)),
+        }
     }
 
     /// `start` and one `next` per sequence in `seqs`, in one guest call: for up to four
@@ -100,6 +109,7 @@ impl PartitionSequencer {
             || {
                 self.shared
                     .call(|i| sequencer_call!(i, call_start_next(kind, ws, seqs)))
+                    .inspect(|(o, _)| self.count(o))
             },
         )
     }
@@ -121,6 +131,7 @@ impl PartitionSequencer {
             || {
                 self.shared
                     .call(|i| sequencer_call!(i, call_flush_start_next(kind, ws, seqs)))
+                    .inspect(|(o, _)| self.count(o))
             },
         )
     }
@@ -135,6 +146,7 @@ impl PartitionSequencer {
     ) -> Result<QuadNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_flush_start_next_quad(kind, ws, seqs)))
+            .inspect(|n| self.count(&n.outcome))
     }
 
     /// [`start_next`](Self::start_next) for up to four sequences, with no list crossing the
@@ -147,6 +159,7 @@ impl PartitionSequencer {
     ) -> Result<QuadNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_start_next_quad(kind, ws, seqs)))
+            .inspect(|n| self.count(&n.outcome))
     }
 
     /// Ends the open event but not the transaction: the next `start` numbers another event of
@@ -166,6 +179,7 @@ impl PartitionSequencer {
     ) -> Result<BatchNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_start_batch(kind, ws, seqs)))
+            .inspect(|b| self.shared.started(u64::from(b.started), b.not_now))
     }
 
     /// `flush`, then [`start_batch`](Self::start_batch), in one guest call (one crossing per
@@ -178,6 +192,7 @@ impl PartitionSequencer {
     ) -> Result<BatchNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)))
+            .inspect(|b| self.shared.started(u64::from(b.started), b.not_now))
     }
 
     /// The next number of sequence `seq` in the transaction: the one the guest gave ahead at
@@ -317,8 +332,14 @@ impl PartitionSequencer {
                 },
             )?;
             Ok(match outcome {
-                EventStart::Started(offsets) => Some(offsets),
-                EventStart::NotNow(_) => None,
+                EventStart::Started(offsets) => {
+                    self.shared.started(1, None);
+                    Some(offsets)
+                }
+                EventStart::NotNow(r) => {
+                    self.shared.started(0, Some(r));
+                    None
+                }
             })
         })
     }

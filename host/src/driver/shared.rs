@@ -14,13 +14,43 @@ use sequencer::{Instant, Report};
 
 use crate::clock::Clock;
 use crate::driver::spin::spin_for;
+use crate::metrics::{PartitionMetrics, PartitionProbe, PartitionState};
 use crate::runtime::Explained;
-use crate::runtime::bindings::{GuestError, GuestParams, Outcome, SeqQuad};
+use crate::runtime::bindings::{GuestError, GuestParams, NotNowReason, Outcome, SeqQuad};
 use crate::runtime::error::HostError;
 use crate::runtime::host_state::Op;
 use crate::runtime::link::core_status;
 use crate::runtime::{Instance, RuntimeInner};
 use crate::store::storage::{PartitionId, Storage};
+
+/// Whether a sequencer in `s` is recovering (not yet ready once opened, or actualizing).
+fn recovering(s: Status02) -> bool {
+    matches!(s, Status02::None | Status02::Recover)
+}
+
+impl PartitionProbe for Shared {
+    fn state(&self) -> PartitionState {
+        match Status02::from_u8(self.status.load(Ordering::Relaxed)) {
+            Status02::Ready | Status02::Eventing => PartitionState::Ready,
+            Status02::None | Status02::Recover => PartitionState::Actualizing,
+            Status02::Finished => PartitionState::Closed,
+        }
+    }
+
+    /// Asks the guest unless a caller or the driver holds the instance (a scrape never
+    /// waits for a partition's call).
+    fn unflushed(&self) -> Option<u64> {
+        let mut slot = match self.slot.try_lock() {
+            Ok(slot) if slot.instance.is_some() && !slot.closed => slot,
+            _ => return None,
+        };
+        let held = self.call_reporting(&mut slot, |i| {
+            sequencer_call!(i, call_held_numbers()).map(Ok)
+        });
+        self.let_go(slot);
+        held.ok().map(|h| u64::from(h.unflushed))
+    }
+}
 
 /// Messages to the loop.
 pub(crate) enum DriverMsg {
@@ -162,6 +192,8 @@ pub(crate) struct Shared {
     /// The driver was asked to settle a deferred flush and has not yet (see
     /// [`arm_settle`](Self::arm_settle)).
     settle_armed: AtomicBool,
+    /// Where the partition's starts, state and actualizations are recorded, if anywhere.
+    pub(crate) metrics: Option<Arc<PartitionMetrics>>,
 }
 
 pub(super) struct Slot {
@@ -182,6 +214,7 @@ impl Shared {
         clock: Arc<dyn Clock>,
         params: GuestParams,
         events: UnboundedSender<DriverMsg>,
+        metrics: Option<Arc<PartitionMetrics>>,
     ) -> Self {
         Self {
             partition,
@@ -204,6 +237,7 @@ impl Shared {
             mail: Mutex::new(Vec::new()),
             has_mail: AtomicBool::new(false),
             settle_armed: AtomicBool::new(false),
+            metrics,
         }
     }
 
@@ -547,11 +581,25 @@ impl Shared {
 
     pub(super) fn set_status(&self, status: Status02) {
         // Finished is final: a late status from the tasks never revives a closed sequencer.
-        let _ = self
+        let old = self
             .status
             .try_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
                 (old != Status02::Finished as u8).then_some(status as u8)
             });
+        if let (Some(m), Ok(old)) = (&self.metrics, old) {
+            let (was, now) = (recovering(Status02::from_u8(old)), recovering(status));
+            if was != now {
+                m.actualizing(now, status != Status02::Finished);
+            }
+        }
+    }
+
+    /// Records `n` starts, and the "not now" that stopped the next one, if any.
+    #[inline]
+    pub(super) fn started(&self, n: u64, not_now: Option<NotNowReason>) {
+        if let Some(m) = &self.metrics {
+            m.started(n, not_now.map(|r| r == NotNowReason::TooManyUnflushed));
+        }
     }
 
     /// A receiver completed at the next task step (which may change the status).

@@ -79,6 +79,9 @@ impl Membership {
         let (events, rx) = mpsc::unbounded();
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Mutex::new(Shared::default()));
+        if let Some(m) = parts.driver.metrics() {
+            watch(m, &parts, &shared);
+        }
         let mut rounds = round::Rounds::new(parts, config, lease, events, shared.clone());
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
@@ -137,6 +140,18 @@ impl Drop for Membership {
     fn drop(&mut self) {
         self.stop_thread();
     }
+}
+
+/// Lets `metrics` read the lease's time left and the membership's failure at each scrape.
+fn watch(metrics: &crate::metrics::Metrics, parts: &MembershipParts, shared: &Arc<Mutex<Shared>>) {
+    let store = parts.store.clone();
+    metrics.watch_lease(move || Some(store.lease_time_left()));
+    let shared = Arc::downgrade(shared);
+    metrics.watch_membership(move || {
+        let s = shared.upgrade()?;
+        let guard = s.lock().unwrap_or_else(|p| p.into_inner());
+        guard.failure.clone()
+    });
 }
 
 /// The margin a host keeps before its lease can have expired, for a TTL (re-exported for

@@ -267,11 +267,17 @@ impl Rounds {
         {
             let mut shared = self.shared();
             match &previous {
-                Some(other) => shared.stats.takeovers.push(Transfer {
-                    partition: p,
-                    other: Some(other.clone()),
-                    took: seen_free.elapsed(),
-                }),
+                Some(other) => {
+                    let took = seen_free.elapsed();
+                    if let Some(m) = parts.driver.metrics() {
+                        m.transfer(true, took);
+                    }
+                    shared.stats.takeovers.push(Transfer {
+                        partition: p,
+                        other: Some(other.clone()),
+                        took,
+                    });
+                }
                 None => shared.stats.acquired_free += 1,
             }
         }
@@ -325,10 +331,12 @@ impl Rounds {
             tracing::warn!("{e}");
         }
         let (asked, to) = h.handover.unwrap_or((Instant::now(), None));
+        let took = asked.elapsed();
+        self.record_loss(p, &why, Some(took));
         self.shared().stats.handovers.push(Transfer {
             partition: p,
             other: to,
-            took: asked.elapsed(),
+            took,
         });
         let _ = self
             .events
@@ -343,6 +351,7 @@ impl Rounds {
         h.claim.mark_lost();
         h.seq.cleanup();
         self.lease.forget(p, &why.to_string());
+        self.record_loss(p, &why, None);
         {
             let mut shared = self.shared();
             match why {
@@ -355,6 +364,24 @@ impl Rounds {
         let _ = self
             .events
             .unbounded_send(MembershipEvent::Lost { partition: p, why });
+    }
+
+    /// Records in the driver's metrics, if any, that `p` was lost for `why` (a handover that
+    /// `took` so long).
+    fn record_loss(&self, p: PartitionId, why: &LostReason, took: Option<Duration>) {
+        let Some(m) = self.parts.driver.metrics() else {
+            return;
+        };
+        if let Some(took) = took {
+            m.transfer(false, took);
+        }
+        let reason = match why {
+            LostReason::HandedOver => "handed_over",
+            LostReason::EpochRefused(_) => "epoch_refused",
+            LostReason::LeaseExpired(_) => "lease_expired",
+            LostReason::Left => "left",
+        };
+        m.partition_lost(p, reason);
     }
 
     fn lose_all(&mut self, why: LostReason) {

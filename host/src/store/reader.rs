@@ -59,6 +59,12 @@ pub trait StoreReader {
     fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
         Ok(None)
     }
+
+    /// Whether this reads the snapshots of a live run that holds the store (which opened it
+    /// with its own integrity check); `inspect` then checks nothing itself.
+    fn served_by_live_run(&self) -> bool {
+        false
+    }
 }
 
 /// The partitions of a store read in two parts (a hot store and its archive, a PLog and its
@@ -118,5 +124,9 @@ impl<T: StoreReader + ?Sized> StoreReader for &T {
 
     fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
         (**self).verify_integrity()
+    }
+
+    fn served_by_live_run(&self) -> bool {
+        (**self).served_by_live_run()
     }
 }

@@ -8,6 +8,7 @@ pub mod etcd_cluster;
 pub mod faulty_objects;
 #[cfg(feature = "s3")]
 pub mod moto;
+pub mod prometheus;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use sequencer::Params;
+use sequencer_host::metrics::Metrics;
 use sequencer_host::store::{ArchiveUse, OpenOptions, encoded_len};
 use sequencer_host::store::{Layout, LayoutSeq};
 use sequencer_host::{Clock, Driver, DriverConfig, Storage};
@@ -113,6 +114,11 @@ pub struct RunArgs {
     /// appended after it (etcd; other stores read the store): on or off (to compare).
     #[arg(long, env = "SEQUENCER_OWN_TAIL", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub own_tail: bool,
+    /// Serve this host's metrics (`/metrics`, OpenMetrics text), liveness (`/healthz`) and
+    /// readiness (`/readyz`: every partition it owns ready) over HTTP at ADDR: PORT or :PORT
+    /// (loopback), or HOST:PORT; `:0` picks a free port (logged).
+    #[arg(long, value_name = "ADDR", value_parser = super::endpoint::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 fn parse_millis(s: &str) -> Result<f64, String> {
@@ -177,9 +183,17 @@ pub fn layout(args: &RunArgs) -> Layout {
 
 impl RunArgs {
     /// The task driver over `storage`: group commit of the view as --flush-interval-ms says,
-    /// else as the store prefers ([`Storage::view_write_interval`]).
-    pub(super) fn driver(&self, storage: Arc<dyn Storage>, clock: Arc<dyn Clock>) -> Driver {
-        let driver = Driver::spawn(storage, clock, DriverConfig::default());
+    /// else as the store prefers ([`Storage::view_write_interval`]); recording into `metrics`.
+    pub(super) fn driver(
+        &self,
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        metrics: Option<&Metrics>,
+    ) -> Driver {
+        let mut driver = Driver::spawn(storage, clock, DriverConfig::default());
+        if let Some(m) = metrics {
+            driver = driver.with_metrics(m);
+        }
         match self.flush_interval_ms {
             Some(ms) => driver.with_min_write_interval(Duration::from_secs_f64(ms / 1000.0)),
             None => driver,

@@ -37,7 +37,11 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
         CliError("--host-name: many hosts share an etcd store only (--store etcd://...)".into())
     })?;
     let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
-    let driver = Arc::new(args.driver(opened.storage.clone(), clock.clone()));
+    let driver = Arc::new(args.driver(
+        opened.storage.clone(),
+        clock.clone(),
+        opened.metrics.as_ref(),
+    ));
     let mut config = MembershipConfig::new(name, args.partitions);
     config.lease_ttl = Duration::from_secs(args.lease_ttl_s);
     let parts = MembershipParts {
@@ -49,6 +53,8 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
     };
     let (membership, events) =
         Membership::open(parts, config).map_err(|e| CliError(e.to_string()))?;
+    // Ready as soon as what it owns is: a host of many may own nothing for a while.
+    opened.metrics.iter().for_each(|m| m.set_opening(false));
     tracing::info!(
         "host {name}: joined with a {} s lease (lease id {:x})",
         args.lease_ttl_s,

@@ -7,6 +7,7 @@
 //! (`sequencer_host::store::open`).
 
 mod args;
+mod endpoint;
 #[cfg(feature = "etcd")]
 mod member;
 mod open;
@@ -85,10 +86,12 @@ fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Re
         }
     }
 
-    let driver = args.driver(storage.clone(), Arc::new(MonotonicClock::new()));
+    let clock = Arc::new(MonotonicClock::new());
+    let driver = args.driver(storage.clone(), clock, opened.metrics.as_ref());
     let params = params();
     let actualize_started = Instant::now();
     let seqs = open_partitions(&driver, runtime, &params, args.partitions)?;
+    opened.metrics.iter().for_each(|m| m.set_opening(false));
     let bar = progress.multi.add(ProgressBar::new(to_replay));
     bar.set_style(style(
         "{prefix:>12} [{bar:40}] {pos}/{len} events replayed ({elapsed})",

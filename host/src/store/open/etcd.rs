@@ -96,7 +96,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         chosen.open_under(options, &store, |root| Ok(store.record_archive(root)?))?;
     Ok(Opened {
         created: false,
-        backend: Box::new(store),
+        backend: std::sync::Arc::new(store),
         layout,
         archive,
         storage,

@@ -154,4 +154,8 @@ impl StoreReader for LiveRedb {
         })
         .map(Some)
     }
+
+    fn served_by_live_run(&self) -> bool {
+        true
+    }
 }

@@ -45,7 +45,7 @@ pub(super) fn open(options: &OpenOptions) -> Result<Opened, OpenError> {
     )?;
     Ok(Opened {
         storage: Arc::new(store.clone()),
-        backend: Box::new(store),
+        backend: std::sync::Arc::new(store),
         layout,
         created: true,
         archive: archive::Opened::none(),

@@ -128,7 +128,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     Ok(Opened {
         created: store.created(),
         storage: Arc::new(store.clone()),
-        backend: Box::new(store),
+        backend: std::sync::Arc::new(store),
         layout,
         archive: archive::Opened::none(),
     })

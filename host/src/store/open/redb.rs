@@ -103,7 +103,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     })?;
     Ok(Opened {
         created: data_dir.created(),
-        backend: Box::new(data_dir),
+        backend: std::sync::Arc::new(data_dir),
         layout,
         archive,
         storage,

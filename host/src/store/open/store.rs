@@ -50,7 +50,7 @@ pub(super) trait Backend: std::any::Any + Send + Sync {
 /// An open store: the backend, its settled layout and its archive.
 pub struct Store {
     url: StoreUrl,
-    pub(super) backend: Box<dyn Backend>,
+    pub(super) backend: Arc<dyn Backend>,
     layout: Option<Layout>,
     created: bool,
     archive: archive::Opened,
@@ -107,6 +107,13 @@ impl Store {
     /// The store's counters now.
     pub fn stats(&self) -> StoreStats {
         self.backend.stats()
+    }
+
+    /// [`stats`](Self::stats) as a function that outlives this borrow (the store's counters
+    /// read at each metrics scrape: [`Metrics::watch_store_stats`](crate::metrics::Metrics::watch_store_stats)).
+    pub fn stats_source(&self) -> impl Fn() -> StoreStats + Send + Sync + 'static {
+        let backend = self.backend.clone();
+        move || backend.stats()
     }
 
     /// Serves `check` and `inspect` beside this run until the returned server is dropped:
@@ -177,7 +184,7 @@ pub enum StoreCheckError {
 
 /// What a backend's opener hands back.
 pub(super) struct Opened {
-    pub(super) backend: Box<dyn Backend>,
+    pub(super) backend: Arc<dyn Backend>,
     pub(super) layout: Option<Layout>,
     pub(super) created: bool,
     pub(super) archive: archive::Opened,

@@ -37,6 +37,12 @@ pub struct HostLease {
 }
 
 impl EtcdStorage {
+    /// The time left before this store's lease may have expired (zero once it may have, or
+    /// before a host registered one).
+    pub fn lease_time_left(&self) -> Duration {
+        self.inner.fences.time_left()
+    }
+
     /// Registers this host as `name` with a lease of `ttl` (whole seconds, at least one):
     /// grants the lease and creates `hosts/<name>` under it only if absent. A key of the same
     /// name held by another lease (a process of that name killed within its TTL) is waited

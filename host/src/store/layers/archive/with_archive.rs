@@ -172,6 +172,10 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
     fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
         self.hot.verify_integrity()
     }
+
+    fn served_by_live_run(&self) -> bool {
+        self.hot.served_by_live_run()
+    }
 }
 
 impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
