@@ -15,8 +15,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sequencer_host::metrics::Metrics;
 use sequencer_host::store::layers::archive::{Archive, WithArchive, archive_pass};
-use sequencer_host::store::layers::{OwnTail, ReadAhead, TailLimits};
+use sequencer_host::store::layers::{Metered, OwnTail, ReadAhead, TailLimits};
 use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
 use sequencer_host::store::{AppendLimits, ObjectReader, ObjectStorage};
@@ -157,6 +158,14 @@ fn the_own_tail_layer_over_memory_keeps_the_storage_contract() {
 fn the_read_ahead_layer_over_memory_keeps_the_storage_contract() {
     let mut maker = MemoryUnder::new("ReadAhead over MemoryStorage", |m| {
         ReadAhead::new(Arc::new(m))
+    });
+    kept_all_but(assert_contract(&mut maker), &["reopen"]);
+}
+
+#[test]
+fn the_metered_layer_over_memory_keeps_the_storage_contract() {
+    let mut maker = MemoryUnder::new("Metered over MemoryStorage", |m| {
+        Metered::new(Arc::new(m), Metrics::new())
     });
     kept_all_but(assert_contract(&mut maker), &["reopen"]);
 }
