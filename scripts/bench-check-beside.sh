@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `check` beside a live run costs the run: the main job, paced, on top of a large redb store,
-# alone and with `sequencer-host check` looping beside it (each check asks the run to hold its
-# commits while it copies the database for redb's integrity check), alternated round by round.
+# alone and with `sequencer-host check` looping beside it (reading the run's snapshot; with
+# BENCH_CHECK_ARGS=--hold-run each check also asks the run to hold its commits while it copies the
+# database for redb's integrity check), alternated round by round.
 # Prints each run's ack p50, p99 and max, the checks started and passed (the last one of a run
 # is usually cut short by the run's end), and the medians.
 #
@@ -60,7 +61,7 @@ one_run() {
     while kill -0 "$run_pid" 2>/dev/null; do
       [[ -S "$work/data/live.sock" ]] || { sleep 0.05; continue; }
       started=$((started + 1))
-      if "$host" --quiet check --data "$work/data" >"$work/check.out" 2>&1; then
+      if "$host" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
         checks=$((checks + 1))
       else
         # A check the run's end cut short is not a failure; one while it goes on is.

@@ -19,11 +19,18 @@ pub struct CheckArgs {
     /// (memory keeps nothing to check).
     #[arg(long, default_value = "redb")]
     pub store: StoreArg,
+    /// Beside a live run (redb): also run redb's integrity check, on a copy of the database
+    /// taken while the run holds its commits: every command processor of the run waits for
+    /// the copy (seconds for a large store). Without it, the check reads the run's snapshot
+    /// only and never holds it.
+    #[arg(long)]
+    pub hold_run: bool,
 }
 
 /// `check`: prints one line per partition; the first violation is the error.
 pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
-    let store = open_reader(&args.store.0, &open_options(&args.data.data)).map_err(explain_open)?;
+    let options = open_options(&args.data.data).hold_live_run(args.hold_run);
+    let store = open_reader(&args.store.0, &options).map_err(explain_open)?;
     println!("checking {}", store.describe());
     let layout = store.layout()?;
     if layout.is_none() {

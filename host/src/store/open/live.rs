@@ -57,8 +57,9 @@ pub(super) enum DirReader {
 /// that run's snapshots when it serves them; when nothing answers on its socket (a run of an
 /// older build, an embedder, a platform without Unix sockets), from a private copy; when
 /// something listens but does not answer in time (a stopped run), it is refused as in use by
-/// a live run.
-pub(super) fn open_dir(dir: &Path) -> Result<DirReader, DataDirError> {
+/// a live run. `hold`: redb's integrity check runs beside a live run too, on a copy taken
+/// while the run holds its commits ([`OpenOptions::hold_live_run`](super::OpenOptions::hold_live_run)).
+pub(super) fn open_dir(dir: &Path, hold: bool) -> Result<DirReader, DataDirError> {
     if let Some(reader) = DataDir::open_read_only_unless_live(dir)? {
         return Ok(DirReader::File(reader));
     }
@@ -71,6 +72,7 @@ pub(super) fn open_dir(dir: &Path) -> Result<DirReader, DataDirError> {
                 return Ok(DirReader::Live(LiveRedb {
                     client: client.with_layout(layout),
                     db: dir.join(crate::store::redb::data_dir::DB_FILE),
+                    hold,
                 }));
             }
             Connect::NoAnswer(detail) => {
@@ -104,6 +106,8 @@ pub(super) struct LiveRedb {
     client: crate::store::live::LiveClient,
     /// The database file, which redb's integrity check copies.
     db: std::path::PathBuf,
+    /// Whether redb's integrity check runs, on a copy taken while the run holds its commits.
+    hold: bool,
 }
 
 #[cfg(unix)]
@@ -145,10 +149,14 @@ impl StoreReader for LiveRedb {
         self.client.statistics()
     }
 
-    /// On a private copy taken while the run holds its commits: the file is still, so the
-    /// copy is its last committed state, never torn.
+    /// On a private copy taken while the run holds its commits, when asked for (the file is
+    /// still, so the copy is its last committed state, never torn); otherwise not at all, so
+    /// that looking never stalls the run: says so.
     fn verify_integrity(&self) -> Result<Option<String>, StorageError> {
         use crate::store::redb::integrity::{copy_file, verify_copy};
+        if !self.hold {
+            return Ok(Some(NOT_HELD.to_string()));
+        }
         verify_copy(&self.db, "taken while the run held its commits", |dest| {
             self.client.while_held(|| copy_file(&self.db, dest))
         })
@@ -159,3 +167,7 @@ impl StoreReader for LiveRedb {
         true
     }
 }
+
+/// What a check beside a live run says of redb's integrity check when it does not hold the run.
+#[cfg(unix)]
+const NOT_HELD: &str = "redb's integrity check: not run beside the live run (its copy would hold the run's commits for as long as it takes); `check --hold-run` runs it so, or check once the run has stopped";

@@ -19,6 +19,7 @@ pub struct OpenOptions {
     pub(crate) largest_event: Option<usize>,
     pub(crate) archive: ArchiveUse,
     pub(crate) own_tail: bool,
+    pub(crate) hold_live_run: bool,
 }
 
 impl Default for OpenOptions {
@@ -41,6 +42,7 @@ impl OpenOptions {
             largest_event: None,
             archive: ArchiveUse::default(),
             own_tail: true,
+            hold_live_run: false,
         }
     }
 
@@ -91,6 +93,16 @@ impl OpenOptions {
     /// actualization reads the store (for comparisons).
     pub fn own_tail(mut self, on: bool) -> Self {
         self.own_tail = on;
+        self
+    }
+
+    /// Reading a redb data directory beside the live run that holds it: whether redb's
+    /// integrity check also runs, on a copy taken while the run holds its commits (every
+    /// command processor of the run waits for that copy, seconds for a large store). Off by
+    /// default: a reader then reads the run's snapshot only, which never holds its commits,
+    /// and every event's checksum is still verified as it is read.
+    pub fn hold_live_run(mut self, on: bool) -> Self {
+        self.hold_live_run = on;
         self
     }
 
