@@ -141,11 +141,13 @@ step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_C
 bg_wait etcd
 bg_wait s3
 bg_wait prometheus
-# The test programs that mostly wait on servers (S3 on moto, the etcd cluster: a third of the
-# step's time together) run beside the others. They run as the test build made them, from their
-# package's folder as cargo runs them: a second `cargo test` would wait for the first's lock on
-# the build folder.
-beside=(s3 etcd)
+# Test programs run in three lanes at once, each lane's programs one after another: the
+# programs that mostly wait on servers or paced runs (S3 on moto, the etcd cluster, a live run,
+# SIGKILLed runs) and the embedder's outside build beside the others, which cargo test runs.
+# Each lane is about as long as the rest (cold, quiet: 116 + 49 s, 127 + 42 s, about 180 s). The
+# lanes run the programs as the test build made them, from their package's folder as cargo runs
+# them: a second `cargo test` would wait for the first's lock on the build folder.
+lanes=("s3 live kill" "etcd embedder")
 mapfile -t test_programs < <(with_clippy cargo test --workspace --features "$HOST_FEATURES" --no-run \
   --message-format=json 2>/dev/null | python3 -c '
 import json, os, sys
@@ -153,21 +155,34 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         print(m["target"]["kind"][0], m["target"]["name"], os.path.dirname(m["manifest_path"]), m["executable"])')
+declare -A program=()
 others=()
 for entry in "${test_programs[@]}"; do
   read -r kind name dir exe <<<"$entry"
-  if [[ "$kind" == test && " ${beside[*]} " == *" $name "* ]]; then
-    bg "test-$name" bash -c 'cd "$0" && "$1"' "$dir" "$exe"
-  elif [[ "$kind" == test ]]; then
+  [[ "$kind" == test ]] || continue
+  if [[ " ${lanes[*]} " == *" $name "* ]]; then
+    program[$name]="$dir $exe"
+  else
     others+=(--test "$name")
   fi
 done
 ((${#others[@]})) || { echo "error: cargo test --no-run listed no test programs" >&2; exit 1; }
+for i in "${!lanes[@]}"; do
+  lane=()
+  for name in ${lanes[$i]}; do
+    [[ -n "${program[$name]:-}" ]] || { echo "error: no test program named $name" >&2; exit 1; }
+    lane+=("${program[$name]}")
+  done
+  # The toolchain a cargo that a test runs must use, as `cargo test` would tell it (the
+  # embedder's outside crate lies outside the clone, where rust-toolchain.toml does not reach).
+  RUSTUP_TOOLCHAIN="$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)" \
+    bg "test-lane-$i" bash -c 'for p in "$@"; do read -r dir exe <<<"$p"; (cd "$dir" && "$exe") || exit 1; done' \
+    lane "${lane[@]}"
+done
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --lib --bins "${others[@]}"
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --doc
-for name in "${beside[@]}"; do
-  [[ -n "${bg_pid[test-$name]:-}" ]] || { echo "error: no test program named $name" >&2; exit 1; }
-  bg_wait "test-$name"
+for i in "${!lanes[@]}"; do
+  bg_wait "test-lane-$i"
 done
 
 step "the examples an embedder starts from (host/examples), run"
