@@ -24,7 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 ensure_toolchain
 # (.ci/run says it before its first build.)
-[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 32 min on a 2-core machine"
+[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 20 min on an idle 2-core machine (about 7 min warm)"
 
 # --- background preparation ---------------------------------------------------------------
 logs="$(mktemp -d)"
