@@ -115,6 +115,9 @@ fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no
         Arc::new(cluster.store(Duration::from_secs(10))),
         &runtime,
     );
+    // B reads the empty PLog before A appends: B's opening actualization runs on its driver's
+    // thread, and one that finished after A's first appends would leave B not behind at all.
+    b.wait_ready();
 
     // A alone: a failed command's replay of A's own appends is served from memory.
     a.commit(5);
