@@ -25,18 +25,7 @@ events="${BENCH_EVENTS:-10000}"
 rate="${BENCH_RATE:-4000}"
 
 step "build: the component and the host (release)"
-if [[ -n "${BENCH_COMPONENT:-}" ]]; then
-  SEQUENCER_COMPONENT="$(realpath "$BENCH_COMPONENT")"
-else
-  SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
-fi
-export SEQUENCER_COMPONENT
-if [[ -n "${BENCH_HOST:-}" ]]; then
-  host="$(realpath "$BENCH_HOST")"
-else
-  cargo build --release -p plog-sequencer-host
-  host="$TARGET_DIR/release/sequencer-host"
-fi
+bench_build
 
 work="$(mktemp -d)"
 run_pid=""
@@ -45,7 +34,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 step "the store: 8 partitions x $store_events events of 2 KiB"
 "$host" --quiet --no-progress run --data "$work/data" --events "$store_events" --payload-bytes 2048 >/dev/null

@@ -24,18 +24,7 @@ events="${BENCH_EVENTS:-25000}"
 scrapes="${BENCH_SCRAPES:-200}"
 
 step "build: the component and the host (release)"
-if [[ -n "${BENCH_COMPONENT:-}" ]]; then
-  SEQUENCER_COMPONENT="$(realpath "$BENCH_COMPONENT")"
-else
-  SEQUENCER_COMPONENT="$(bash scripts/build-component.sh)"
-fi
-export SEQUENCER_COMPONENT
-if [[ -n "${BENCH_HOST:-}" ]]; then
-  host="$(realpath "$BENCH_HOST")"
-else
-  cargo build --release -p plog-sequencer-host
-  host="$TARGET_DIR/release/sequencer-host"
-fi
+bench_build
 
 work="$(mktemp -d)"
 run_pid=""
@@ -44,8 +33,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 # one_run MODE N: the main job, with (`on`) or without (`off`) --metrics; appends "MODE events/s
 # p99_ms cpu_s N" to $work/results.

@@ -112,3 +112,24 @@ with_clippy() {
   RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver" \
     CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" "$@"
 }
+
+# bench_build [FEATURE...]: what a benchmark runs. Exports SEQUENCER_COMPONENT ($BENCH_COMPONENT
+# if set, else built by scripts/build-component.sh) and sets `host` to $BENCH_HOST if set, else
+# to the release sequencer-host built with FEATURE... (the default features when none).
+bench_build() {
+  if [[ -n "${BENCH_COMPONENT:-}" ]]; then
+    SEQUENCER_COMPONENT="$(realpath "$BENCH_COMPONENT")"
+  else
+    SEQUENCER_COMPONENT="$(bash "$ROOT/scripts/build-component.sh")"
+  fi
+  export SEQUENCER_COMPONENT
+  if [[ -n "${BENCH_HOST:-}" ]]; then
+    host="$(realpath "$BENCH_HOST")"
+  else
+    (cd "$ROOT" && cargo build --release -p plog-sequencer-host ${1:+--features "$(IFS=,; echo "$*")"})
+    host="$TARGET_DIR/release/sequencer-host"
+  fi
+}
+
+# median: the median of the numbers on stdin, one a line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
