@@ -11,7 +11,7 @@ mod common;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{host, run_host, small_run, text};
@@ -340,34 +340,38 @@ fn a_corrupted_redb_file_fails_check_in_one_line() {
     assert!(!stdout.contains("check passed"), "{stdout}");
 }
 
+/// Corrupts one page of `data`'s database at a time, from the middle of the file, until
+/// redb's read-only open accepts the file and its integrity check is what `check` refuses it
+/// for; returns the database as then written and `check`'s output. Panics if no page does.
+fn corrupt_a_page_past_redbs_open(data: &Path, clean: &[u8]) -> (Vec<u8>, Output) {
+    let db = data.join("store.redb");
+    let pages = clean.len() / 4096;
+    for page in (pages / 4..pages).step_by(7) {
+        let mut bytes = clean.to_vec();
+        for at in (64..4096).step_by(512) {
+            bytes[page * 4096 + at] ^= 0x5a;
+        }
+        std::fs::write(&db, &bytes).expect("write the database");
+        let out = run_host(&["check", "--data", data_arg(data)]);
+        if text(&out).1.contains("redb's integrity check failed") {
+            return (bytes, out);
+        }
+        // A free page, or one redb's read-only open refuses already.
+    }
+    panic!("no corrupted page was caught by redb's integrity check");
+}
+
 #[test]
 fn a_corrupted_page_that_redb_opens_is_caught_by_its_integrity_check() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     assert!(small_run(&data, 500).status.success());
-    let db = data.join("store.redb");
-    let clean = std::fs::read(&db).expect("read the database");
-    let pages = clean.len() / 4096;
-    // One page at a time, from the middle of the file, until redb's read-only open accepts
-    // the file and its integrity check is what refuses it.
-    for page in (pages / 4..pages).step_by(7) {
-        let mut bytes = clean.clone();
-        for at in (64..4096).step_by(512) {
-            bytes[page * 4096 + at] ^= 0x5a;
-        }
-        std::fs::write(&db, &bytes).expect("write the database");
-        let out = run_host(&["check", "--data", data_arg(&data)]);
-        let (stdout, stderr) = text(&out);
-        if out.status.success() {
-            continue; // a free page
-        }
-        assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
-        if stderr.contains("redb's integrity check failed") {
-            assert!(!stdout.contains("check passed"), "{stdout}");
-            return;
-        }
-    }
-    panic!("no corrupted page was caught by redb's integrity check");
+    let clean = std::fs::read(data.join("store.redb")).expect("read the database");
+    let (_, out) = corrupt_a_page_past_redbs_open(&data, &clean);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+    assert!(!stdout.contains("check passed"), "{stdout}");
 }
 
 /// A store whose file redb opens for reading but whose integrity check fails: `run` refuses
@@ -380,46 +384,32 @@ fn inspect_refuses_a_store_that_run_refuses_as_corrupt() {
     assert!(small_run(&data, 500).status.success());
     let db = data.join("store.redb");
     let clean = std::fs::read(&db).expect("read the database");
-    let pages = clean.len() / 4096;
-    for page in (pages / 4..pages).step_by(7) {
-        let mut bytes = clean.clone();
-        for at in (64..4096).step_by(512) {
-            bytes[page * 4096 + at] ^= 0x5a;
-        }
-        std::fs::write(&db, &bytes).expect("write the database");
-        let checked = run_host(&["check", "--data", data_arg(&data)]);
-        let (_, stderr) = text(&checked);
-        if !stderr.contains("redb's integrity check failed") {
-            continue; // a free page, or one redb's read-only open refuses already
-        }
-        let run = common::run_on(&data, &["--partitions", "4", "--events", "1"]);
-        let (stdout, stderr) = text(&run);
-        assert!(!run.status.success(), "run took it:\n{stdout}\n{stderr}");
-        assert!(stderr.contains("corrupt"), "{stderr}");
-        assert_eq!(
-            std::fs::read(&db).expect("read"),
-            bytes,
-            "run wrote nothing"
-        );
+    let (bytes, _) = corrupt_a_page_past_redbs_open(&data, &clean);
+    let run = common::run_on(&data, &["--partitions", "4", "--events", "1"]);
+    let (stdout, stderr) = text(&run);
+    assert!(!run.status.success(), "run took it:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("corrupt"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&db).expect("read"),
+        bytes,
+        "run wrote nothing"
+    );
 
-        let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{stdout}\nstderr:\n{stderr}");
-        assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
-        assert!(stderr.contains("integrity check failed"), "{stderr}");
-        assert!(
-            stderr.contains("`run` refuses this store as corrupt"),
-            "{stderr}"
-        );
-        assert!(stdout.is_empty(), "no tables of a corrupt store:\n{stdout}");
+    let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+    assert!(stderr.contains("integrity check failed"), "{stderr}");
+    assert!(
+        stderr.contains("`run` refuses this store as corrupt"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "no tables of a corrupt store:\n{stdout}");
 
-        // The clean file again: inspect shows it and exits 0.
-        std::fs::write(&db, &clean).expect("write the database");
-        let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{stdout}\n{stderr}");
-        assert!(stdout.contains("partition 0: PLog tail"), "{stdout}");
-        return;
-    }
-    panic!("no corrupted page was caught by redb's integrity check");
+    // The clean file again: inspect shows it and exits 0.
+    std::fs::write(&db, &clean).expect("write the database");
+    let out = run_host(&["inspect", "--data", data_arg(&data), "--partition", "0"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("partition 0: PLog tail"), "{stdout}");
 }

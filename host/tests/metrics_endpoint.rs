@@ -7,20 +7,14 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{component_path, host};
+use common::host;
+use common::metrics_run::MetricsRun;
 
 const PARTITIONS: u32 = 4;
-
-/// A loopback port free now (the host binds it a moment later).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("its address").port()
-}
 
 /// `GET path` on `addr`: the status and the body, or `None` when nothing answers (yet).
 fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
@@ -46,23 +40,10 @@ fn per_partition(text: &str, name: &str) -> BTreeMap<u32, f64> {
         .collect()
 }
 
-/// Kills the run if the test fails before it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// A run on a fresh redb store with `--metrics PORT`, its log in a file of its own.
 struct Run {
-    child: Running,
+    run: MetricsRun,
     addr: SocketAddr,
-    log: PathBuf,
     _tmp: tempfile::TempDir,
 }
 
@@ -70,37 +51,36 @@ impl Run {
     /// `run` over [`PARTITIONS`] partitions, `events` each at `rate` commands a second.
     fn start(events: u64, rate: u64) -> Self {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let log = tmp.path().join("run.log");
-        let child = host()
-            .args(["run", "--data"])
-            .arg(tmp.path().join("data"))
-            .arg("--component")
-            .arg(component_path())
-            .args([
+        let data = tmp.path().join("data");
+        let (partitions, events, rate) =
+            (PARTITIONS.to_string(), events.to_string(), rate.to_string());
+        let run = MetricsRun::start(
+            tmp.path(),
+            "run.log",
+            &[
+                "--data",
+                data.to_str().expect("a UTF-8 path"),
                 "--partitions",
-                &PARTITIONS.to_string(),
+                &partitions,
                 "--workspaces",
                 "50",
-            ])
-            .args(["--events", &events.to_string(), "--rate", &rate.to_string()])
-            .args(["--fail-rate", "0.02"])
-            // A port alone: loopback.
-            .args(["--metrics", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start sequencer-host run");
+                "--events",
+                &events,
+                "--rate",
+                &rate,
+                "--fail-rate",
+                "0.02",
+            ],
+        );
         Self {
-            child: Running(child),
-            addr: ([127, 0, 0, 1], port).into(),
-            log,
+            addr: ([127, 0, 0, 1], run.port).into(),
+            run,
             _tmp: tmp,
         }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.run.log()
     }
 
     /// Waits (at most 60 s) for `/readyz` to answer 200, and returns what it said.
@@ -111,7 +91,7 @@ impl Run {
                 return body;
             }
             assert!(
-                self.child.0.try_wait().expect("poll").is_none(),
+                self.run.child.try_wait().expect("poll").is_none(),
                 "the run ended before it was ready:\n{}",
                 self.log()
             );
@@ -184,7 +164,7 @@ fn a_run_with_metrics_is_ready_and_its_plog_offsets_grow_between_scrapes() {
     // The run ends by itself, and says so; its endpoint goes with it.
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
-        if let Some(status) = r.child.0.try_wait().expect("poll") {
+        if let Some(status) = r.run.child.try_wait().expect("poll") {
             break status;
         }
         assert!(

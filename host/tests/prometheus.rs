@@ -8,32 +8,14 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Stdio};
+use std::net::TcpStream;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::metrics_run::MetricsRun;
 use common::prometheus::Prometheus;
-use common::{component_path, host};
 
 const PARTITIONS: usize = 4;
-
-/// A loopback port free now (the host binds it a moment later).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    l.local_addr().expect("its address").port()
-}
-
-/// Kills the run if the test fails before it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
 
 /// Polls `f` every 200 ms until it answers, for at most `within`.
 fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -60,33 +42,31 @@ fn prometheus_scrapes_a_running_host_and_its_plog_offsets_grow() {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
-    let log = tmp.path().join("run.log");
-    let child = host()
-        .args(["run", "--data"])
-        .arg(tmp.path().join("data"))
-        .arg("--component")
-        .arg(component_path())
-        .args([
+    let data = tmp.path().join("data");
+    let partitions = PARTITIONS.to_string();
+    // 4 x 1,000 commands at 200 a second: about 20 s, several scrapes a second apart.
+    let run = MetricsRun::start(
+        tmp.path(),
+        "run.log",
+        &[
+            "--data",
+            data.to_str().expect("a UTF-8 path"),
             "--partitions",
-            &PARTITIONS.to_string(),
+            &partitions,
             "--workspaces",
             "50",
-        ])
-        // 4 x 1,000 commands at 200 a second: about 20 s, several scrapes a second apart.
-        .args(["--events", "1000", "--rate", "200"])
-        .args(["--metrics", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("start sequencer-host run");
-    let _run = Running(child);
-    let target = format!("127.0.0.1:{port}");
+            "--events",
+            "1000",
+            "--rate",
+            "200",
+        ],
+    );
+    let target = run.target();
     prometheus.scrape(&[&target]);
     let context = || {
         format!(
             "run log:\n{}\nPrometheus log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default(),
+            run.log(),
             prometheus.log()
         )
     };
@@ -175,32 +155,17 @@ fn prometheus_sees_a_killed_host_s_partitions_taken_over_by_its_successor() {
         return;
     };
     let url = cluster.url();
-    let spawn = |name: &str, port: u16| {
-        let log = cluster.dir.path().join(format!("{name}.log"));
-        let child = host()
-            .args(["run", "--store", &url, "--component"])
-            .arg(component_path())
-            .args([
-                "--partitions",
-                "4",
-                "--workspaces",
-                "50",
-                "--events",
-                "3000",
-            ])
-            .args(["--host-name", name, "--lease-ttl-s", "2", "--rate", "300"])
-            .args(["--metrics", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start sequencer-host run --host-name");
-        (Running(child), log)
+    let spawn = |name: &str| {
+        let log = format!("{name}.log");
+        let args = ["--store", &url, "--partitions", "4", "--workspaces", "50"];
+        let args = [&args[..], &["--events", "3000", "--host-name", name]].concat();
+        let args = [&args[..], &["--lease-ttl-s", "2", "--rate", "300"]].concat();
+        MetricsRun::start(cluster.dir.path(), &log, &args)
     };
-    let (pa, pb) = (free_port(), free_port());
-    let (a, b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
-    let (mut host_a, log_a) = spawn("a", pa);
-    let (_host_b, log_b) = spawn("b", pb);
+    let (mut host_a, host_b) = (spawn("a"), spawn("b"));
+    let (a, b) = (host_a.target(), host_b.target());
     prometheus.scrape(&[&a, &b]);
+    let (log_a, log_b) = (host_a.log.clone(), host_b.log.clone());
     let context = || {
         let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
         format!(
@@ -237,8 +202,8 @@ fn prometheus_sees_a_killed_host_s_partitions_taken_over_by_its_successor() {
     };
     let before = takeovers_of_b();
 
-    host_a.0.kill().expect("SIGKILL a");
-    let _ = host_a.0.wait();
+    host_a.child.kill().expect("SIGKILL a");
+    let _ = host_a.child.wait();
     let taken = wait_for(
         Duration::from_secs(30),
         "b's takeovers in Prometheus",

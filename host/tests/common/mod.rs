@@ -6,6 +6,7 @@
 pub mod etcd_cluster;
 #[cfg(feature = "objects")]
 pub mod faulty_objects;
+pub mod metrics_run;
 #[cfg(feature = "s3")]
 pub mod moto;
 pub mod prometheus;
