@@ -27,13 +27,7 @@ rate="${BENCH_RATE:-4000}"
 step "build: the component and the host (release)"
 bench_build
 
-work="$(mktemp -d)"
-run_pid=""
-cleanup() {
-  [[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch
 
 step "the store: 8 partitions x $store_events events of 2 KiB"
 "$host" --quiet --no-progress run --data "$work/data" --events "$store_events" --payload-bytes 2048 >/dev/null

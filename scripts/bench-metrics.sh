@@ -26,13 +26,7 @@ scrapes="${BENCH_SCRAPES:-200}"
 step "build: the component and the host (release)"
 bench_build
 
-work="$(mktemp -d)"
-run_pid=""
-cleanup() {
-  [[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_scratch
 
 # one_run MODE N: the main job, with (`on`) or without (`off`) --metrics; appends "MODE events/s
 # p99_ms cpu_s N" to $work/results.

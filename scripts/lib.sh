@@ -131,5 +131,13 @@ bench_build() {
   fi
 }
 
+# bench_scratch: sets `work` to a new temporary folder and `run_pid` to none; on exit the run a
+# bench started in the background ($run_pid) is killed and the folder removed.
+bench_scratch() {
+  work="$(mktemp -d)"
+  run_pid=""
+  trap '[[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null; rm -rf "$work"' EXIT
+}
+
 # median: the median of the numbers on stdin, one a line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }

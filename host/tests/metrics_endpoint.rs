@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::host;
-use common::metrics_run::MetricsRun;
+use common::metrics_run::{MetricsRun, redb_workload};
 
-const PARTITIONS: u32 = 4;
+const PARTITIONS: usize = 4;
 
 /// `GET path` on `addr`: the status and the body, or `None` when nothing answers (yet).
 fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
@@ -51,27 +51,9 @@ impl Run {
     /// `run` over [`PARTITIONS`] partitions, `events` each at `rate` commands a second.
     fn start(events: u64, rate: u64) -> Self {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let data = tmp.path().join("data");
-        let (partitions, events, rate) =
-            (PARTITIONS.to_string(), events.to_string(), rate.to_string());
-        let run = MetricsRun::start(
-            tmp.path(),
-            "run.log",
-            &[
-                "--data",
-                data.to_str().expect("a UTF-8 path"),
-                "--partitions",
-                &partitions,
-                "--workspaces",
-                "50",
-                "--events",
-                &events,
-                "--rate",
-                &rate,
-                "--fail-rate",
-                "0.02",
-            ],
-        );
+        let mut args = redb_workload(&tmp.path().join("data"), PARTITIONS, events, rate);
+        args.extend(["--fail-rate".to_string(), "0.02".to_string()]);
+        let run = MetricsRun::start(tmp.path(), "run.log", &args);
         Self {
             addr: ([127, 0, 0, 1], run.port).into(),
             run,
@@ -140,7 +122,7 @@ fn a_run_with_metrics_is_ready_and_its_plog_offsets_grow_between_scrapes() {
         per_partition(&first, "sequencer_plog_next_offset"),
         per_partition(&second, "sequencer_plog_next_offset"),
     );
-    assert_eq!(after.len(), PARTITIONS as usize, "{second}");
+    assert_eq!(after.len(), PARTITIONS, "{second}");
     for (p, now) in &after {
         let was = before.get(p).copied().unwrap_or(0.0);
         assert!(
@@ -158,7 +140,7 @@ fn a_run_with_metrics_is_ready_and_its_plog_offsets_grow_between_scrapes() {
     }
     assert_eq!(
         per_partition(&second, "sequencer_actualizations_total").len(),
-        PARTITIONS as usize
+        PARTITIONS
     );
 
     // The run ends by itself, and says so; its endpoint goes with it.

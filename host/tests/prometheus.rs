@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::metrics_run::MetricsRun;
+use common::metrics_run::{MetricsRun, redb_workload};
 use common::prometheus::Prometheus;
 
 const PARTITIONS: usize = 4;
@@ -42,25 +42,9 @@ fn prometheus_scrapes_a_running_host_and_its_plog_offsets_grow() {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");
-    let data = tmp.path().join("data");
-    let partitions = PARTITIONS.to_string();
     // 4 x 1,000 commands at 200 a second: about 20 s, several scrapes a second apart.
-    let run = MetricsRun::start(
-        tmp.path(),
-        "run.log",
-        &[
-            "--data",
-            data.to_str().expect("a UTF-8 path"),
-            "--partitions",
-            &partitions,
-            "--workspaces",
-            "50",
-            "--events",
-            "1000",
-            "--rate",
-            "200",
-        ],
-    );
+    let args = redb_workload(&tmp.path().join("data"), PARTITIONS, 1000, 200);
+    let run = MetricsRun::start(tmp.path(), "run.log", &args);
     let target = run.target();
     prometheus.scrape(&[&target]);
     let context = || {

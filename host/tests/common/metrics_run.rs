@@ -1,6 +1,7 @@
 //! `sequencer-host run --metrics PORT` as the metrics tests start it: a loopback port, the
 //! run's log in a file, the process killed if a test fails before the run ends.
 
+use std::ffi::OsStr;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -11,6 +12,18 @@ use super::{component_path, host};
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     l.local_addr().expect("its address").port()
+}
+
+/// The arguments of a workload of `partitions` x `events` commands over 50 workspaces, at
+/// `rate` commands a second, on a redb store in `data`.
+pub fn redb_workload(data: &Path, partitions: usize, events: u64, rate: u64) -> Vec<String> {
+    let data = data.to_str().expect("a UTF-8 path").to_string();
+    let (p, e, r) = (partitions.to_string(), events.to_string(), rate.to_string());
+    ["--data", &data, "--partitions", &p, "--workspaces", "50"]
+        .into_iter()
+        .chain(["--events", &e, "--rate", &r])
+        .map(str::to_string)
+        .collect()
 }
 
 /// A running `sequencer-host run --metrics`, killed on drop if it has not ended.
@@ -26,7 +39,7 @@ pub struct MetricsRun {
 impl MetricsRun {
     /// Starts `run` with `args` (store, workload), the tests' component, `--metrics` on a free
     /// loopback port and its log in `dir/LOG_NAME`.
-    pub fn start(dir: &Path, log_name: &str, args: &[&str]) -> Self {
+    pub fn start<S: AsRef<OsStr>>(dir: &Path, log_name: &str, args: &[S]) -> Self {
         let port = free_port();
         let log = dir.join(log_name);
         let child = host()
