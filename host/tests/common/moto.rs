@@ -59,12 +59,12 @@ impl Moto {
     /// A PLog at `s3://sequencer/PREFIX` on this server, for `ObjectStorage::open_with`.
     pub fn remote(&self, prefix: &str) -> RemotePlog {
         let location = S3Location::parse(&format!("s3://{BUCKET}/{prefix}")).expect("location");
+        let s3 = s3::connect_with(&location, self.vars()).expect("connect");
         RemotePlog {
             url: location.url(),
-            objects: s3::connect_with(&location, self.vars())
-                .expect("connect")
-                .objects,
+            objects: s3.objects,
             failure: None,
+            retries: Some(s3.retries),
         }
     }
 

@@ -26,6 +26,9 @@ pub struct RemotePlog {
     /// The store's failure once the objects have stayed away too long (see
     /// [`Storage::failure`](crate::Storage::failure)); `None`: never.
     pub failure: Option<RemoteFailure>,
+    /// Requests to the objects sent again after a transport failure, where the client counts
+    /// them.
+    pub retries: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl RemotePlog {
@@ -112,6 +115,7 @@ impl RemotePlog {
             url: location.url(),
             objects: s3.objects,
             failure,
+            retries: Some(s3.retries),
         })
     }
 }

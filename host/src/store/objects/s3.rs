@@ -124,12 +124,15 @@ pub fn connect(location: &S3Location) -> Result<S3Objects, StorageError> {
     connect_with(location, std::env::vars())
 }
 
-/// A connected S3 location: its objects, and how long they have not answered.
+/// A connected S3 location: its objects, how long they have not answered, and how often a
+/// request was sent again.
 pub struct S3Objects {
     /// The objects under the location (every request on the store's runtime, retried).
     pub objects: Arc<dyn ObjectStore>,
     /// Since when requests have failed with none answered in between.
     pub outage: Arc<Outage>,
+    /// Requests sent again after a transport failure (each retry counts once).
+    pub retries: Arc<AtomicU64>,
 }
 
 /// Since when a store's requests have failed on the transport (their retries spent) with no
@@ -241,6 +244,7 @@ fn on_runtime(inner: Arc<dyn ObjectStore>, url: String) -> Result<S3Objects, Sto
         .build()
         .map_err(|e| StorageError(format!("store {url}: cannot start its I/O threads: {e}")))?;
     let outage = Arc::new(Outage::default());
+    let retries = Arc::new(AtomicU64::new(0));
     let objects = Arc::new(OnRuntime {
         inner,
         runtime: Arc::new(runtime),
@@ -248,8 +252,13 @@ fn on_runtime(inner: Arc<dyn ObjectStore>, url: String) -> Result<S3Objects, Sto
         warnings: Arc::new(WarnLimiter::new(Duration::from_secs(5))),
         calls: AtomicU64::new(0),
         outage: outage.clone(),
+        retries: retries.clone(),
     });
-    Ok(S3Objects { objects, outage })
+    Ok(S3Objects {
+        objects,
+        outage,
+        retries,
+    })
 }
 
 /// An object store whose every request runs (and is retried) on a tokio runtime of its own,
@@ -262,6 +271,8 @@ struct OnRuntime {
     /// Requests made, seeding each one's jitter.
     calls: AtomicU64,
     outage: Arc<Outage>,
+    /// Requests sent again ([`S3Objects::retries`]).
+    retries: Arc<AtomicU64>,
 }
 
 impl fmt::Debug for OnRuntime {
@@ -297,12 +308,14 @@ impl OnRuntime {
         let url = self.url.clone();
         let seed = self.calls.fetch_add(1, Ordering::Relaxed) ^ u64::from(std::process::id());
         let outage = self.outage.clone();
+        let retries = self.retries.clone();
         let task = self.runtime.spawn(async move {
             let mut waits = RetryPolicy::S3_REQUEST.waits(seed);
             loop {
                 match call(inner.clone()).await {
                     Err(e) if may_clear(&e) => match waits.next() {
                         Some(wait) => {
+                            retries.fetch_add(1, Ordering::Relaxed);
                             warnings.warn("s3-retry", || {
                                 format!("store {url}: {what} failed, retrying: {e}")
                             });
@@ -505,6 +518,7 @@ impl OnRuntime {
             warnings: self.warnings.clone(),
             calls: AtomicU64::new(self.calls.fetch_add(1 << 32, Ordering::Relaxed)),
             outage: self.outage.clone(),
+            retries: self.retries.clone(),
         })
     }
 }
@@ -513,9 +527,14 @@ impl OnRuntime {
 mod tests {
     use super::*;
 
-    /// An in-memory store whose every put takes 200 ms (awaited, as a network answer is).
+    /// An in-memory store whose every put takes `put_delay` (awaited, as a network answer is)
+    /// and whose first `failing_puts` puts fail as a lost connection does.
     #[derive(Debug, Default)]
-    struct Slow(object_store::memory::InMemory);
+    struct Slow {
+        objects: object_store::memory::InMemory,
+        put_delay: Duration,
+        failing_puts: std::sync::atomic::AtomicU32,
+    }
 
     impl fmt::Display for Slow {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -531,8 +550,17 @@ mod tests {
             payload: PutPayload,
             opts: PutOptions,
         ) -> object_store::Result<PutResult> {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            self.0.put_opts(location, payload, opts).await
+            tokio::time::sleep(self.put_delay).await;
+            let failing =
+                (self.failing_puts)
+                    .try_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            if failing.is_ok() {
+                return Err(object_store::Error::Generic {
+                    store: "Slow",
+                    source: "connection reset".into(),
+                });
+            }
+            self.objects.put_opts(location, payload, opts).await
         }
 
         async fn put_multipart_opts(
@@ -540,7 +568,7 @@ mod tests {
             location: &Path,
             opts: PutMultipartOptions,
         ) -> object_store::Result<Box<dyn MultipartUpload>> {
-            self.0.put_multipart_opts(location, opts).await
+            self.objects.put_multipart_opts(location, opts).await
         }
 
         async fn get_opts(
@@ -548,28 +576,28 @@ mod tests {
             location: &Path,
             options: GetOptions,
         ) -> object_store::Result<GetResult> {
-            self.0.get_opts(location, options).await
+            self.objects.get_opts(location, options).await
         }
 
         fn delete_stream(
             &self,
             locations: BoxStream<'static, object_store::Result<Path>>,
         ) -> BoxStream<'static, object_store::Result<Path>> {
-            self.0.delete_stream(locations)
+            self.objects.delete_stream(locations)
         }
 
         fn list(
             &self,
             prefix: Option<&Path>,
         ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-            self.0.list(prefix)
+            self.objects.list(prefix)
         }
 
         async fn list_with_delimiter(
             &self,
             prefix: Option<&Path>,
         ) -> object_store::Result<ListResult> {
-            self.0.list_with_delimiter(prefix).await
+            self.objects.list_with_delimiter(prefix).await
         }
 
         async fn copy_opts(
@@ -578,13 +606,17 @@ mod tests {
             to: &Path,
             options: CopyOptions,
         ) -> object_store::Result<()> {
-            self.0.copy_opts(from, to, options).await
+            self.objects.copy_opts(from, to, options).await
         }
     }
 
     #[test]
     fn requests_of_many_threads_are_in_flight_together_on_the_stores_runtime() {
-        let s3 = on_runtime(Arc::new(Slow::default()), "s3://test".into()).expect("runtime");
+        let slow = Slow {
+            put_delay: Duration::from_millis(200),
+            ..Slow::default()
+        };
+        let s3 = on_runtime(Arc::new(slow), "s3://test".into()).expect("runtime");
         let objects = s3.objects;
         let started = std::time::Instant::now();
         // Eight callers (the partitions' command processors), each waiting on its put with an
@@ -605,6 +637,27 @@ mod tests {
         // One after the other they would take 1.6 s.
         let took = started.elapsed();
         assert!(took < Duration::from_millis(800), "{took:?}");
+    }
+
+    #[test]
+    fn a_request_sent_again_after_a_lost_connection_is_counted_once_per_retry() {
+        let flaky = Slow {
+            failing_puts: 2.into(),
+            ..Slow::default()
+        };
+        let s3 = on_runtime(Arc::new(flaky), "s3://test".into()).expect("runtime");
+        let put = |name: &str| {
+            futures::executor::block_on(s3.objects.put_opts(
+                &Path::from(name),
+                PutPayload::from_static(b"x"),
+                PutOptions::default(),
+            ))
+        };
+        put("events/00000/1").expect("the third try succeeds");
+        assert_eq!(s3.retries.load(Ordering::Relaxed), 2);
+        put("events/00000/2").expect("no failure left");
+        assert_eq!(s3.retries.load(Ordering::Relaxed), 2, "an answered request");
+        assert!(s3.outage.longer_than(Duration::ZERO).is_none());
     }
 
     #[test]

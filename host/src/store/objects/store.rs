@@ -41,6 +41,8 @@ pub struct Objects<V: ViewFile, A = <V as ViewFile>::Access> {
     /// Where the PLog is when not under `root` (`s3://BUCKET/PREFIX`).
     remote: Option<String>,
     remote_failure: Option<RemoteFailure>,
+    /// Requests to the remote objects sent again ([`RemotePlog::retries`]).
+    remote_retries: Option<Arc<std::sync::atomic::AtomicU64>>,
     plog: ObjectPlog,
     view: V,
     created: bool,
@@ -115,6 +117,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
     ) -> Result<Self, StorageError> {
         let url = remote.as_ref().map(|r| r.url.clone());
         let remote_failure = remote.as_ref().and_then(|r| r.failure.clone());
+        let remote_retries = remote.as_ref().and_then(|r| r.retries.clone());
         let wanted = ObjectFormat::for_writing();
         let local = read_marker(root)?;
         if let Some(m) = &local {
@@ -182,6 +185,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
             root: root.to_path_buf(),
             remote: url,
             remote_failure,
+            remote_retries,
             plog,
             view,
             created,
@@ -261,6 +265,12 @@ impl<V: LiveViewFile> Objects<V, Live> {
     /// The view store (its counters are the flusher's writes).
     pub fn view_store(&self) -> &V {
         &self.view
+    }
+
+    /// Requests to the PLog's remote objects sent again after a transport failure, `None`
+    /// where nothing counts them (a local PLog).
+    pub fn remote_retries(&self) -> Option<u64> {
+        (self.remote_retries.as_ref()).map(|r| r.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// With the PLog on S3, the numbering layout every host of that PLog shares: a `LAYOUT`
@@ -412,6 +422,7 @@ impl<V: ViewFile<Access = ReadOnly>> Objects<V, ReadOnly> {
             root: root.to_path_buf(),
             remote: url,
             remote_failure: None,
+            remote_retries: remote.and_then(|r| r.retries),
             plog,
             view,
             created: false,

@@ -41,7 +41,8 @@ impl Backend for ObjectStorage {
         let view = self.view_store().counts();
         let s = self.plog().stats();
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        StoreStats::of([
+        let retries = self.remote_retries().map(|n| (Counter::Retries, n));
+        let kept = [
             (Counter::ViewWrites, view.writes),
             (Counter::ViewRows, view.values_written),
             (Counter::Commits, view.commits),
@@ -54,7 +55,10 @@ impl Backend for ObjectStorage {
             (Counter::MergedEvents, get(&s.merged_events)),
             (Counter::LeftoversRemoved, get(&s.leftovers_removed)),
             (Counter::Fenced, get(&s.fenced)),
-        ])
+        ]
+        .into_iter()
+        .chain(retries);
+        StoreStats::of(kept)
     }
 
     fn merge_error(&self) -> Option<String> {
