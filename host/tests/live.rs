@@ -413,3 +413,49 @@ fn inspect_refuses_a_store_that_run_refuses_as_corrupt() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("partition 0: PLog tail"), "{stdout}");
 }
+
+/// A reader beside a live store reads each partition from one snapshot, and a new one once its
+/// reads move on to another partition: what it reads of a partition stays still while it reads
+/// it, and what was appended meanwhile is seen when it comes back. So no snapshot is held
+/// longer than one partition's reads (a held snapshot stops redb from reusing the pages the run
+/// frees, and the run's file grows).
+#[test]
+fn a_live_reader_takes_a_snapshot_per_partition_it_reads() {
+    use sequencer::SeqValue;
+    use sequencer_host::store::live::{Connect, connect};
+    use sequencer_host::store::{OpenOptions, StoreReader, open};
+
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = open(
+        &"redb".parse().expect("URL"),
+        &OpenOptions::new().data(tmp.path()),
+    )
+    .expect("open the store");
+    let storage = store.storage();
+    let append = |p: u32, offset: u64| {
+        (storage.append(p, offset, &[SeqValue::new(u64::from(p) * 2 + 1, 1, offset)]))
+            .expect("append");
+    };
+    append(0, 1);
+    append(1, 1);
+    let _server = store.serve_readers().expect("serve").expect("a socket");
+    let Connect::Served(reader) = connect(tmp.path()) else {
+        panic!("the store's socket did not answer");
+    };
+    let end = |p| reader.plog_bounds(p).expect("bounds").map(|(_, last)| last);
+
+    assert_eq!(end(0), Some(1));
+    append(0, 2);
+    assert_eq!(end(0), Some(1), "partition 0 read from one snapshot");
+    assert_eq!(reader.events(0, 1, 10).expect("events").len(), 1);
+    append(1, 2);
+    assert_eq!(end(1), Some(2), "partition 1 read from a new snapshot");
+    append(1, 3);
+    assert_eq!(end(1), Some(2), "and from that one while it is read");
+    assert_eq!(
+        end(0),
+        Some(2),
+        "partition 0 again: a new snapshot sees its append"
+    );
+    assert_eq!(reader.stored_next_offset(0).expect("stored next"), 0);
+}

@@ -11,8 +11,9 @@
 //!   listens but does not answer within [`ANSWER_DEADLINE`] ([`Connect::NoAnswer`]: a
 //!   stopped run).
 //! - Consistency: a session's `Hello` takes a snapshot (a redb read transaction) and every
-//!   read of the session comes from it, so a check compares the PLog and the view of one
-//!   committed state, whatever the run appends meanwhile. A `Hold` holds the run's commits
+//!   read of the session comes from it; the client opens a new session per partition it
+//!   reads, so a check compares each partition's PLog and view of one committed state,
+//!   whatever the run appends meanwhile, and no snapshot outlives one partition's reads. A `Hold` holds the run's commits
 //!   (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity check.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
 //!
