@@ -170,6 +170,8 @@ impl LiveClient {
         }
         if let Some(p) = partition {
             if guard.partition.is_some_and(|q| q != p) {
+                // The session ends first (and the run drops its snapshot), then the next opens.
+                guard.stream = None;
                 guard.stream = Some(self.next_session()?);
             }
             guard.partition = Some(p);
