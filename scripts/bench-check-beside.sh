@@ -35,7 +35,8 @@ echo "store.redb: $(stat -c %s "$work/data/store.redb") bytes" >&2
 
 # one_run MODE N: a paced run on the store, alone or with check looping beside it.
 one_run() {
-  local mode="$1" n="$2" started=0 checks=0
+  local mode="$1" n="$2" started=0 checks=0 size_before
+  size_before="$(stat -c %s "$work/data/store.redb")"
   "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
     --payload-bytes 2048 >"$work/run.out" 2>&1 &
   run_pid=$!
@@ -62,8 +63,9 @@ one_run() {
   p99="$(sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' <<<"$line")"
   max="$(sed -n 's/.*max \([0-9.]*\) ms.*/\1/p' <<<"$line")"
   echo "$mode $p50 $p99 $max $checks" >>"$work/results"
-  printf '  round %d, %-6s ack p50 %6s ms  p99 %8s ms  max %8s ms  (checks: %d started, %d passed)\n' \
-    "$n" "$mode" "$p50" "$p99" "$max" "$started" "$checks" >&2
+  printf '  round %d, %-6s ack p50 %6s ms  p99 %8s ms  max %8s ms  (checks: %d started, %d passed; store.redb %+d MB)\n' \
+    "$n" "$mode" "$p50" "$p99" "$max" "$started" "$checks" \
+    $((($(stat -c %s "$work/data/store.redb") - size_before) / 1000000)) >&2
 }
 
 step "paced runs ($rate commands/s, 8 x $events events), alone and with check looping beside: $runs rounds"
