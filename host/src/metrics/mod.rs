@@ -340,11 +340,30 @@ mod tests {
         }
     }
 
+    impl Fixed {
+        fn set(&self, state: PartitionState) {
+            *self.0.lock().unwrap() = state;
+        }
+    }
+
     fn opened(m: &Metrics, p: PartitionId) -> (Arc<PartitionMetrics>, Arc<Fixed>) {
         let probe = Arc::new(Fixed(Mutex::new(PartitionState::Actualizing)));
         let pm = m.partition(p);
         let weak: std::sync::Weak<dyn PartitionProbe> = Arc::downgrade(&probe) as _;
         pm.opened(weak);
+        (pm, probe)
+    }
+
+    /// The partition of `p` and `s` recovered: its sequencer ready, its actualization done.
+    fn recovered(p: &PartitionMetrics, s: &Fixed) {
+        s.set(PartitionState::Ready);
+        p.actualizing(false, true);
+    }
+
+    /// Partition `p` of `m`, opened and recovered.
+    fn ready(m: &Metrics, p: PartitionId) -> (Arc<PartitionMetrics>, Arc<Fixed>) {
+        let (pm, probe) = opened(m, p);
+        recovered(&pm, &probe);
         (pm, probe)
     }
 
@@ -355,14 +374,12 @@ mod tests {
         let (p0, s0) = opened(&m, 0);
         let (p1, s1) = opened(&m, 1);
         assert_eq!(m.readiness().not_ready.len(), 2, "{}", m.readiness());
-        *s0.0.lock().unwrap() = PartitionState::Ready;
-        p0.actualizing(false, true);
+        recovered(&p0, &s0);
         assert_eq!(m.readiness().not_ready, [(1, PartitionState::Actualizing)]);
-        *s1.0.lock().unwrap() = PartitionState::Ready;
-        p1.actualizing(false, true);
+        recovered(&p1, &s1);
         assert!(m.readiness().is_ready());
         // A failed command's actualization, and a "not now", pass.
-        *s1.0.lock().unwrap() = PartitionState::Actualizing;
+        s1.set(PartitionState::Actualizing);
         p1.started(0, Some(true));
         assert!(m.readiness().is_ready());
         assert_eq!(p1.state(), PartitionState::Actualizing);
@@ -382,9 +399,7 @@ mod tests {
     #[test]
     fn a_scrape_shows_every_family_and_ends_in_eof() {
         let m = Metrics::new();
-        let (p, s) = opened(&m, 3);
-        *s.0.lock().unwrap() = PartitionState::Ready;
-        p.actualizing(false, true);
+        let (p, _s) = ready(&m, 3);
         p.started(5, None);
         p.started(0, Some(true));
         let text = m.encode();
@@ -408,9 +423,7 @@ mod tests {
     #[test]
     fn the_text_is_openmetrics_every_sample_under_its_described_family() {
         let m = Metrics::new();
-        let (p, s) = opened(&m, 1);
-        *s.0.lock().unwrap() = PartitionState::Ready;
-        p.actualizing(false, true);
+        let (p, _s) = ready(&m, 1);
         p.started(2, None);
         m.transfer(true, Duration::from_millis(30));
         m.watch_lease(|| Some(Duration::from_secs(4)));

@@ -22,6 +22,8 @@ pub(crate) mod composed;
 pub(crate) mod forward;
 #[cfg(any(feature = "redb", feature = "objects"))]
 pub(crate) mod fs;
+#[cfg(any(feature = "etcd", feature = "s3"))]
+pub(crate) mod io_runtime;
 pub mod layout;
 pub mod live;
 pub(crate) mod open;

@@ -12,17 +12,14 @@ use crate::store::etcd::pack_shape::PackShape;
 use crate::store::etcd::quorum::Quorum;
 use crate::store::etcd::request::one_line;
 use crate::store::etcd::stats::EtcdStats;
+use crate::store::io_runtime::io_runtime;
 use crate::store::storage::{DamageLatch, StorageError};
 
 impl EtcdStorage {
     /// Connects to the cluster (lazily: members may come up later; requests retry).
     pub fn connect(config: EtcdConfig) -> Result<Self, StorageError> {
         let label = format!("etcd {}", config.endpoints.join(","));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("etcd-client")
-            .enable_all()
-            .build()
+        let runtime = io_runtime("etcd-client")
             .map_err(|e| StorageError(format!("{label}: cannot start the client runtime: {e}")))?;
         let options = ConnectOptions::new()
             .with_timeout(config.request_timeout)

@@ -34,17 +34,19 @@ impl Metered {
         storage_error(&self.metrics, op);
     }
 
-    /// An append of `n` events ending before `next`, answered `r` after `began`: counted.
+    /// `append`, an append of `n` events ending before `next`: timed, and counted by its
+    /// answer.
     fn appended(
         &self,
         p: PartitionId,
         n: usize,
         next: PLogOffset,
-        began: Instant,
-        r: &Result<(), AppendError>,
-    ) {
+        append: impl FnOnce() -> Result<(), AppendError>,
+    ) -> Result<(), AppendError> {
+        let began = Instant::now();
+        let r = append();
         let m = self.metrics.partition(p);
-        match r {
+        match &r {
             Ok(()) => {
                 (self.metrics.families().append_seconds).observe(began.elapsed().as_secs_f64());
                 m.appends.inc();
@@ -60,15 +62,22 @@ impl Metered {
             }
             Err(AppendError::Storage(_)) => self.failed("append"),
         }
+        r
     }
 
-    /// A read of numbers answered `r` after `began`: timed, or counted as failed.
-    fn numbers_read<T>(&self, began: Instant, r: &Result<T, StorageError>) {
-        match r {
+    /// `read`, a read of numbers: timed, or counted as failed.
+    fn numbers_read(
+        &self,
+        read: impl FnOnce() -> Result<Vec<Number>, StorageError>,
+    ) -> Result<Vec<Number>, StorageError> {
+        let began = Instant::now();
+        let r = read();
+        match &r {
             Ok(_) => (self.metrics.families().numbers_read_seconds)
                 .observe(began.elapsed().as_secs_f64()),
             Err(_) => self.failed("read_numbers"),
         }
+        r
     }
 }
 
@@ -87,10 +96,7 @@ impl Storage for Metered {
         ws: WsId,
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        let began = Instant::now();
-        let r = self.inner.read_numbers(partition, ws, seqs);
-        self.numbers_read(began, &r);
-        r
+        self.numbers_read(|| self.inner.read_numbers(partition, ws, seqs))
     }
 
     fn read_numbers_many(
@@ -99,10 +105,7 @@ impl Storage for Metered {
         ws: &[WsId],
         seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
-        let began = Instant::now();
-        let r = self.inner.read_numbers_many(partition, ws, seqs);
-        self.numbers_read(began, &r);
-        r
+        self.numbers_read(|| self.inner.read_numbers_many(partition, ws, seqs))
     }
 
     fn read_next_offset(
@@ -111,14 +114,11 @@ impl Storage for Metered {
     ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
         let metrics = self.metrics.clone();
         (self.inner.read_next_offset(partition))
-            .map(move |r| {
-                match &r {
-                    Ok(o) => {
-                        metrics.partition(partition).view_next.set(*o as i64);
-                    }
-                    Err(_) => storage_error(&metrics, "read_next_offset"),
+            .inspect(move |r| match r {
+                Ok(o) => {
+                    metrics.partition(partition).view_next.set(*o as i64);
                 }
-                r
+                Err(_) => storage_error(&metrics, "read_next_offset"),
             })
             .boxed()
     }
@@ -133,19 +133,15 @@ impl Storage for Metered {
         let rows = values.len() as u64;
         let began = Instant::now();
         (self.inner.write(partition, values, next_offset))
-            .map(move |r| {
-                match &r {
-                    Ok(()) => {
-                        (metrics.families().view_write_seconds)
-                            .observe(began.elapsed().as_secs_f64());
-                        let m = metrics.partition(partition);
-                        m.flushes.inc();
-                        m.view_rows.inc_by(rows);
-                        m.view_next.set(next_offset as i64);
-                    }
-                    Err(_) => storage_error(&metrics, "view_write"),
+            .inspect(move |r| match r {
+                Ok(()) => {
+                    (metrics.families().view_write_seconds).observe(began.elapsed().as_secs_f64());
+                    let m = metrics.partition(partition);
+                    m.flushes.inc();
+                    m.view_rows.inc_by(rows);
+                    m.view_next.set(next_offset as i64);
                 }
-                r
+                Err(_) => storage_error(&metrics, "view_write"),
             })
             .boxed()
     }
@@ -158,15 +154,12 @@ impl Storage for Metered {
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let metrics = self.metrics.clone();
         (self.inner.read_plog(partition, from, max_events))
-            .map(move |r| {
-                match &r {
-                    Ok(page) if page.end => {
-                        metrics.partition(partition).plog_next.set(page.next as i64);
-                    }
-                    Ok(_) => {}
-                    Err(_) => storage_error(&metrics, "read_plog"),
+            .inspect(move |r| match r {
+                Ok(page) if page.end => {
+                    metrics.partition(partition).plog_next.set(page.next as i64);
                 }
-                r
+                Ok(_) => {}
+                Err(_) => storage_error(&metrics, "read_plog"),
             })
             .boxed()
     }
@@ -178,17 +171,15 @@ impl Storage for Metered {
         values: &[SeqValue],
         payload: &[u8],
     ) -> Result<(), AppendError> {
-        let began = Instant::now();
-        let r = self.inner.append_event(partition, offset, values, payload);
-        self.appended(partition, 1, offset + 1, began, &r);
-        r
+        self.appended(partition, 1, offset + 1, || {
+            self.inner.append_event(partition, offset, values, payload)
+        })
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        let began = Instant::now();
-        let r = self.inner.append_events(partition, batch);
-        self.appended(partition, batch.len(), batch.next(), began, &r);
-        r
+        self.appended(partition, batch.len(), batch.next(), || {
+            self.inner.append_events(partition, batch)
+        })
     }
 
     forward_storage!(inner: append_limits, view_write_interval, failure, damaged);

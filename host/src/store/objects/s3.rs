@@ -31,6 +31,7 @@ use object_store::{
     PutResult, RetryConfig,
 };
 
+use crate::store::io_runtime::io_runtime;
 use crate::store::retry::{RetryPolicy, WarnLimiter};
 use crate::store::storage::StorageError;
 
@@ -234,14 +235,8 @@ pub fn connect_with(
 
 /// `inner` with every request run on a runtime of its own (see [`OnRuntime`]).
 fn on_runtime(inner: Arc<dyn ObjectStore>, url: String) -> Result<S3Objects, StorageError> {
-    // Each request is a task of its own: callers on many threads (one per partition, the
-    // merger, the reads) have their requests in flight together, two worker threads
-    // driving them all.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("s3-io")
-        .enable_all()
-        .build()
+    // Each request is a task of its own on the runtime.
+    let runtime = io_runtime("s3-io")
         .map_err(|e| StorageError(format!("store {url}: cannot start its I/O threads: {e}")))?;
     let outage = Arc::new(Outage::default());
     let retries = Arc::new(AtomicU64::new(0));
