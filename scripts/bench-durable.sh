@@ -40,12 +40,16 @@ stores="${BENCH_STORES:-redb etcd}"
 modes="${BENCH_MODES:-one batched}"
 events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
 
-# The host's features: etcd (which needs protoc) and s3 only for the stores measured.
+# The host's features: etcd (which needs protoc) and s3 only for the stores measured. The
+# store-alone bench is built with the same ones: cargo builds a package's binaries beside its
+# benches, into the same release folder, so a bench built with fewer features would replace the
+# host measured here with one that lacks them (an `s3` run after an `etcd-alone` one failed so).
 features=()
 etcd=""
 [[ " $stores " =~ \ etcd(-tail-off|-alone)?\  ]] && etcd=1
 [[ -n "$etcd" ]] && features+=(etcd)
 [[ " $stores " == *" s3 "* ]] && features+=(s3)
+host_features="$(IFS=,; echo "${features[*]}")"
 step "build: the component, the host (release, features: ${features[*]:-default}), their servers"
 if [[ -n "$etcd" ]]; then
   PROTOC="$(bash scripts/protoc.sh)"
@@ -60,11 +64,11 @@ export SEQUENCER_COMPONENT
 if [[ -n "${BENCH_HOST:-}" ]]; then
   host="$(realpath "$BENCH_HOST")"
 else
-  cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
+  cargo build --release -p plog-sequencer-host --features "$host_features"
   host="$TARGET_DIR/release/sequencer-host"
 fi
 if [[ " $stores " == *" etcd-alone "* ]]; then
-  cargo bench --no-run -p plog-sequencer-host --features etcd --bench store_alone
+  cargo bench --no-run -p plog-sequencer-host --features "$host_features" --bench store_alone
 fi
 [[ -n "$etcd" ]] && bash scripts/etcd-ensure.sh
 [[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null
@@ -122,7 +126,7 @@ run() {
       "$work/etcd-batched-$round" 2>/dev/null || true; } | awk '{ printf "%d", $1 + 0.5 }')"
     STORE_ALONE_URL="${target[1]}" STORE_ALONE_EVENTS="$n" \
       STORE_ALONE_EVENTS_PER_APPEND="${per_append:-90}" \
-      cargo bench -q -p plog-sequencer-host --features etcd --bench store_alone >>"$out"
+      cargo bench -q -p plog-sequencer-host --features "$host_features" --bench store_alone >>"$out"
   else
     "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
   fi
