@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# An S3-compatible test server (moto, installed by scripts/s3-ensure.sh) on a free 127.0.0.1
-# port, with one bucket, for the S3 tests and benchmark.
+# A mock S3-compatible server (moto, installed by scripts/s3-ensure.sh) on a free 127.0.0.1
+# port, with one bucket, for bench-durable.sh's `s3` store (the tests run on a real server:
+# scripts/seaweedfs-server.sh).
 #
 #   s3-server.sh start DIR          start moto_server, wait (bounded) until it answers, create
 #                                   the bucket `sequencer`; prints the endpoint
