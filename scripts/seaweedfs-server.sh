@@ -54,8 +54,11 @@ start() {
   ((${#ports[@]} == 10)) || die "no free loopback ports"
   echo "${ports[6]}" >"$dir/port"
   # setsid: the server outlives this script and is not hit by signals sent to its caller's
-  # group. The key and the bucket are made at start from the environment and -bucket.
-  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test setsid "$weed" -logdir="$dir" \
+  # group. The key and the bucket are made at start from the environment and -bucket. A
+  # bucket's first write grows one volume per data folder (mini grows one in all), so that
+  # its objects are spread over every folder from the start.
+  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test WEED_MASTER_VOLUME_GROWTH_COPY_1="$drives" \
+    setsid "$weed" -logdir="$dir" \
     mini -dir="$dirs" -ip=127.0.0.1 -ip.bind=127.0.0.1 -bucket="$BUCKET" \
     -master.port="${ports[0]}" -master.port.grpc="${ports[1]}" -master.telemetry=false \
     -volume.port="${ports[2]}" -volume.port.grpc="${ports[3]}" \
