@@ -119,7 +119,7 @@ run() {
       ;;
     s3)
       [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 5000)"
-      s3dir="$work/s3-$mode-$round"
+      s3dir="$work/s3-server-$mode-$round"
       endpoint="$(bash "$s3_server" start "$s3dir")"
       target=(--store objects:s3://sequencer/bench --data "$work/data-$store-$mode-$round")
       ;;
