@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job's durable path, side by side: `sequencer-host run` on the embedded redb store, on
 # a 3-member etcd cluster, and (BENCH_STORES) on the object store's PLog in a local directory
-# (`objects`) or on S3 (`s3`: moto, scripts/s3-server.sh, one fresh server per run), one event per durable write (--batch-size 1) and batched (the
+# (`objects`) or on S3 (`s3`: moto, scripts/s3-server.sh, or with BENCH_S3_SERVER=seaweedfs the
+# real server of the tests, scripts/seaweedfs-server.sh; one fresh server per run), one event per durable write (--batch-size 1) and batched (the
 # default), interleaved (redb 1, redb batched, etcd 1, etcd batched, then again) so that what
 # the machine does meanwhile falls on both alike. Each run starts from an empty store: a fresh
 # data directory, a fresh cluster (scripts/etcd-cluster.sh, stopped on exit). Prints one row per
@@ -20,14 +21,15 @@
 # actualizations read from the cluster, and "etcd-alone": the etcd store alone with the main
 # job's transaction shape, no component, batched only, its packs as large as the etcd batched
 # run of the same round appended, `host/benches/store_alone.rs`),
-# BENCH_MODES ("one batched"), BENCH_BATCH (the batched runs' --batch-size; unset: the main
+# BENCH_MODES ("one batched"), BENCH_S3_SERVER (the `s3` store's server: moto, the default, or
+# seaweedfs), BENCH_BATCH (the batched runs' --batch-size; unset: the main
 # job's default), BENCH_HOST (a sequencer-host binary to measure instead of building one: to
 # compare two builds, run the script once with each, alternated) and BENCH_COMPONENT (the
 # component it loads, instead of building one).
 # Events per partition at scale 1: redb 2,500 one by one and 25,000 batched; etcd 500 one by
 # one and 5,000 batched (about 2 to 10 s per run here); objects 500 and 25,000; s3 100 and 5,000.
 # Builds the component and the host (release, with the features the stores need: etcd brings
-# protoc and etcd into the project's tool cache, s3 brings moto).
+# protoc and etcd into the project's tool cache, s3 brings moto or SeaweedFS).
 # Results: docs/BENCHMARKS.md.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -40,12 +42,16 @@ stores="${BENCH_STORES:-redb etcd}"
 modes="${BENCH_MODES:-one batched}"
 events() { awk -v n="$1" -v s="$scale" 'BEGIN { e = int(n * s); print (e < 1 ? 1 : e) }'; }
 
-# The host's features: etcd (which needs protoc) and s3 only for the stores measured.
+# The host's features: etcd (which needs protoc) and s3 only for the stores measured. The
+# store-alone bench is built with the same ones: cargo builds a package's binaries beside its
+# benches, into the same release folder, so a bench built with fewer features would replace the
+# host measured here with one that lacks them (an `s3` run after an `etcd-alone` one failed so).
 features=()
 etcd=""
 [[ " $stores " =~ \ etcd(-tail-off|-alone)?\  ]] && etcd=1
 [[ -n "$etcd" ]] && features+=(etcd)
 [[ " $stores " == *" s3 "* ]] && features+=(s3)
+host_features="$(IFS=,; echo "${features[*]}")"
 step "build: the component, the host (release, features: ${features[*]:-default}), their servers"
 if [[ -n "$etcd" ]]; then
   PROTOC="$(bash scripts/protoc.sh)"
@@ -60,21 +66,27 @@ export SEQUENCER_COMPONENT
 if [[ -n "${BENCH_HOST:-}" ]]; then
   host="$(realpath "$BENCH_HOST")"
 else
-  cargo build --release -p plog-sequencer-host --features "$(IFS=,; echo "${features[*]}")"
+  cargo build --release -p plog-sequencer-host --features "$host_features"
   host="$TARGET_DIR/release/sequencer-host"
 fi
 if [[ " $stores " == *" etcd-alone "* ]]; then
-  cargo bench --no-run -p plog-sequencer-host --features etcd --bench store_alone
+  cargo bench --no-run -p plog-sequencer-host --features "$host_features" --bench store_alone
 fi
 [[ -n "$etcd" ]] && bash scripts/etcd-ensure.sh
-[[ " $stores " == *" s3 "* ]] && bash scripts/s3-ensure.sh >/dev/null
+# The S3 server's scripts: moto's (the figures in BENCHMARKS so far) or SeaweedFS's.
+case "${BENCH_S3_SERVER:-moto}" in
+  moto) s3_ensure=scripts/s3-ensure.sh s3_server=scripts/s3-server.sh ;;
+  seaweedfs) s3_ensure=scripts/seaweedfs-ensure.sh s3_server=scripts/seaweedfs-server.sh ;;
+  *) echo "error: BENCH_S3_SERVER is moto or seaweedfs, not $BENCH_S3_SERVER" >&2; exit 1 ;;
+esac
+[[ " $stores " == *" s3 "* ]] && bash "$s3_ensure" >/dev/null
 
 work="$(mktemp -d)"
 cluster=""
 s3dir=""
 cleanup() {
   [[ -n "$cluster" ]] && bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null 2>&1 || true
-  [[ -n "$s3dir" ]] && bash scripts/s3-server.sh stop "$s3dir" >/dev/null 2>&1 || true
+  [[ -n "$s3dir" ]] && bash "$s3_server" stop "$s3dir" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -107,8 +119,8 @@ run() {
       ;;
     s3)
       [[ "$mode" == one ]] && n="$(events 100)" || n="$(events 5000)"
-      s3dir="$work/moto-$mode-$round"
-      endpoint="$(bash scripts/s3-server.sh start "$s3dir")"
+      s3dir="$work/s3-server-$mode-$round"
+      endpoint="$(bash "$s3_server" start "$s3dir")"
       target=(--store objects:s3://sequencer/bench --data "$work/data-$store-$mode-$round")
       ;;
   esac
@@ -122,7 +134,7 @@ run() {
       "$work/etcd-batched-$round" 2>/dev/null || true; } | awk '{ printf "%d", $1 + 0.5 }')"
     STORE_ALONE_URL="${target[1]}" STORE_ALONE_EVENTS="$n" \
       STORE_ALONE_EVENTS_PER_APPEND="${per_append:-90}" \
-      cargo bench -q -p plog-sequencer-host --features etcd --bench store_alone >>"$out"
+      cargo bench -q -p plog-sequencer-host --features "$host_features" --bench store_alone >>"$out"
   else
     "$host" --quiet --no-progress run "${target[@]}" --events "$n" "${batch[@]}" "$@" >>"$out"
   fi
@@ -132,7 +144,7 @@ run() {
     cluster=""
   fi
   if [[ "$store" == s3 ]]; then
-    bash scripts/s3-server.sh stop "$s3dir" >/dev/null
+    bash "$s3_server" stop "$s3dir" >/dev/null
     s3dir=""
   fi
   printf '%-13s %-8s round %d: %s events/s\n' "$store" "$mode" "$round" \

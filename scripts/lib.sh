@@ -141,3 +141,75 @@ bench_scratch() {
 
 # median: the median of the numbers on stdin, one a line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# The test servers' scripts (s3-server.sh, seaweedfs-server.sh, prometheus-server.sh) start one
+# server per DIR on loopback ports and stop exactly it; what they share:
+
+# port_free PORT: whether nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pick_ports N: N distinct free ports in 20000..32699, below Linux's ephemeral range (see
+# etcd-cluster.sh), one a line; fails after 50 tries for one.
+pick_ports() {
+  local n=$1 picked=() tries p
+  while ((${#picked[@]} < n)); do
+    tries=0
+    while :; do
+      ((tries++ < 50)) || { echo "error: no free loopback port found" >&2; return 1; }
+      p=$((20000 + (RANDOM * 32768 + RANDOM) % 12700))
+      [[ " ${picked[*]} " == *" $p "* ]] && continue
+      port_free "$p" && break
+    done
+    picked+=("$p")
+  done
+  printf '%s\n' "${picked[@]}"
+}
+
+# server_pid DIR MATCH: the pid DIR/pid names if that process is alive and its command line
+# holds MATCH (so a pid reused by another process is never taken for the server); empty
+# otherwise.
+server_pid() {
+  local dir=$1 match=$2 pid
+  [[ -f "$dir/pid" ]] || return 0
+  pid=$(<"$dir/pid")
+  [[ -r "/proc/$pid/cmdline" ]] || return 0
+  if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$match"; then
+    echo "$pid"
+  fi
+}
+
+# stop_server DIR MATCH: stops the server `server_pid DIR MATCH` names, if any: SIGTERM, then
+# SIGKILL if it is still there 5 s later.
+stop_server() {
+  local dir=$1 match=$2 pid i
+  pid="$(server_pid "$dir" "$match")"
+  [[ -n "$pid" ]] || return 0
+  kill "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    [[ -n "$(server_pid "$dir" "$match")" ]] || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+# wait_ready NAME DIR MATCH TIMEOUT_S COMMAND...: runs COMMAND until it succeeds (every 0.2 s);
+# fails, naming NAME and showing DIR/log, if the server exits or TIMEOUT_S pass first (then it
+# stops the server).
+wait_ready() {
+  local name=$1 dir=$2 match=$3 timeout=$4 deadline
+  shift 4
+  deadline=$((SECONDS + timeout))
+  until "$@"; do
+    if [[ -z "$(server_pid "$dir" "$match")" ]]; then
+      echo "error: $name exited; its log ($dir/log):" >&2
+      tail -20 "$dir/log" >&2
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      stop_server "$dir" "$match"
+      echo "error: $name did not answer within $timeout s (log: $dir/log)" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}

@@ -16,36 +16,16 @@ READY_TIMEOUT_S="${PROMETHEUS_READY_TIMEOUT_S:-30}"
 
 die() { echo "prometheus-server: error: $*" >&2; exit 1; }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-pick_port() {
-  # A free port in 20000..32699, below Linux's ephemeral range (see etcd-cluster.sh).
-  local tries=0 p
-  while (( tries++ < 50 )); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12700 ))
-    port_free "$p" && { echo "$p"; return 0; }
-  done
-  die "no free loopback port found"
-}
-
-server_pid() {
-  # The server's pid if it is alive and is this DIR's; empty otherwise.
-  local dir=$1 pid
-  [[ -f "$dir/pid" ]] || return 0
-  pid=$(<"$dir/pid")
-  [[ -r "/proc/$pid/cmdline" ]] || return 0
-  if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--config.file=$dir/prometheus.yml"; then
-    echo "$pid"
-  fi
-}
+# What the server's command line holds: this DIR's config (server_pid, stop_server in lib.sh).
+match() { echo "--config.file=$1/prometheus.yml"; }
 
 start() {
-  local dir=$1 prometheus port url deadline
+  local dir=$1 prometheus port url
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
-  [[ -z "$(server_pid "$dir")" ]] || die "a server of $dir is already running"
+  [[ -z "$(server_pid "$dir" "$(match "$dir")")" ]] || die "a server of $dir is already running"
   prometheus="$(bash "$here/prometheus-ensure.sh")"
-  port="$(pick_port)"
+  port="$(pick_ports 1)"
   echo "$port" >"$dir/port"
   [[ -e "$dir/targets.json" ]] || echo '[]' >"$dir/targets.json"
   cat >"$dir/prometheus.yml" <<YAML
@@ -64,27 +44,13 @@ YAML
     --web.listen-address="127.0.0.1:$port" --log.level=warn </dev/null >>"$dir/log" 2>&1 &
   echo $! >"$dir/pid"
   url="http://127.0.0.1:$port"
-  deadline=$(( SECONDS + READY_TIMEOUT_S ))
-  until curl -sf -o /dev/null "$url/-/ready"; do
-    [[ -n "$(server_pid "$dir")" ]] || die "prometheus exited; its log ($dir/log):$(printf '\n'; tail -20 "$dir/log")"
-    (( SECONDS < deadline )) || { stop "$dir"; die "prometheus was not ready within ${READY_TIMEOUT_S} s (log: $dir/log)"; }
-    sleep 0.2
-  done
+  wait_ready prometheus "$dir" "$(match "$dir")" "$READY_TIMEOUT_S" curl -sf -o /dev/null "$url/-/ready" ||
+    die "prometheus did not start"
   echo "$url" >"$dir/url"
   echo "$url"
 }
 
-stop() {
-  local dir=$1 pid i
-  pid="$(server_pid "$dir")"
-  [[ -n "$pid" ]] || return 0
-  kill "$pid" 2>/dev/null || true
-  for (( i = 0; i < 50; i++ )); do
-    [[ -n "$(server_pid "$dir")" ]] || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
-}
+stop() { stop_server "$1" "$(match "$1")"; }
 
 case "${1:-}" in
   start) [[ $# -eq 2 ]] || die "usage: prometheus-server.sh start DIR"; start "$2" ;;

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Ensures moto's S3 server (PyPI's moto[server], pinned below) for the S3 tests and benchmark:
+# Ensures moto's mock S3 server (PyPI's moto[server], pinned below) for bench-durable.sh's `s3`
+# store (the tests run on a real server, SeaweedFS: scripts/seaweedfs-ensure.sh):
 # a Python venv in the project's tool cache ($TOOLS/moto), nothing installed system-wide.
 # Prints the venv's python (run the server as `PYTHON -m moto.server`). Idempotent and instant
 # when the pinned version is there; says what it installs otherwise.
 #
-# Why moto: it answers `If-None-Match: *` (a create only if absent) with 412, which the object
-# PLog's fence needs; its check-then-write is not atomic under heavy interleaving, so the
-# fence's atomicity is proved on the local file system and in the simulator, and moto serves
-# the protocol and crash tests.
+# moto answers `If-None-Match: *` (a create only if absent) with 412, which the object PLog's
+# fence needs; its check-then-write is not atomic under heavy interleaving.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# An S3-compatible test server (moto, installed by scripts/s3-ensure.sh) on a free 127.0.0.1
-# port, with one bucket, for the S3 tests and benchmark.
+# A mock S3-compatible server (moto, installed by scripts/s3-ensure.sh) on a free 127.0.0.1
+# port, with one bucket, for bench-durable.sh's `s3` store (the tests run on a real server:
+# scripts/seaweedfs-server.sh).
 #
 #   s3-server.sh start DIR          start moto_server, wait (bounded) until it answers, create
 #                                   the bucket `sequencer`; prints the endpoint
@@ -21,43 +22,30 @@ READY_TIMEOUT_S="${S3_READY_TIMEOUT_S:-30}"
 
 die() { echo "s3-server: error: $*" >&2; exit 1; }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-pick_port() {
-  # A free port in 20000..32699, below Linux's ephemeral range (see etcd-cluster.sh).
-  local tries=0 p
-  while (( tries++ < 50 )); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12700 ))
-    port_free "$p" && { echo "$p"; return 0; }
-  done
-  die "no free loopback port found"
-}
-
-server_pid() {
-  # The server's pid if it is alive and is this DIR's; empty otherwise.
-  local dir=$1 pid
-  [[ -f "$dir/pid" ]] || return 0
-  pid=$(<"$dir/pid")
-  [[ -r "/proc/$pid/cmdline" ]] || return 0
-  if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "moto.server -H 127.0.0.1 -p $(<"$dir/port")"; then
-    echo "$pid"
-  fi
-}
+# What the server's command line holds: this DIR's port (server_pid, stop_server in lib.sh).
+match() { echo "moto.server -H 127.0.0.1 -p $(<"$1/port")"; }
 
 start() {
-  local dir=$1 python port endpoint deadline
+  local dir=$1 python port endpoint
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
-  [[ -z "$(server_pid "$dir")" ]] || die "a server of $dir is already running"
+  [[ ! -f "$dir/port" || -z "$(server_pid "$dir" "$(match "$dir")")" ]] || die "a server of $dir is already running"
   python="$(bash "$here/s3-ensure.sh")"
-  port="$(pick_port)"
+  port="$(pick_ports 1)"
   echo "$port" >"$dir/port"
   # setsid: the server outlives this script and is not hit by signals sent to its caller's group.
   setsid "$python" -m moto.server -H 127.0.0.1 -p "$port" </dev/null >>"$dir/log" 2>&1 &
   echo $! >"$dir/pid"
   endpoint="http://127.0.0.1:$port"
-  deadline=$(( SECONDS + READY_TIMEOUT_S ))
-  until AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test "$python" - "$endpoint" "$BUCKET" <<'PY' 2>>"$dir/log"
+  wait_ready moto_server "$dir" "$(match "$dir")" "$READY_TIMEOUT_S" create_bucket "$python" "$endpoint" "$dir" ||
+    die "moto_server did not start"
+  echo "$endpoint" >"$dir/endpoint"
+  echo "$endpoint"
+}
+
+# create_bucket PYTHON ENDPOINT DIR: creates the bucket (succeeds if it is there).
+create_bucket() {
+  AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test "$1" - "$2" "$BUCKET" <<'PY' 2>>"$3/log"
 import sys, boto3
 s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
 try:
@@ -65,25 +53,11 @@ try:
 except s3.exceptions.BucketAlreadyOwnedByYou:
     pass
 PY
-  do
-    [[ -n "$(server_pid "$dir")" ]] || die "moto_server exited; its log ($dir/log):$(printf '\n'; tail -20 "$dir/log")"
-    (( SECONDS < deadline )) || { stop "$dir"; die "moto_server did not answer within ${READY_TIMEOUT_S} s (log: $dir/log)"; }
-    sleep 0.2
-  done
-  echo "$endpoint" >"$dir/endpoint"
-  echo "$endpoint"
 }
 
 stop() {
-  local dir=$1 pid i
-  pid="$(server_pid "$dir")"
-  [[ -n "$pid" ]] || return 0
-  kill "$pid" 2>/dev/null || true
-  for (( i = 0; i < 50; i++ )); do
-    [[ -n "$(server_pid "$dir")" ]] || return 0
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
+  [[ -f "$1/port" ]] || return 0
+  stop_server "$1" "$(match "$1")"
 }
 
 case "${1:-}" in

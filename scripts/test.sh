@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: formatting and lints, the core, the host (with the etcd store against a real
-# 3-member cluster and the object store's PLog on S3 against moto), the component under
+# 3-member cluster and the object store's PLog on S3 against SeaweedFS), the component under
 # wasmtime, the JavaScript package in Node and headless Chromium, the core module (checked to be
 # what the sources build) in the Go package on wazero and the Java package on Chicory, and the
 # conformance suite on seven runtimes. Prints the time of each step at the end.
@@ -8,8 +8,10 @@
 # Installs what it needs, saying so first, and is quick when it is all there:
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
 #     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
-#     (unpacked from Debian's packages, no service), moto[server] in a venv (PyPI; the S3 tests'
-#     server, started per test on a loopback port), prometheus and promtool (unpacked from
+#     (unpacked from Debian's packages, no service), SeaweedFS's `weed` (built with the Go
+#     toolchain from the Go module proxy, Go's module and build caches in $SEQUENCER_CACHE/go;
+#     the S3 tests' real server, started per test on loopback ports; minutes the first time),
+#     prometheus and promtool (unpacked from
 #     Debian's prometheus package; the metrics test's server, started on a loopback port);
 #   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
 #     js/test/bundlers/node_modules and the jco runner's), the Python runner's venv;
@@ -54,11 +56,13 @@ trap 'wait; rm -rf "$logs"' EXIT
 since="${SEQUENCER_BUILDS_SINCE:-$logs/started}"
 [[ -e "$since" ]] || touch "$since"
 
-step "preparing in the background: etcd, moto, Prometheus, chromium, npm and Python packages, wasm-bindgen-cli"
+step "preparing in the background: etcd, SeaweedFS, Prometheus, chromium, npm and Python packages, wasm-bindgen-cli"
 [[ -x /usr/bin/chromium ]] ||
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
-bg s3 bash scripts/s3-ensure.sh
+# A Go build (minutes cold, docs/BENCHMARKS.md), niced like the cargo build below: it takes the
+# cores the main build leaves idle, and is instant once built.
+bg seaweedfs nice -n 10 bash scripts/seaweedfs-ensure.sh
 bg prometheus bash scripts/prometheus-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
 bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-npm.sh js/test/bundlers'
@@ -139,10 +143,10 @@ cargo publish --quiet --dry-run --workspace --allow-dirty \
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
-bg_wait s3
+bg_wait seaweedfs
 bg_wait prometheus
 # Test programs run in three lanes at once, each lane's programs one after another: the
-# programs that mostly wait on servers or paced runs (S3 on moto, the etcd cluster, a live run,
+# programs that mostly wait on servers or paced runs (S3 on SeaweedFS, the etcd cluster, a live run,
 # SIGKILLed runs) and the embedder's outside build beside the others, which cargo test runs.
 # Each lane is about as long as the rest (cold, quiet: 116 + 49 s, 127 + 42 s, about 180 s). The
 # lanes run the programs as the test build made them, from their package's folder as cargo runs

@@ -1,11 +1,11 @@
 //! The backend contract suite (`sequencer_host::store::testing`) on every `Storage` of the
 //! crate: memory (as it is, and split into small writes), redb (the store alone, and in a
 //! data directory read through `RedbReader`), the object store on the local file system (read
-//! through `ObjectReader`), the object store's PLog on S3 (moto; feature `s3`), etcd on a
+//! through `ObjectReader`), the object store's PLog on S3 (SeaweedFS, a real server; feature `s3`), etcd on a
 //! real 3-member cluster (feature `etcd`), and the layers over a backend: the own tail and the
 //! read-ahead over memory, and redb with its archive under it. Each check runs on a fresh store.
 //!
-//! Without moto or etcd those two fail under CI (`CI` set) and are skipped with a message
+//! Without SeaweedFS or etcd those two fail under CI (`CI` set) and are skipped with a message
 //! otherwise.
 
 #![cfg(all(feature = "testing", feature = "cli"))]
@@ -354,12 +354,12 @@ fn the_object_store_on_the_local_file_system_keeps_the_storage_contract() {
 #[cfg(feature = "s3")]
 mod s3 {
     use super::*;
-    use crate::common::moto::Moto;
+    use crate::common::s3_server::S3Server;
 
-    /// Object stores whose PLog is on moto, each under a prefix of its own (bundles of 4),
-    /// their views in a temp dir, read through `ObjectReader`.
+    /// Object stores whose PLog is on a real S3 server (SeaweedFS), each under a prefix of its
+    /// own (bundles of 4), their views in a temp dir, read through `ObjectReader`.
     struct S3 {
-        moto: Moto,
+        server: S3Server,
         dir: tempfile::TempDir,
         made: u32,
     }
@@ -367,7 +367,7 @@ mod s3 {
     impl S3 {
         /// The store with its view in `root` and its PLog under the prefix of the same name.
         fn open(&self, root: &Path, bundle: Option<u64>) -> Result<ObjectStorage, StorageError> {
-            ObjectStorage::open_with(root, Some(self.moto.remote(&prefix(root))), bundle)
+            ObjectStorage::open_with(root, Some(self.server.remote(&prefix(root))), bundle)
         }
     }
 
@@ -381,7 +381,7 @@ mod s3 {
         type Store = ObjectStorage;
 
         fn name(&self) -> String {
-            "ObjectStorage with its PLog on S3 (moto), read through ObjectReader".into()
+            "ObjectStorage with its PLog on S3 (SeaweedFS), read through ObjectReader".into()
         }
 
         fn fresh(&mut self) -> Result<ObjectStorage, StorageError> {
@@ -399,7 +399,7 @@ mod s3 {
             &'s self,
             store: &'s ObjectStorage,
         ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
-            let remote = self.moto.remote(&prefix(store.root()));
+            let remote = self.server.remote(&prefix(store.root()));
             Some(
                 ObjectReader::open_with(store.root(), Some(remote))
                     .map(|r| Box::new(r) as Box<dyn StoreReader>),
@@ -409,11 +409,11 @@ mod s3 {
 
     #[test]
     fn the_object_store_with_its_plog_on_s3_keeps_the_storage_contract() {
-        let Some(moto) = Moto::start() else {
+        let Some(server) = S3Server::real() else {
             return;
         };
         let mut maker = S3 {
-            moto,
+            server,
             dir: tempfile::tempdir().expect("temp dir"),
             made: 0,
         };

@@ -1,15 +1,18 @@
-//! The object store's PLog on a real S3-compatible server: moto, which
-//! `scripts/s3-server.sh` installs into the project's tool cache (PyPI's moto[server]), starts
-//! on a free loopback port with a bucket, and stops (a guard stops it even when a test panics).
+//! The object store's PLog on a real S3-compatible server: SeaweedFS, which
+//! `scripts/seaweedfs-ensure.sh` builds into the project's tool cache (from the Go module
+//! proxy) and `scripts/seaweedfs-server.sh` starts on free loopback ports with its data on the
+//! local disk and a bucket, and stops (a guard stops it even when a test panics).
 //!
 //! What runs here: the main job on `--store objects:s3://…` (run, resume, `check`,
-//! `inspect`), SIGKILL during appends and during merges, a missing and a corrupted object, a
-//! create retried after a lost response, and two hosts taking offsets from each other. moto's
-//! create-if-absent is not atomic under heavy interleaving, so the fence's atomicity is proved
-//! on the local file system (`objects.rs`) and in the simulator; here two writers meet one
-//! after the other (the protocol: 412, compare, rescan), never at the same instant.
+//! `inspect`), also on a server whose volumes are spread over four data folders; SIGKILL during
+//! appends and during merges; a missing and a corrupted object; a create retried after a lost
+//! response (the fault injected in the client, `common::faulty_objects`); two hosts taking
+//! offsets from each other one after the other (the protocol: 412, compare, rescan) and two
+//! running at once (the server's create-if-absent decides between creates that meet); events
+//! of tens of MiB (objects cut at 16 MiB, a bundle larger than that); the server going away.
 //!
-//! Without moto these tests fail under CI (`CI` set) and are skipped with a message otherwise.
+//! Without SeaweedFS these tests fail under CI (`CI` set) and are skipped with a message
+//! otherwise.
 
 #![cfg(all(feature = "s3", feature = "cli"))]
 
@@ -34,10 +37,10 @@ use sequencer_host::store::objects::{
 use sequencer_host::{AppendError, EventBatch};
 
 use common::faulty_objects::{FaultyObjects, PutFault};
-use common::moto::Moto as Server;
+use common::s3_server::S3Server as Server;
 use common::{BIN, component_path, text};
 
-/// moto, with the main job's commands on it.
+/// The server, with the main job's commands on it.
 impl Server {
     /// The host command with this server's settings.
     fn host(&self) -> Command {
@@ -145,9 +148,23 @@ fn put(objects: &dyn ObjectStore, name: &str, bytes: Vec<u8>) {
 
 #[test]
 fn the_main_job_runs_resumes_and_checks_on_s3_and_inspect_reads_it() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
+    main_job_runs_resumes_and_checks(&server);
+}
+
+#[test]
+fn the_main_job_runs_resumes_and_checks_on_a_server_with_four_drives() {
+    let Some(server) = Server::real_on_drives(4) else {
+        return;
+    };
+    main_job_runs_resumes_and_checks(&server);
+}
+
+/// The main job run twice (the second resumes), `check` after each, `inspect`, and a data
+/// directory or a layout of another PLog refused.
+fn main_job_runs_resumes_and_checks(server: &Server) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("view");
     let url = "objects:s3://sequencer/main";
@@ -225,7 +242,7 @@ fn the_main_job_runs_resumes_and_checks_on_s3_and_inspect_reads_it() {
 
 #[test]
 fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_them() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -282,7 +299,7 @@ fn a_missing_and_a_corrupted_object_on_s3_are_named_by_check_and_a_run_refuses_t
 
 #[test]
 fn a_create_retried_after_a_lost_answer_is_recognized_as_its_own_and_another_writer_loses() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     // The first put of an event object reaches S3, and its answer is lost.
@@ -324,7 +341,7 @@ fn a_create_retried_after_a_lost_answer_is_recognized_as_its_own_and_another_wri
 
 #[test]
 fn two_hosts_taking_turns_on_one_s3_plog_each_win_distinct_offsets_and_lose_none() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     let open = || ObjectPlog::open(server.objects("race"), None, 8, Access::Write).expect("open");
@@ -396,7 +413,7 @@ fn two_hosts_taking_turns_on_one_s3_plog_each_win_distinct_offsets_and_lose_none
 
 #[test]
 fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_twice() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     let rounds: u64 = std::env::var("SEQUENCER_S3_KILL_ROUNDS")
@@ -472,6 +489,52 @@ fn sigkill_during_appends_and_merges_on_s3_loses_no_event_and_issues_no_number_t
 /// A measure of what a PLog holds that grows with every append and every merge: its event
 /// objects, and its bundles counted as 16 each (the kill test's bundle size: no more objects
 /// than that are merged into one).
+#[test]
+fn events_of_tens_of_mib_are_cut_into_objects_of_16_mib_bundled_and_read_back() {
+    let Some(server) = Server::real() else {
+        return;
+    };
+    // 12 events of 3 MiB (36 MiB): one batch, cut into objects of at most 16 MiB; bundles of
+    // 8, so the first bundle (24 MiB) is larger than any object.
+    let payload = |o: u64| -> Vec<u8> {
+        (0..3u64 << 20)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7 ^ o) as u8)
+            .collect()
+    };
+    let mut big = EventBatch::new(1);
+    for o in 1..=12u64 {
+        big.push(&[SeqValue::new(1, 1, o)], &payload(o));
+    }
+    let writer = ObjectPlog::open(server.objects("large"), None, 8, Access::Write).expect("open");
+    writer.append(0, &big).expect("append 36 MiB");
+    let objects = server.objects("large");
+    let written = names(objects.as_ref(), "events", 0);
+    assert!(written.len() >= 3, "cut at 16 MiB: {written:?}");
+    writer.merge_now().expect("merge");
+    assert_eq!(
+        names(objects.as_ref(), "bundles", 0),
+        vec![
+            bundle_object(0, 1, 8)
+                .rsplit('/')
+                .next()
+                .expect("name")
+                .to_string()
+        ]
+    );
+    drop(writer);
+    let reader =
+        ObjectPlog::open(server.objects("large"), None, 8, Access::ReadOnly).expect("open");
+    let events = reader.read(0, 1, 100).expect("read");
+    assert_eq!(events.len(), 12);
+    for (o, bytes) in &events {
+        assert_eq!(
+            *bytes,
+            encode_event(*o, &[SeqValue::new(1, 1, *o)], &payload(*o)),
+            "offset {o}"
+        );
+    }
+}
+
 fn stored(objects: &dyn ObjectStore) -> usize {
     (0..4)
         .map(|p| names(objects, "events", p).len() + 16 * names(objects, "bundles", p).len())
@@ -518,16 +581,15 @@ fn a_build_with_s3_refuses_missing_credentials_in_one_line_before_writing() {
 
 #[test]
 fn two_hosts_running_at_once_on_one_s3_plog_fence_each_other_and_check_passes() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");
     let url = "objects:s3://sequencer/two-hosts";
     // Two processes, each with a view of its own, on one PLog: when one appends at an offset
     // the other took, the create finds the other's object (412, other bytes), the append is
-    // refused and the host actualizes and goes on. (The atomicity of two creates landing at
-    // the same instant is S3's promise, proved here on the local file system and in
-    // fence_sim.rs: moto's create is not atomic under heavy interleaving.)
+    // refused and the host actualizes and goes on. Two creates that meet are decided by the
+    // server's create-if-absent (SeaweedFS takes a lock per object name for it).
     let spawn = |name: &str| {
         let data = tmp.path().join(name);
         let args = run_args(url, &data, 300, 64);
@@ -581,7 +643,7 @@ fn two_hosts_running_at_once_on_one_s3_plog_fence_each_other_and_check_passes() 
 
 #[test]
 fn a_run_whose_s3_goes_away_stops_in_one_line_once_the_store_wait_is_over() {
-    let Some(server) = Server::start() else {
+    let Some(server) = Server::real() else {
         return;
     };
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -607,7 +669,7 @@ fn a_run_whose_s3_goes_away_stops_in_one_line_once_the_store_wait_is_over() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    // The server goes away (everything it held with it: moto keeps objects in memory).
+    // The server goes away.
     server.stop();
     let gone = std::time::Instant::now();
     let status = loop {

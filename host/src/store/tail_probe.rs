@@ -29,4 +29,14 @@ pub trait TailProbe: Send + Sync + 'static {
         &self,
         partition: PartitionId,
     ) -> BoxFuture<'static, Result<Offsets, StorageError>>;
+
+    /// This host's tenure of the partition: a value that differs whenever what this host may
+    /// have kept of the partition's PLog can be stale because it did not own the partition in
+    /// between (another host may have appended). On a store of many hosts it is the epoch the
+    /// host owns the partition at, 0 while it does not; a store with one writer keeps the
+    /// default, 0 for ever. The own-tail layer forgets what it kept when it changes, so a
+    /// partition acquired again starts from the store as it is.
+    fn tenure(&self, _partition: PartitionId) -> u64 {
+        0
+    }
 }

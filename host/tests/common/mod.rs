@@ -7,9 +7,9 @@ pub mod etcd_cluster;
 #[cfg(feature = "objects")]
 pub mod faulty_objects;
 pub mod metrics_run;
-#[cfg(feature = "s3")]
-pub mod moto;
 pub mod prometheus;
+#[cfg(feature = "s3")]
+pub mod s3_server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -159,6 +159,16 @@ pub fn start_service(
     ensure: &str,
     script: &str,
 ) -> Option<(tempfile::TempDir, Output)> {
+    start_service_with(what, ensure, script, &[])
+}
+
+/// [`start_service`], with `args` after `start DIR`.
+pub fn start_service_with(
+    what: &str,
+    ensure: &str,
+    script: &str,
+    args: &[String],
+) -> Option<(tempfile::TempDir, Output)> {
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
     let have = Command::new("bash")
         .arg(ensure)
@@ -179,6 +189,7 @@ pub fn start_service(
         .arg(script)
         .arg("start")
         .arg(dir.path())
+        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("run {script}: {e}"));
     Some((dir, out))

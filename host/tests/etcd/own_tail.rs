@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::channel::mpsc::UnboundedReceiver;
 use sequencer::{Number, SeqId, SeqValue, WsId};
+use sequencer_host::membership::{Membership, MembershipConfig, MembershipEvent, MembershipParts};
 use sequencer_host::store::{OpenOptions, StoreUrl, open};
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime,
+    AppendError, Clock, Driver, DriverConfig, Limits, MonotonicClock, PartitionSequencer, Runtime,
     StartOutcome, Status, Storage,
 };
 
@@ -48,44 +50,13 @@ impl Host {
     }
 
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.seq.status() != Status::Ready {
-            assert!(
-                Instant::now() < deadline,
-                "{} never became ready",
-                self.name
-            );
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        wait_ready(self.name, &self.seq);
     }
 
     /// Commits `events` events on `WS`, one append each; an append refused by the fence
     /// actualizes and tries again. Returns how many appends were refused.
     fn commit(&self, events: usize) -> u32 {
-        let (mut done, mut fenced) = (0, 0);
-        while done < events {
-            self.wait_ready();
-            let (outcome, numbers) = self.seq.start_next(1, WS, &[1, 2, 3]).expect("start");
-            let StartOutcome::Started(offset) = outcome else {
-                continue;
-            };
-            let values: Vec<SeqValue> = (numbers.iter().zip([1u16, 2, 3]))
-                .map(|(&n, s)| SeqValue::new(WS, s, n))
-                .collect();
-            let payload = format!("{} {offset}", self.name);
-            match (self.storage).append_event(0, offset, &values, payload.as_bytes()) {
-                Ok(()) => {
-                    self.seq.flush().expect("flush");
-                    done += 1;
-                }
-                Err(AppendError::WrongOffset { .. }) => {
-                    fenced += 1;
-                    self.seq.actualize().expect("actualize");
-                }
-                Err(e) => panic!("{}: append failed: {e}", self.name),
-            }
-        }
-        fenced
+        commit(self.name, &*self.storage, &self.seq, events)
     }
 
     /// A command that fails after `start`: the sequencer actualizes.
@@ -96,6 +67,45 @@ impl Host {
         self.seq.actualize().expect("actualize");
         self.wait_ready();
     }
+}
+
+/// Waits (bounded) until `seq` is ready.
+fn wait_ready(name: &str, seq: &PartitionSequencer) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seq.status() != Status::Ready {
+        assert!(Instant::now() < deadline, "{name} never became ready");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Commits `events` events on `WS` of `seq`'s partition through `storage`, one append each; an
+/// append refused by the fence actualizes and tries again. Returns how many appends were
+/// refused.
+fn commit(name: &str, storage: &dyn Storage, seq: &PartitionSequencer, events: usize) -> u32 {
+    let (mut done, mut fenced) = (0, 0);
+    while done < events {
+        wait_ready(name, seq);
+        let (outcome, numbers) = seq.start_next(1, WS, &[1, 2, 3]).expect("start");
+        let StartOutcome::Started(offset) = outcome else {
+            continue;
+        };
+        let values: Vec<SeqValue> = (numbers.iter().zip([1u16, 2, 3]))
+            .map(|(&n, s)| SeqValue::new(WS, s, n))
+            .collect();
+        let payload = format!("{name} {offset}");
+        match storage.append_event(seq.partition(), offset, &values, payload.as_bytes()) {
+            Ok(()) => {
+                seq.flush().expect("flush");
+                done += 1;
+            }
+            Err(AppendError::WrongOffset { .. }) => {
+                fenced += 1;
+                seq.actualize().expect("actualize");
+            }
+            Err(e) => panic!("{name}: append failed: {e}"),
+        }
+    }
+    fenced
 }
 
 #[test]
@@ -170,4 +180,105 @@ fn a_second_writer_between_the_hosts_append_and_its_actualization_is_seen_and_no
         checked.contains("1 partitions, 19 PLog events"),
         "{checked}"
     );
+}
+
+/// Waits (bounded) for the next event of `events`.
+fn next_event(events: &mut UnboundedReceiver<MembershipEvent>) -> MembershipEvent {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(e) = events.try_recv() {
+            return e;
+        }
+        assert!(Instant::now() < deadline, "no membership event");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sequencer of the partition the next event says was acquired.
+fn acquired(events: &mut UnboundedReceiver<MembershipEvent>) -> PartitionSequencer {
+    match next_event(events) {
+        MembershipEvent::Acquired { sequencer, .. } => sequencer,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_partition_taken_again_starts_from_the_store_not_from_the_tail_kept_in_an_earlier_tenure() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let runtime = Runtime::from_file(&component_path(), Limits::default()).expect("component");
+    let url: StoreUrl = cluster.url().parse().expect("etcd URL");
+    // Host A: one store with its own tail, one driver, for all its tenures (one process).
+    let store = open(&url, &OpenOptions::new()).expect("open the store");
+    let layer = store
+        .own_tail()
+        .expect("on etcd the tail layer is on by default");
+    let etcd = store.etcd().cloned().expect("an etcd store");
+    let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
+    let driver_a = Arc::new(Driver::spawn(
+        store.storage(),
+        clock.clone(),
+        DriverConfig::default(),
+    ));
+    let join = |name: &str, store, driver| {
+        let mut config = MembershipConfig::new(name, 1);
+        config.lease_ttl = Duration::from_secs(1);
+        config.handover_grace = Duration::from_millis(200);
+        let parts = MembershipParts {
+            store,
+            driver,
+            runtime: runtime.clone(),
+            params: params(),
+            clock: clock.clone(),
+        };
+        Membership::open(parts, config).expect("join")
+    };
+
+    // A's first tenure: it appends, its flusher writes, and it keeps the PLog's tail.
+    let (a, mut events_a) = join("a", etcd.clone(), driver_a.clone());
+    let seq = acquired(&mut events_a);
+    assert_eq!(commit("A", &*store.storage(), &seq, 5), 0);
+    driver_a.idle();
+    drop(seq);
+    a.leave();
+
+    // B owns the partition and appends after A's end.
+    let b_store = cluster.store(Duration::from_secs(10));
+    let driver_b = Arc::new(Driver::spawn(
+        Arc::new(b_store.clone()),
+        clock.clone(),
+        DriverConfig::default(),
+    ));
+    let (b, mut events_b) = join("b", b_store.clone(), driver_b.clone());
+    let seq = acquired(&mut events_b);
+    assert_eq!(
+        commit("B", &b_store, &seq, 3),
+        0,
+        "B read the store at its start"
+    );
+    driver_b.idle();
+    drop(seq);
+    b.leave();
+
+    // A takes it again: its actualization reads the store, so its first append is not refused.
+    let before = layer.counts();
+    let (a, mut events_a) = join("a", etcd, driver_a.clone());
+    let seq = acquired(&mut events_a);
+    assert_eq!(
+        commit("A", &*store.storage(), &seq, 2),
+        0,
+        "A's first append after taking the partition again is refused: it resumed from its old tail"
+    );
+    let counts = layer.counts().since(&before);
+    assert_eq!(counts.vouched, 0, "{counts:?}");
+    assert!(counts.tenures_ended >= 1, "{counts:?}");
+    driver_a.idle();
+    drop(seq);
+    a.leave();
+    assert_eq!(
+        all_events(&cluster.store(Duration::from_secs(10)), 0).len(),
+        5 + 3 + 2
+    );
+    check_passes(&cluster.url());
 }

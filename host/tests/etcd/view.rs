@@ -1,5 +1,6 @@
 //! The sequences view on the cluster: many workspaces read at once, a view in the earlier layout
-//! moved to one key per workspace, and writers racing on the same workspaces.
+//! moved to one key per workspace, writers racing on the same workspaces, and a stored next
+//! offset that only rises.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -114,6 +115,11 @@ fn writers_raising_the_same_workspaces_at_once_leave_the_largest_numbers() {
         expected,
         "the largest number written, never one overwritten by a smaller"
     );
+    assert_eq!(
+        stores[0].stored_next_offset(4),
+        Ok(rounds - 1),
+        "the largest offset written"
+    );
     let conflicts: u64 = stores
         .iter()
         .map(|s| s.stats().view_conflicts.load(Ordering::Relaxed))
@@ -151,6 +157,34 @@ fn a_workspace_another_writer_raised_keeps_the_larger_number() {
     // A write reads the key before it writes: only a read served by a member that had not yet
     // seen b's write can make one of a's two later writes conflict (then it reads again).
     assert!(conflicts(&a) <= 2, "{} conflicts", conflicts(&a));
+}
+
+#[test]
+fn the_stored_next_offset_never_moves_back() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let (a, b) = two_stores(&cluster);
+    let write = |s: &EtcdStorage, n: u64, offset| {
+        futures::executor::block_on(s.write(6, vec![SeqValue::new(1, 1, n)], offset))
+            .expect("write")
+    };
+    write(&a, 5, 300);
+    // A late write of a lower offset (a host that resumed from a stale tail, a stale owner's
+    // flusher): its numbers are merged, its offset is not taken.
+    write(&b, 7, 120);
+    assert_eq!(a.stored_next_offset(6), Ok(300), "never back to 120");
+    assert_eq!(a.view(6), Ok(vec![(1, 1, 7)]), "the numbers still raised");
+    // With nothing to raise, the write sends nothing.
+    write(&b, 7, 200);
+    assert_eq!(a.stored_next_offset(6), Ok(300));
+    write(&a, 7, 301);
+    assert_eq!(b.stored_next_offset(6), Ok(301), "a higher offset is taken");
+    // A view of many workspaces (two transactions, the offset with the last) the same way.
+    let values = (1..=100u64).map(|ws| SeqValue::new(ws, 2, ws)).collect();
+    futures::executor::block_on(b.write(6, values, 10)).expect("write");
+    assert_eq!(a.stored_next_offset(6), Ok(301));
+    assert_eq!(a.read_numbers(6, 100, &[2]), Ok(vec![100]));
 }
 
 #[test]

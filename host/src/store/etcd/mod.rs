@@ -36,8 +36,10 @@
 //!   (from the member it talks to first, linearizably after a conflict), merges its numbers
 //!   into them by maximum, and writes them back only if none changed since (revision compares;
 //!   read again otherwise), up to 63 workspaces per transaction, the chunks sent together,
-//!   then the last with the next offset. So a stale host's late flusher
-//!   write can never move the view backwards, and the offset is durable only after every value.
+//!   then the last with the next offset, which it only raises (read with the last chunk's
+//!   keys, put only if higher, under a revision compare). So a stale host's late flusher
+//!   write can never move the view or the stored offset backwards, and the offset is durable
+//!   only after every value.
 //! - **Reads** are linearizable (served through the leader's read index), so a read sees every
 //!   completed write; PLog reads are range reads in pages of at most [`PAGE_EVENTS`] events.
 //! - **Ownership** ([`ownership`]). Once a host registers its lease on the store, every append

@@ -20,6 +20,10 @@ impl TailProbe for EtcdStorage {
     ) -> BoxFuture<'static, Result<Offsets, StorageError>> {
         self.spawn(self.clone().offsets_async(partition))
     }
+
+    fn tenure(&self, partition: PartitionId) -> u64 {
+        self.inner.fences.tenure(partition)
+    }
 }
 
 impl EtcdStorage {

@@ -1,6 +1,6 @@
 //! The flusher's write of the view (see "Values, then offset" in the module's doc): the
 //! values merged by maximum into each workspace's key, in transactions that apply only if no
-//! key changed since it was read, the offset with the last of them.
+//! key changed since it was read, the offset with the last of them, and only ever raised.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -11,7 +11,7 @@ use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::etcd::append::epoch_compare;
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{next_key, prefix_end, ws_key};
+use crate::store::etcd::keys::{next_key, parse_u64, prefix_end, ws_key};
 use crate::store::etcd::view::{MAX_TXN_OPS, VIEW_ENTRY_BYTES, WsView};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -37,6 +37,14 @@ fn encode_numbers(numbers: &BTreeMap<SeqId, Number>) -> Vec<u8> {
     out
 }
 
+/// The stored next offset as a write read it: its value (0 if there is none) and revision (0
+/// if the key does not exist).
+#[derive(Clone, Copy, Default)]
+struct StoredOffset {
+    offset: PLogOffset,
+    revision: i64,
+}
+
 /// One chunk's write: the compares it applies under, and the puts and deletes it makes.
 #[derive(Default)]
 struct ChunkWrite {
@@ -46,12 +54,15 @@ struct ChunkWrite {
 
 impl ChunkWrite {
     /// The write of `chunk` over what the view holds of it (`views`), and of `offset` as the
-    /// next offset, if given.
+    /// next offset, if given and above the `stored` one: the offset only ever rises, and a
+    /// write that would raise it applies only if the stored offset did not change since it
+    /// was read.
     fn merged(
         partition: PartitionId,
         chunk: &[WsNumbers],
         views: &[WsView],
         offset: Option<PLogOffset>,
+        stored: StoredOffset,
     ) -> Self {
         let mut w = Self::default();
         for ((ws, new), stored) in chunk.iter().zip(views) {
@@ -78,7 +89,12 @@ impl ChunkWrite {
             }
             w.ops.push(TxnOp::put(key, value, None));
         }
-        if let Some(o) = offset {
+        if let Some(o) = offset.filter(|&o| o > stored.offset) {
+            w.compares.push(Compare::mod_revision(
+                next_key(partition),
+                CompareOp::Equal,
+                stored.revision,
+            ));
             w.ops.push(TxnOp::put(
                 next_key(partition),
                 o.to_be_bytes().to_vec(),
@@ -121,10 +137,11 @@ impl EtcdStorage {
         Ok(())
     }
 
-    /// Raises the stored numbers of the workspaces of `chunk` to at least theirs (and stores
-    /// `offset` as the next offset, if given), by read, merge and a write that applies only if
-    /// none of those workspace keys changed since the read; read again and retry if one did
-    /// (another host writing the same partition's view). So the view never moves back.
+    /// Raises the stored numbers of the workspaces of `chunk` to at least theirs (and the
+    /// stored next offset to `offset`, if given and higher), by read, merge and a write that
+    /// applies only if none of those keys changed since the read; read again and retry if one
+    /// did (another host writing the same partition's view). So neither the view nor the
+    /// stored next offset ever moves back.
     async fn merge_view(
         self,
         partition: PartitionId,
@@ -133,8 +150,11 @@ impl EtcdStorage {
     ) -> Result<(), StorageError> {
         let mut delay = Duration::from_millis(2);
         for attempt in 0..VIEW_WRITE_ATTEMPTS {
-            let views = self.clone().chunk_views(partition, chunk, attempt).await?;
-            let write = ChunkWrite::merged(partition, chunk, &views, offset);
+            let (views, stored) = self
+                .clone()
+                .chunk_views(partition, chunk, offset.is_some(), attempt)
+                .await?;
+            let write = ChunkWrite::merged(partition, chunk, &views, offset, stored);
             if write.ops.is_empty() && write.compares.is_empty() {
                 return Ok(());
             }
@@ -158,29 +178,39 @@ impl EtcdStorage {
         ))
     }
 
-    /// What the view holds of `chunk`'s workspaces. The first attempt's read is served by the
-    /// member the client talks to, without asking the leader (no read index round): if that
-    /// member lags, the write's compares fail and the next read is linearizable.
+    /// What the view holds of `chunk`'s workspaces, and the stored next offset if `with_offset`
+    /// (else the default). The first attempt's read is served by the member the client talks
+    /// to, without asking the leader (no read index round): if that member lags, the write's
+    /// compares fail and the next read is linearizable.
     async fn chunk_views(
         self,
         partition: PartitionId,
         chunk: &[WsNumbers],
+        with_offset: bool,
         attempt: u32,
-    ) -> Result<Vec<WsView>, StorageError> {
+    ) -> Result<(Vec<WsView>, StoredOffset), StorageError> {
         let stats = &self.inner.stats;
-        let reads: Vec<TxnOp> = chunk
+        let serializable = |opts: GetOptions| {
+            if attempt == 0 {
+                opts.with_serializable()
+            } else {
+                opts
+            }
+        };
+        let mut reads: Vec<TxnOp> = chunk
             .iter()
             .map(|(ws, _)| {
                 let key = ws_key(partition, *ws);
-                let opts = GetOptions::new().with_range(prefix_end(&key));
-                let opts = if attempt == 0 {
-                    opts.with_serializable()
-                } else {
-                    opts
-                };
+                let opts = serializable(GetOptions::new().with_range(prefix_end(&key)));
                 TxnOp::get(key, Some(opts))
             })
             .collect();
+        if with_offset {
+            reads.push(TxnOp::get(
+                next_key(partition),
+                Some(serializable(GetOptions::new())),
+            ));
+        }
         let read = Txn::new().and_then(reads);
         let resp = self
             .clone()
@@ -193,19 +223,36 @@ impl EtcdStorage {
                 },
             )
             .await?;
-        let views = resp
-            .op_responses()
+        let responses = resp.op_responses();
+        let mut gets: Vec<&[etcd_client::KeyValue]> = responses
             .iter()
             .map(|r| match r {
-                TxnOpResponse::Get(g) => WsView::of(g.kvs()),
+                TxnOpResponse::Get(g) => Some(g.kvs()),
                 _ => None,
             })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.err("write the view", "a reply is not a read"))?;
+        let mut stored = StoredOffset::default();
+        if with_offset {
+            let kv = gets.pop().and_then(|kvs| kvs.first());
+            if let Some(kv) = kv {
+                stored = StoredOffset {
+                    offset: parse_u64(kv.value()).ok_or_else(|| {
+                        self.err("write the view", "the stored next offset is not 8 bytes")
+                    })?,
+                    revision: kv.mod_revision(),
+                };
+            }
+        }
+        let views = gets
+            .into_iter()
+            .map(WsView::of)
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| self.err("write the view", "a view key is not ours"))?;
         if views.len() != chunk.len() {
             return Err(self.err("write the view", "the reply misses workspaces"));
         }
-        Ok(views)
+        Ok((views, stored))
     }
 
     /// Sends `write` under the partition's fence: `true` once it applied, `false` if a key

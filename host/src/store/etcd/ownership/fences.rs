@@ -118,6 +118,15 @@ impl Fences {
         self.state().claims.get(&p).and_then(|c| c.lost.clone())
     }
 
+    /// The epoch this host owns `p` at, 0 if it does not (or lost it, or no lease is
+    /// registered): it changes with every acquisition and loss.
+    pub(crate) fn tenure(&self, p: PartitionId) -> u64 {
+        match self.state().claims.get(&p) {
+            Some(c) if c.lost.is_none() => c.epoch,
+            _ => 0,
+        }
+    }
+
     /// What a write of `p` must carry now, or why it must not be sent.
     pub(crate) fn check(&self, p: PartitionId) -> Result<Fence, Refused> {
         let s = self.state();
@@ -194,6 +203,21 @@ mod tests {
         assert_eq!(f.check(1), Ok(Fence::Epoch(42)));
         f.lose(1, "handed over");
         assert_eq!(f.check(1).map_err(|r| r.why), Err("handed over".into()));
+    }
+
+    #[test]
+    fn the_tenure_is_the_epoch_while_owned_and_zero_otherwise() {
+        let f = Fences::default();
+        assert_eq!(f.tenure(1), 0, "never owned");
+        f.register(Arc::new(ManualClock::new()), at(2.5));
+        f.own(1, 42);
+        assert_eq!(f.tenure(1), 42);
+        f.lose(1, "handed over");
+        assert_eq!(f.tenure(1), 0, "lost");
+        f.own(1, 57);
+        assert_eq!(f.tenure(1), 57, "taken again: another tenure");
+        f.expire("the lease expired");
+        assert_eq!(f.tenure(1), 0, "every partition lost with the lease");
     }
 
     #[test]

@@ -64,6 +64,12 @@ use state::PartitionTail;
 /// write that fails or is abandoned; the tail before a flusher write's stored offset is
 /// dropped when that write succeeds.
 ///
+/// What is kept belongs to one tenure of this host's ownership of the partition
+/// ([`TailProbe::tenure`]): when the host loses the partition or takes it again, everything
+/// kept is forgotten, so an acquisition starts from the store as it is, never from the end
+/// this host saw in an earlier tenure (the fence would refuse the first append of such a
+/// start, and the actualization would be done twice).
+///
 /// It counts what it served and read ([`OwnTail::counts`]).
 pub struct OwnTail {
     inner: Arc<dyn Storage>,
@@ -94,6 +100,9 @@ layer_counts! {
         workspaces_served,
         /// Workspaces whose numbers were read from the store.
         workspaces_read,
+        /// Times what was kept of a partition was forgotten because this host lost it or took
+        /// it again.
+        tenures_ended,
     }
 }
 
@@ -123,11 +132,17 @@ impl OwnTail {
         self.counters.snapshot()
     }
 
+    /// The partition's kept tail, forgotten first if this host's tenure of it changed.
     fn partition(&self, partition: PartitionId) -> Arc<Mutex<PartitionTail>> {
-        lock(&self.partitions)
+        let tenure = self.probe.tenure(partition);
+        let part = lock(&self.partitions)
             .entry(partition)
             .or_insert_with(|| Arc::new(Mutex::new(PartitionTail::new(self.limits))))
-            .clone()
+            .clone();
+        if lock(&part).in_tenure(tenure) {
+            bump(&self.counters.tenures_ended, 1);
+        }
+        part
     }
 
     /// Numbers of `ws` read from the store, recorded (or everything forgotten on an error).

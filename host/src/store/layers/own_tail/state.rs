@@ -111,6 +111,9 @@ pub(super) struct PartitionTail {
     appends: u64,
     /// Appends under way.
     appending: u32,
+    /// This host's tenure of the partition ([`TailProbe::tenure`](crate::store::TailProbe::tenure))
+    /// that what is kept belongs to.
+    tenure: u64,
 }
 
 impl PartitionTail {
@@ -127,7 +130,22 @@ impl PartitionTail {
             epoch: 0,
             appends: 0,
             appending: 0,
+            tenure: 0,
         }
+    }
+
+    /// What is kept belongs to `tenure` from now on: if that is another tenure than the one
+    /// it was kept in, everything is forgotten first (true if something was kept). A partition this host lost
+    /// may have been appended to by another, so its kept end proves nothing any more.
+    pub(super) fn in_tenure(&mut self, tenure: u64) -> bool {
+        if tenure == self.tenure {
+            return false;
+        }
+        let kept = self.phase != Phase::Nothing;
+        self.tenure = tenure;
+        // Also when nothing is kept: a read begun in the last tenure is not recorded.
+        self.forget();
+        kept
     }
 
     /// Forgets everything: the store answers every read until an actualization's replay from
@@ -525,6 +543,28 @@ mod tests {
         let mut t = known();
         t.forget();
         assert_eq!(t.vouch(), None);
+    }
+
+    #[test]
+    fn a_new_tenure_forgets_what_was_kept_in_the_last() {
+        let mut t = known();
+        assert!(!t.in_tenure(0), "the same tenure");
+        assert_eq!(t.vouch(), Some(0));
+        assert!(t.in_tenure(7), "acquired: another tenure");
+        assert_eq!(t.vouch(), None, "the store must be read");
+        assert_eq!(t.page(1, 10), None);
+        let ticket = t.offset_read_began();
+        assert!(!t.offsets_read(
+            ticket,
+            Offsets {
+                stored: 0,
+                plog_next: 4
+            }
+        ));
+        assert!(!t.in_tenure(7), "still the same tenure: kept");
+        assert_eq!(t.phase, Phase::Following);
+        assert!(t.in_tenure(0), "lost: forgotten");
+        assert_eq!(t.phase, Phase::Nothing);
     }
 
     #[test]

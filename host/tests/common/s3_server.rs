@@ -1,6 +1,9 @@
-//! A moto server (S3) on a free loopback port with a bucket, for the tests that need S3:
-//! `scripts/s3-server.sh` installs moto into the project's tool cache (PyPI's moto[server]),
-//! starts it and stops it (the guard stops it even when a test panics).
+//! A real S3-compatible server on free loopback ports with a bucket, for the tests that need
+//! S3: SeaweedFS, which `scripts/seaweedfs-ensure.sh` builds into the project's tool cache (from
+//! the Go module proxy) and `scripts/seaweedfs-server.sh` starts with its data on the local disk,
+//! in one data folder ([`S3Server::real`]) or several ([`S3Server::real_on_drives`]); the guard
+//! stops it, even when a test panics. (moto, the mock the tests used before, injects no fault
+//! the tests cannot inject in the client or by stopping this server.)
 
 use std::sync::Arc;
 
@@ -8,32 +11,49 @@ use object_store::ObjectStore;
 use sequencer_host::store::objects::RemotePlog;
 use sequencer_host::store::objects::s3::{self, S3Location};
 
-use super::{start_service, text};
+use super::{start_service_with, text};
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/s3-server.sh");
-const ENSURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/s3-ensure.sh");
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/");
 /// The bucket the server starts with.
 pub const BUCKET: &str = "sequencer";
 
-/// A moto server in a temp dir; stopped on drop.
-pub struct Moto {
+/// A server in a temp dir; stopped on drop.
+pub struct S3Server {
     dir: tempfile::TempDir,
+    script: String,
     /// Where it listens (`http://127.0.0.1:PORT`).
     pub endpoint: String,
 }
 
-impl Moto {
-    /// Starts a server, or `None` (skip) when moto is unavailable outside CI.
-    pub fn start() -> Option<Self> {
-        let (dir, out) = start_service("moto", ENSURE, SCRIPT)?;
+impl S3Server {
+    /// SeaweedFS with its data in one folder, or `None` (skip) when it is unavailable outside
+    /// CI.
+    pub fn real() -> Option<Self> {
+        Self::real_on_drives(1)
+    }
+
+    /// SeaweedFS with its volumes spread over `drives` data folders (as over separate disks).
+    pub fn real_on_drives(drives: u32) -> Option<Self> {
+        Self::start(
+            "SeaweedFS",
+            "seaweedfs-ensure.sh",
+            "seaweedfs-server.sh",
+            &[drives.to_string()],
+        )
+    }
+
+    fn start(what: &str, ensure: &str, script: &str, args: &[String]) -> Option<Self> {
+        let script = format!("{ROOT}{script}");
+        let (dir, out) = start_service_with(what, &format!("{ROOT}{ensure}"), &script, args)?;
         let (stdout, stderr) = text(&out);
         let server = Self {
             endpoint: stdout.trim().to_string(),
             dir,
+            script,
         };
         assert!(
             out.status.success() && server.endpoint.starts_with("http://127.0.0.1:"),
-            "moto did not start:\n{stdout}{stderr}"
+            "{what} did not start:\n{stdout}{stderr}"
         );
         Some(server)
     }
@@ -68,17 +88,17 @@ impl Moto {
         }
     }
 
-    /// Stops the server now (everything it held goes with it: moto keeps objects in memory).
+    /// Stops the server now (its objects stay on disk until the guard's temp dir goes).
     pub fn stop(&self) {
         let _ = std::process::Command::new("bash")
-            .arg(SCRIPT)
+            .arg(&self.script)
             .arg("stop")
             .arg(self.dir.path())
             .status();
     }
 }
 
-impl Drop for Moto {
+impl Drop for S3Server {
     fn drop(&mut self) {
         self.stop();
     }
