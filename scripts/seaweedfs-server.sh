@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real S3-compatible server for the S3 tests and benchmark: SeaweedFS (`weed mini`: master,
-# volume server, filer and S3 gateway in one process; built by scripts/seaweedfs-ensure.sh) on
+# volume server, filer and S3 gateway in one process; installed by scripts/seaweedfs-ensure.sh) on
 # free 127.0.0.1 ports, its data on the local disk in DIR/data, with one bucket and one key.
 #
 #   seaweedfs-server.sh start DIR [DRIVES]   start it, wait (bounded) until the bucket answers
@@ -65,7 +65,6 @@ start() {
     -filer.port="${ports[4]}" -filer.port.grpc="${ports[5]}" \
     -s3.port="${ports[6]}" -s3.port.grpc="${ports[7]}" -s3.port.iceberg=0 -s3.port.lance=0 \
     -webdav=false -admin.ui=false -admin.port="${ports[8]}" -admin.port.grpc="${ports[9]}" \
-    -admin.port.legacy=0 \
     </dev/null >>"$dir/log" 2>&1 &
   echo $! >"$dir/pid"
   endpoint="http://127.0.0.1:${ports[6]}"

