@@ -474,6 +474,33 @@ impl ObjectPlog {
         Ok(out)
     }
 
+    /// The next offset of a partition's PLog as the store holds it now, found from `from`
+    /// (an offset where an object or a bundle starts, or the PLog's end: one that this
+    /// handle's [`bounds`](Self::bounds) or an earlier call answered) by reading the events
+    /// other handles appended since, in order, links verified; this handle's own state is
+    /// left as it is (a writer learns of other writers' appends through its fence).
+    pub fn end_from(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+    ) -> Result<PLogOffset, StorageError> {
+        let mut end = from.max(1);
+        let start = end;
+        (self.shared).visit_with(partition, start, usize::MAX, true, |o, _| {
+            end = o + 1;
+            Ok(())
+        })?;
+        Ok(end)
+    }
+
+    /// Reads a partition's objects again (a listing and a scan, as at open): what this handle
+    /// knows of it becomes what the store holds now, other handles' appends included.
+    pub fn rescan(&self, partition: PartitionId) -> Result<(), StorageError> {
+        let part = self.shared.part(partition);
+        let mut st = lock(&part);
+        self.shared.rescan(partition, &mut st)
+    }
+
     /// [`read`](Self::read), handing each event's bytes to `f` without copying them.
     pub fn visit(
         &self,

@@ -59,15 +59,19 @@ impl Backend for EtcdStorage {
 
 impl Store {
     /// The etcd store behind this one (a [`Membership`](crate::membership::Membership) of
-    /// many hosts opens on it); `None` for other backends.
+    /// many hosts opens on it), also the composite store's; `None` for other backends.
     pub fn etcd(&self) -> Option<&EtcdStorage> {
         let backend: &dyn std::any::Any = self.backend.as_ref();
+        #[cfg(feature = "objects")]
+        if let Some(composite) = backend.downcast_ref::<crate::store::composed::EtcdObjects>() {
+            return Some(composite.etcd());
+        }
         backend.downcast_ref()
     }
 }
 
 /// Connects to the cluster at `url` and waits (bounded) for it to answer.
-fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
+pub(super) fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
     let unavailable = |error: StorageError| OpenError::Unavailable {
         url: url.to_string(),
         error,

@@ -1,0 +1,253 @@
+//! The composite store, `etcd://…?plog=objects:DIR`: the PLog on object storage (a directory
+//! here), the view, the stored next offsets and the owners on the cluster. One host's main job
+//! run twice (no number twice), the etcd writes of a run counted on the cluster (appends make
+//! none), two hosts started at once, an owner paused past its lease racing its successor.
+//! Each ends with `check` and an independent read of every PLog.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use sequencer_host::StoreReader;
+use sequencer_host::store::{OpenOptions, StoreUrl, open_reader};
+
+use crate::common::component_path;
+use crate::common::etcd_cluster::EtcdCluster;
+use crate::common::{run_host, text};
+use crate::hosts::{all_owning, count, finished, plogs_hold, row, signal, spawn_host, wait_owners};
+use crate::support::{all_events, check_passes, run_args};
+
+/// The composite store on `cluster` with its PLog in the cluster's temp dir.
+fn composite_url(cluster: &EtcdCluster) -> String {
+    let dir = cluster.dir.path().join("plog");
+    format!("{}?plog=objects:{}", cluster.url(), dir.display())
+}
+
+/// The composite store at `url`, read without writing.
+fn reader(url: &str) -> Box<dyn StoreReader + Send + Sync> {
+    let url: StoreUrl = url.parse().expect("a store URL");
+    open_reader(&url, &OpenOptions::default()).expect("open the composite store to read")
+}
+
+/// Every partition's PLog dense from 1, each key's numbers strictly increasing; the events of
+/// each partition.
+fn numbered_once(store: &dyn StoreReader, partitions: u32) -> Vec<u64> {
+    (0..partitions)
+        .map(|p| {
+            let plog = all_events(store, p);
+            let mut last = std::collections::HashMap::new();
+            for (i, e) in plog.iter().enumerate() {
+                assert_eq!(e.offset, i as u64 + 1, "partition {p}: a gap");
+                for v in &e.values {
+                    let before = last.insert((v.key.ws, v.key.seq), v.value);
+                    assert!(
+                        before.is_none_or(|b| b < v.value),
+                        "partition {p} offset {}: {v:?} after {before:?}",
+                        e.offset
+                    );
+                }
+            }
+            plog.len() as u64
+        })
+        .collect()
+}
+
+/// The value of a metric (the sum of its series) in an etcd member's `/metrics`.
+fn metric(endpoint: &str, name: &str) -> f64 {
+    let address = endpoint.trim_start_matches("http://");
+    let mut conn = TcpStream::connect(address).expect("connect to an etcd member");
+    conn.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    let request = format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    conn.write_all(request.as_bytes())
+        .expect("ask for /metrics");
+    let mut body = String::new();
+    conn.read_to_string(&mut body).expect("read /metrics");
+    (body.lines())
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.split([' ', '{']).next() == Some(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn the_main_job_on_the_composite_store_run_twice_numbers_each_value_once_and_keeps_no_plog_in_etcd()
+{
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let component = component_path();
+    for round in 0..2 {
+        let out = run_host(
+            &(run_args(&url, &component, "2", "1500").iter())
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        let (stdout, stderr) = text(&out);
+        assert!(
+            out.status.success(),
+            "run {round} failed:\n{stdout}{stderr}"
+        );
+        assert!(stdout.contains("PLog at"), "{stdout}");
+    }
+    check_passes(&url);
+    let events = numbered_once(reader(&url).as_ref(), 2);
+    assert!(events.iter().all(|&n| n >= 3000), "{events:?}");
+    let etcd = cluster.store(Duration::from_secs(10));
+    for p in 0..2 {
+        assert!(all_events(&etcd, p).is_empty(), "partition {p} in etcd");
+        assert!(etcd.stored_next_offset(p).expect("stored offset") > 1);
+    }
+    let inspect = run_host(&["inspect", "--store", &url]);
+    let (stdout, stderr) = text(&inspect);
+    assert!(inspect.status.success(), "{stdout}{stderr}");
+}
+
+#[test]
+fn appends_on_the_composite_store_send_etcd_no_write_beyond_the_flushers_view_writes() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let component = component_path();
+    // Raft proposals committed (every write request is one; reads and keepalives are none).
+    let proposals = || {
+        metric(
+            &cluster.endpoints[0],
+            "etcd_server_proposals_committed_total",
+        )
+    };
+    let before = proposals();
+    let out = run_host(
+        &(run_args(&url, &component, "2", "6000").iter())
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let after = proposals();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let events: u64 = numbered_once(reader(&url).as_ref(), 2).iter().sum();
+    let writes = (after - before) as u64;
+    let flushes = count(&stdout, "flushes (view writes)");
+    let txns = count(&stdout, "etcd transactions");
+    eprintln!(
+        "{events} events: {writes} etcd writes ({:.1} per 1,000 events), the host sent {txns} transactions for {flushes} view writes",
+        writes as f64 * 1000.0 / events as f64
+    );
+    // The cluster's writes are the host's transactions (and its layout record, a few
+    // elections' no-ops), and those the flusher's: none per append.
+    assert!(writes <= txns + 10, "{writes} writes, {txns} transactions");
+    assert!(
+        txns <= 3 * flushes + 10,
+        "{txns} transactions for {flushes} view writes:\n{stdout}"
+    );
+    assert!(
+        writes * 20 < events,
+        "{writes} etcd writes for {events} events"
+    );
+}
+
+#[test]
+fn two_hosts_started_at_once_on_the_composite_store_never_write_one_partition_together() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
+    let a = spawn_host(&url, "a", "4", "400", "0", &log("a"));
+    let b = spawn_host(&url, "b", "4", "400", "0", &log("b"));
+    let summaries = [finished(a, "a", &log("a")), finished(b, "b", &log("b"))];
+    for s in &summaries {
+        assert!(
+            row(s, "actualizations").contains(" 0 after appends refused by the offset fence"),
+            "{s}"
+        );
+    }
+    let served: u64 = (summaries.iter())
+        .map(|s| count(s, "events appended here"))
+        .sum();
+    assert!(served >= 1600, "{served} events appended by both");
+    plogs_hold(&url, reader(&url).as_ref(), 4, 400);
+}
+
+#[test]
+fn an_owner_paused_past_its_lease_on_the_composite_store_stops_and_its_successor_numbers_on() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let store = cluster.store(Duration::from_secs(10));
+    let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
+    let a = spawn_host(&url, "a", "4", "800", "400", &log("a"));
+    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"));
+    let of_a = all_owning(&store, &["a", "b"], 4, "a");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&a, "-STOP");
+    wait_owners(
+        &store,
+        Duration::from_secs(15),
+        "b owning a's partitions",
+        |o| (of_a.iter()).all(|p| o.owners.get(p).is_some_and(|x| x.host == "b")),
+    );
+    // Past its lease, and past b's first appends: a wakes up holding appends in flight.
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&a, "-CONT");
+    let summary_a = finished(a, "a", &log("a"));
+    let summary_b = finished(b, "b", &log("b"));
+    assert!(
+        !row(&summary_a, "partitions lost").starts_with("0 refused by the epoch, 0 to the lease"),
+        "a lost nothing: {summary_a}"
+    );
+    assert!(
+        count(&summary_b, "takeovers") >= of_a.len() as u64,
+        "{summary_b}"
+    );
+    plogs_hold(&url, reader(&url).as_ref(), 4, 800);
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn the_main_job_on_the_composite_store_with_its_plog_on_s3_numbers_each_value_once() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let Some(moto) = crate::common::moto::Moto::start() else {
+        return;
+    };
+    let bucket = crate::common::moto::BUCKET;
+    let url = format!("{}?plog=objects:s3://{bucket}/composite", cluster.url());
+    let component = component_path();
+    let vars = moto.vars();
+    for round in 0..2 {
+        let out = crate::common::host()
+            .args(run_args(&url, &component, "2", "300"))
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run sequencer-host");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "run {round}:\n{stdout}{stderr}");
+    }
+    let out = crate::common::host()
+        .args(["check", "--store", &url])
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run sequencer-host check");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "check:\n{stdout}{stderr}");
+    let etcd = cluster.store(Duration::from_secs(10));
+    for p in 0..2 {
+        assert!(all_events(&etcd, p).is_empty(), "partition {p} in etcd");
+        assert!(etcd.stored_next_offset(p).expect("stored offset") > 1);
+    }
+    let plog = moto.remote("composite");
+    let objects = plog
+        .open_plog(None, None, sequencer_host::store::objects::Access::ReadOnly)
+        .expect("the PLog on S3");
+    for p in 0..2 {
+        assert!(
+            objects.bounds(p).0 > 600,
+            "partition {p}: {:?}",
+            objects.bounds(p)
+        );
+    }
+}
