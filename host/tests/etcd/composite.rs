@@ -1,21 +1,24 @@
-//! The composite store, `etcd://…?plog=objects:DIR`: the PLog on object storage (a directory
-//! here), the view, the stored next offsets and the owners on the cluster. One host's main job
+//! The composite store, `etcd://…?plog=objects:DIR`: the PLog on object storage (a directory,
+//! or S3 on moto), the view, the stored next offsets and the owners on the cluster. One host's main job
 //! run twice (no number twice), the etcd writes of a run counted on the cluster (appends make
-//! none), two hosts started at once, an owner paused past its lease racing its successor.
-//! Each ends with `check` and an independent read of every PLog.
+//! none), two hosts started at once, an owner paused past its lease, a zombie handle racing
+//! its successor at one offset. Each ends with `check` and an independent read of the PLogs.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
-use sequencer_host::StoreReader;
-use sequencer_host::store::{OpenOptions, StoreUrl, open_reader};
+use sequencer::SeqValue;
+use sequencer_host::store::etcd::ownership::HostLease;
+use sequencer_host::store::{OpenOptions, StoreUrl, open, open_reader};
+use sequencer_host::{AppendError, ManualClock, StoreReader};
 
 use crate::common::component_path;
 use crate::common::etcd_cluster::EtcdCluster;
 use crate::common::{run_host, text};
 use crate::hosts::{all_owning, count, finished, plogs_hold, row, signal, spawn_host, wait_owners};
-use crate::support::{all_events, check_passes, run_args};
+use crate::support::{all_events, check_passes, event_batch, run_args};
 
 /// The composite store on `cluster` with its PLog in the cluster's temp dir.
 fn composite_url(cluster: &EtcdCluster) -> String {
@@ -250,4 +253,80 @@ fn the_main_job_on_the_composite_store_with_its_plog_on_s3_numbers_each_value_on
             objects.bounds(p)
         );
     }
+}
+
+/// Polls (bounded), keeping `lease` alive, until it takes `partition`; returns the epoch.
+fn take_when_free(lease: &HostLease, partition: u32) -> u64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        lease.keep_alive().expect("keep alive");
+        if let Some(epoch) = lease.acquire(partition).expect("acquire") {
+            return epoch;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "partition {partition} never freed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_zombie_handle_racing_its_successor_on_the_composite_store_loses_the_offset_and_stops() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url: StoreUrl = composite_url(&cluster).parse().expect("a store URL");
+    let open = || open(&url, &OpenOptions::new()).expect("open the composite store");
+    // A's clock never moves: it believes its lease holds however long it was away.
+    let (a_store, b_store) = (open(), open());
+    let (clock_a, clock_b) = (ManualClock::new(), ManualClock::new());
+    let register = |store: &sequencer_host::store::Store, name: &str, clock: &ManualClock| {
+        (store.etcd().expect("the cluster"))
+            .register_host(name, Duration::from_secs(1), Arc::new(clock.clone()))
+            .expect("register the host")
+    };
+    let a = register(&a_store, "a", &clock_a);
+    let epoch_a = a.acquire(0).expect("acquire").expect("free");
+    let zombie = a_store.storage();
+    zombie
+        .append_events(0, &event_batch(1, 3, 10))
+        .expect("the owner appends");
+    // A stops renewing: its lease expires on the cluster, B takes the partition over and
+    // numbers from the PLog as it is.
+    let b = register(&b_store, "b", &clock_b);
+    let epoch_b = take_when_free(&b, 0);
+    assert!(epoch_b > epoch_a, "epochs grow: {epoch_a} then {epoch_b}");
+    let successor = b_store.storage();
+    let page = futures::executor::block_on(successor.read_plog(0, 1, 100)).expect("replay");
+    assert_eq!(page.next, 4, "the successor sees the owner's events");
+    successor
+        .append_events(0, &event_batch(4, 2, 10))
+        .expect("the successor appends at the PLog's next offset");
+    // The zombie, still believing it owns the partition, appends at the offset it knows:
+    // the successor holds it, one winner.
+    match zombie.append_events(0, &event_batch(4, 1, 10)) {
+        Err(AppendError::WrongOffset { expected, offered }) => {
+            assert_eq!((expected, offered), (6, 4));
+        }
+        other => panic!("the zombie's append at a taken offset: {other:?}"),
+    }
+    // Its flusher's write carries its epoch: the cluster refuses it, and the zombie stops.
+    let view = futures::executor::block_on(zombie.write(0, vec![SeqValue::new(1, 1, 4)], 5));
+    let refused = view.expect_err("the zombie's view write");
+    assert!(refused.0.contains("refused epoch"), "{refused}");
+    match zombie.append_events(0, &event_batch(6, 1, 10)) {
+        Err(AppendError::NotOwner { epoch, .. }) => assert_eq!(epoch, epoch_a),
+        other => panic!("the zombie appended after it was refused: {other:?}"),
+    }
+    successor
+        .append_events(0, &event_batch(6, 2, 10))
+        .expect("the successor goes on");
+    let plog: Vec<u64> = (all_events(reader(&url.to_string()).as_ref(), 0).iter())
+        .map(|e| e.offset)
+        .collect();
+    assert_eq!(plog, (1..=7).collect::<Vec<u64>>(), "dense, no gap");
+    futures::executor::block_on(successor.write(0, vec![SeqValue::new(1, 1, 7)], 8))
+        .expect("the successor's view write");
+    check_passes(&url.to_string());
 }
