@@ -330,3 +330,78 @@ fn a_zombie_handle_racing_its_successor_on_the_composite_store_loses_the_offset_
         .expect("the successor's view write");
     check_passes(&url.to_string());
 }
+
+#[test]
+fn sigkill_of_an_owner_on_the_composite_store_the_survivor_takes_over_and_the_workload_completes() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let store = cluster.store(Duration::from_secs(10));
+    let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
+    let a = spawn_host(&url, "a", "4", "800", "600", &log("a"));
+    let mut b = spawn_host(&url, "b", "4", "800", "600", &log("b"));
+    let of_b = all_owning(&store, &["a", "b"], 4, "b");
+    std::thread::sleep(Duration::from_millis(700));
+    b.kill().expect("SIGKILL b");
+    let _ = b.wait();
+    let killed = std::time::Instant::now();
+    wait_owners(
+        &store,
+        Duration::from_secs(15),
+        "b's partitions taken over",
+        |o| (of_b.iter()).all(|p| o.owners.get(p).is_some_and(|x| x.host == "a")),
+    );
+    let took = killed.elapsed();
+    eprintln!("SIGKILL to every partition of the killed host owned by the survivor: {took:?}");
+    assert!(took < Duration::from_secs(5), "takeover took {took:?}");
+    let summary = finished(a, "a", &log("a"));
+    eprintln!(
+        "first append after a takeover: {}; {}",
+        row(&summary, "first append after a takeover"),
+        row(&summary, "actualizations")
+    );
+    assert!(
+        count(&summary, "takeovers") >= of_b.len() as u64,
+        "{summary}"
+    );
+    plogs_hold(&url, reader(&url).as_ref(), 4, 800);
+}
+
+#[test]
+fn a_host_joining_the_composite_store_gets_its_share_by_handover_and_sigterm_hands_it_back() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url(&cluster);
+    let store = cluster.store(Duration::from_secs(10));
+    let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
+    let a = spawn_host(&url, "a", "4", "600", "200", &log("a"));
+    wait_owners(&store, Duration::from_secs(20), "a owning all", |o| {
+        o.owners.len() == 4 && o.owners.values().all(|x| x.host == "a")
+    });
+    let b = spawn_host(&url, "b", "4", "600", "200", &log("b"));
+    wait_owners(&store, Duration::from_secs(20), "b owning its share", |o| {
+        o.owners.values().filter(|x| x.host == "b").count() == 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&b, "-TERM");
+    let termed = std::time::Instant::now();
+    wait_owners(&store, Duration::from_secs(10), "a owning all again", |o| {
+        o.hosts.len() == 1 && o.owners.len() == 4 && o.owners.values().all(|x| x.host == "a")
+    });
+    let took = termed.elapsed();
+    eprintln!("SIGTERM to every partition owned by the other host: {took:?}");
+    assert!(took < Duration::from_millis(1900), "{took:?}");
+    let summary_b = finished(b, "b", &log("b"));
+    assert!(count(&summary_b, "handovers") >= 2, "{summary_b}");
+    let summary_a = finished(a, "a", &log("a"));
+    assert!(count(&summary_a, "takeovers") >= 2, "{summary_a}");
+    for s in [&summary_a, &summary_b] {
+        assert!(
+            row(s, "actualizations").contains(" 0 after appends refused by the offset fence"),
+            "an acquisition numbered from a stale offset: {s}"
+        );
+    }
+    plogs_hold(&url, reader(&url).as_ref(), 4, 600);
+}
