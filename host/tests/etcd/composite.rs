@@ -405,3 +405,43 @@ fn a_host_joining_the_composite_store_gets_its_share_by_handover_and_sigterm_han
     }
     plogs_hold(&url, reader(&url).as_ref(), 4, 600);
 }
+
+#[test]
+fn a_cluster_keeps_the_view_of_one_plog_and_refuses_any_other_before_writing() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let options = OpenOptions::new();
+    let refused = |url: &StoreUrl| match open(url, &options) {
+        Ok(_) => panic!("{url} opened"),
+        Err(e) => e.to_string(),
+    };
+    let composite: StoreUrl = composite_url(&cluster).parse().expect("a store URL");
+    drop(open(&composite, &options).expect("a new composite store records its PLog"));
+    let other = format!(
+        "{}?plog=objects:{}",
+        cluster.url(),
+        cluster.dir.path().join("other").display()
+    );
+    let e = refused(&other.parse().expect("a store URL"));
+    assert!(
+        e.contains("its view belongs to the PLog at objects:"),
+        "{e}"
+    );
+    let alone: StoreUrl = cluster.url().parse().expect("a store URL");
+    let e = refused(&alone);
+    assert!(e.contains("its PLog is at objects:"), "{e}");
+    let e = open_reader(&alone, &options)
+        .err()
+        .expect("refused to read");
+    assert!(e.to_string().contains("its PLog is at objects:"), "{e}");
+    // A cluster that holds a store of its own PLog is not taken for a composite store's view.
+    cluster.wipe();
+    let store = open(&alone, &options).expect("the etcd store");
+    (store.storage())
+        .append_events(0, &event_batch(1, 2, 10))
+        .expect("append to the etcd store");
+    drop(store);
+    let e = refused(&composite);
+    assert!(e.contains("whose PLog is in the cluster"), "{e}");
+}

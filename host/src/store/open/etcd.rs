@@ -70,6 +70,17 @@ impl Store {
     }
 }
 
+/// Refuses a cluster whose view belongs to a PLog kept elsewhere (the composite store's): its
+/// PLog is not the cluster's, which holds none of its events.
+fn refuse_plog_elsewhere(store: &EtcdStorage, url: &str) -> Result<(), OpenError> {
+    match store.read_plog_place()? {
+        Some(place) => Err(OpenError::Storage(StorageError(format!(
+            "etcd store {url}: its PLog is at {place}: open it as {url}?plog={place}"
+        )))),
+        None => Ok(()),
+    }
+}
+
 /// Connects to the cluster at `url` and waits (bounded) for it to answer.
 pub(super) fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
     let unavailable = |error: StorageError| OpenError::Unavailable {
@@ -88,6 +99,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         return Err(settle::not_built(url));
     };
     let store = connect(address, options)?;
+    refuse_plog_elsewhere(&store, address)?;
     let recorded = store.read_layout()?;
     let name = || format!("etcd store {address}");
     settle::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
@@ -112,6 +124,7 @@ pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send +
         return Err(settle::not_built(url));
     };
     let store = EtcdStorage::connect_url(address)?;
+    refuse_plog_elsewhere(&store, address)?;
     let read_record = {
         let store = store.clone();
         move || Ok(store.read_archive()?)

@@ -11,7 +11,7 @@ use crate::store::etcd::EtcdStorage;
 use crate::store::objects::{Access, RemotePlog};
 use crate::store::reader::StoreReader;
 use crate::store::stats::{Counter, StoreStats};
-use crate::store::storage::Storage;
+use crate::store::storage::{Storage, StorageError};
 
 use super::archive;
 use super::error::OpenError;
@@ -80,12 +80,47 @@ fn plog_at(
     }
 }
 
+/// Refuses, before anything is written, a cluster whose view belongs to another PLog than
+/// `plog`: one that records another place, or (when `record`) one that records none but holds
+/// a store (its PLog is in the cluster); a cluster that holds nothing records `plog` (if
+/// `record`). So no view is ever replayed against a PLog it was not written from.
+fn settle_plog_place(
+    store: &EtcdStorage,
+    etcd: &str,
+    plog: &PlogPlace,
+    record: bool,
+) -> Result<(), OpenError> {
+    let place = plog.to_string();
+    let refuse = |what: String| {
+        OpenError::Storage(StorageError(format!(
+            "etcd store {etcd}: {what}, not {place}; nothing was written"
+        )))
+    };
+    let recorded = match store.read_plog_place()? {
+        Some(recorded) => recorded,
+        None if !record => return Ok(()),
+        None if !store.partitions()?.is_empty() => {
+            return Err(refuse(
+                "it holds a store whose PLog is in the cluster".into(),
+            ));
+        }
+        None => store.record_plog_place(&place)?,
+    };
+    match recorded == place {
+        true => Ok(()),
+        false => Err(refuse(format!(
+            "its view belongs to the PLog at {recorded}"
+        ))),
+    }
+}
+
 pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, OpenError> {
     let StoreUrl::EtcdObjects { etcd, plog } = url else {
         return Err(settle::not_built(url));
     };
     archive::refuse_for(&options.archive, url)?;
     let store = super::etcd::connect(etcd, options)?;
+    settle_plog_place(&store, etcd, plog, true)?;
     let recorded = store.read_layout()?;
     let name = || format!("etcd store {etcd}");
     settle::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
@@ -111,6 +146,7 @@ pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send +
         return Err(settle::not_built(url));
     };
     let store = EtcdStorage::connect_url(etcd)?;
+    settle_plog_place(&store, etcd, plog, false)?;
     let (remote, local) = plog_at(plog, false, None)?;
     let objects = remote.open_plog(local, None, Access::ReadOnly)?;
     Ok(Box::new(EtcdObjects::new(

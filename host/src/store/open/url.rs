@@ -124,14 +124,17 @@ impl fmt::Display for StoreUrl {
             Self::Objects(Some(dir)) => write!(f, "objects:{}", dir.display()),
             Self::ObjectsS3(url) => write!(f, "objects:{url}"),
             Self::Etcd(url) => f.write_str(url),
-            Self::EtcdObjects { etcd, plog } => {
-                f.write_str(etcd)?;
-                f.write_str(PLOG_QUERY)?;
-                match plog {
-                    PlogPlace::Dir(dir) => write!(f, "{}", dir.display()),
-                    PlogPlace::S3(url) => f.write_str(url),
-                }
-            }
+            Self::EtcdObjects { etcd, plog } => write!(f, "{etcd}?plog={plog}"),
+        }
+    }
+}
+
+impl fmt::Display for PlogPlace {
+    /// `objects:DIR` or `objects:s3://BUCKET/PREFIX`, as the composite store's URL names it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dir(dir) => write!(f, "objects:{}", dir.display()),
+            Self::S3(url) => write!(f, "objects:{url}"),
         }
     }
 }
