@@ -83,6 +83,11 @@ fn store_urls_parse_once_into_the_backend_names() {
             "{bad:?} refused"
         );
     }
+    let relative = "etcd://h:1?plog=objects:plog".parse::<StoreUrl>();
+    assert!(
+        matches!(&relative, Err(OpenError::Unsupported { what, .. }) if what.contains("absolute")),
+        "a relative PLog directory refused: {relative:?}"
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::StoredEvent;
@@ -111,7 +111,23 @@ impl Storage for EtcdObjects {
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
         let read = (&self.plog, &self.ahead, &self.damage);
         let rescan = self.rescan_first(partition);
-        read_plog_page(read, self.label(), (partition, from, max_events), rescan)
+        let page = read_plog_page(read, self.label(), (partition, from, max_events), rescan);
+        if !rescan {
+            return page;
+        }
+        // A scan that failed is done again by the next read.
+        let scanned = self.scanned_at.clone();
+        async move {
+            let read = page.await;
+            if read.is_err() {
+                scanned
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&partition);
+            }
+            read
+        }
+        .boxed()
     }
 
     fn append_event(

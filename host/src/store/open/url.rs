@@ -36,7 +36,8 @@ pub enum StoreUrl {
 /// Where the composite store's PLog is ([`StoreUrl::EtcdObjects`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlogPlace {
-    /// A directory every host reaches (local, or a shared file system that links atomically).
+    /// A directory every host reaches (local, or a shared file system that links atomically),
+    /// named by an absolute path.
     Dir(PathBuf),
     /// S3, `s3://BUCKET/PREFIX` (configured from the `AWS_*` variables).
     S3(String),
@@ -93,7 +94,17 @@ impl FromStr for StoreUrl {
                 Some((etcd, plog)) => {
                     let plog = match plog.strip_prefix("s3://") {
                         Some(_) => PlogPlace::S3(plog.to_string()),
-                        None if dir(plog).is_some() => PlogPlace::Dir(PathBuf::from(plog)),
+                        // Every host names the same directory: one relative to each
+                        // host's working directory could be another one for each.
+                        None if Path::new(plog).is_absolute() => {
+                            PlogPlace::Dir(PathBuf::from(plog))
+                        }
+                        None if dir(plog).is_some() => {
+                            return Err(OpenError::Unsupported {
+                                url: s.to_string(),
+                                what: "the PLog's directory must be an absolute path (every host names the same one)",
+                            });
+                        }
                         None => return Err(OpenError::UnknownUrl(s.to_string())),
                     };
                     Ok(Self::EtcdObjects {
