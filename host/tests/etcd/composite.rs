@@ -1,8 +1,9 @@
 //! The composite store, `etcd://…?plog=objects:DIR`: the PLog on object storage (a directory,
 //! or S3 on moto), the view, the stored next offsets and the owners on the cluster. One host's main job
 //! run twice (no number twice), the etcd writes of a run counted on the cluster (appends make
-//! none), two hosts started at once, an owner paused past its lease, a zombie handle racing
-//! its successor at one offset. Each ends with `check` and an independent read of the PLogs.
+//! none), two hosts started at once, an owner paused past its lease, a host killed, a host
+//! joining and leaving, a zombie handle racing its successor at one offset; the merger bundling
+//! while owners change. Each ends with `check` and an independent read of the PLogs.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use sequencer::SeqValue;
 use sequencer_host::store::etcd::ownership::HostLease;
+use sequencer_host::store::objects::{Access, RemotePlog};
 use sequencer_host::store::{OpenOptions, StoreUrl, open, open_reader};
 use sequencer_host::{AppendError, ManualClock, StoreReader};
 
@@ -24,6 +26,23 @@ use crate::support::{all_events, check_passes, event_batch, run_args};
 fn composite_url(cluster: &EtcdCluster) -> String {
     let dir = cluster.dir.path().join("plog");
     format!("{}?plog=objects:{}", cluster.url(), dir.display())
+}
+
+/// [`composite_url`], its PLog created with bundles of `events` events: the merger bundles
+/// (and deletes event objects) while the hosts' workloads run and owners change.
+fn composite_url_merging_every(cluster: &EtcdCluster, events: u64) -> String {
+    let dir = cluster.dir.path().join("plog");
+    let plog = RemotePlog::directory(&dir, true).expect("the PLog's directory");
+    drop((plog.open_plog(Some(&dir), Some(events), Access::Write)).expect("create the PLog"));
+    composite_url(cluster)
+}
+
+/// The bundles the mergers wrote into the PLog of [`composite_url`].
+fn bundles_written(cluster: &EtcdCluster) -> usize {
+    let top = cluster.dir.path().join("plog").join("bundles");
+    (std::fs::read_dir(&top).into_iter().flatten().flatten())
+        .map(|p| std::fs::read_dir(p.path()).map_or(0, |d| d.count()))
+        .sum()
 }
 
 /// The composite store at `url`, read without writing.
@@ -155,7 +174,7 @@ fn two_hosts_started_at_once_on_the_composite_store_never_write_one_partition_to
     let Some(cluster) = EtcdCluster::start() else {
         return;
     };
-    let url = composite_url(&cluster);
+    let url = composite_url_merging_every(&cluster, 50);
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
     let a = spawn_host(&url, "a", "4", "400", "0", &log("a"));
     let b = spawn_host(&url, "b", "4", "400", "0", &log("b"));
@@ -178,7 +197,7 @@ fn an_owner_paused_past_its_lease_on_the_composite_store_stops_and_its_successor
     let Some(cluster) = EtcdCluster::start() else {
         return;
     };
-    let url = composite_url(&cluster);
+    let url = composite_url_merging_every(&cluster, 50);
     let store = cluster.store(Duration::from_secs(10));
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
     let a = spawn_host(&url, "a", "4", "800", "400", &log("a"));
@@ -336,7 +355,7 @@ fn sigkill_of_an_owner_on_the_composite_store_the_survivor_takes_over_and_the_wo
     let Some(cluster) = EtcdCluster::start() else {
         return;
     };
-    let url = composite_url(&cluster);
+    let url = composite_url_merging_every(&cluster, 50);
     let store = cluster.store(Duration::from_secs(10));
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
     let a = spawn_host(&url, "a", "4", "800", "600", &log("a"));
@@ -366,6 +385,9 @@ fn sigkill_of_an_owner_on_the_composite_store_the_survivor_takes_over_and_the_wo
         "{summary}"
     );
     plogs_hold(&url, reader(&url).as_ref(), 4, 800);
+    // 800 events a partition in bundles of 50, merged while owners changed.
+    let bundles = bundles_written(&cluster);
+    assert!(bundles >= 4 * 15, "{bundles} bundles");
 }
 
 #[test]
