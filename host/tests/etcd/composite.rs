@@ -2,7 +2,7 @@
 //! or S3 on moto), the view, the stored next offsets and the owners on the cluster. One host's main job
 //! run twice (no number twice), the etcd writes of a run counted on the cluster (appends make
 //! none), two hosts started at once, an owner paused past its lease, a host killed, a host
-//! joining and leaving, a zombie handle racing its successor at one offset; the merger bundling
+//! cut off from etcd (not from the objects), a host joining and leaving, a zombie handle racing its successor at one offset; the merger bundling
 //! while owners change. Each ends with `check` and an independent read of the PLogs.
 
 use std::io::{Read, Write};
@@ -466,4 +466,61 @@ fn a_cluster_keeps_the_view_of_one_plog_and_refuses_any_other_before_writing() {
     drop(store);
     let e = refused(&composite);
     assert!(e.contains("whose PLog is in the cluster"), "{e}");
+}
+
+#[test]
+fn a_host_cut_off_from_etcd_stops_appending_to_the_objects_before_its_partitions_are_taken_over() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let url = composite_url_merging_every(&cluster, 50);
+    let store = cluster.store(Duration::from_secs(10));
+    let member = cluster.endpoints[0].trim_start_matches("http://");
+    let proxy = crate::host_faults::Proxy::start(member.to_string());
+    let plog = url.split_once("?plog=").expect("a composite URL").1;
+    // A reaches etcd through the proxy only; the objects it always reaches.
+    let cut_off_url = format!("etcd://127.0.0.1:{}?plog={plog}", proxy.port);
+    let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
+    let a = spawn_host(&cut_off_url, "a", "4", "800", "400", &log("a"));
+    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"));
+    let of_a = all_owning(&store, &["a", "b"], 4, "a");
+    std::thread::sleep(Duration::from_millis(500));
+    proxy.pause(true);
+    let cut = std::time::Instant::now();
+    let (mut stopped, mut taken) = (None, None);
+    while stopped.is_none() || taken.is_none() {
+        assert!(
+            cut.elapsed() < Duration::from_secs(20),
+            "stopped {stopped:?}, taken {taken:?}"
+        );
+        if stopped.is_none()
+            && std::fs::read_to_string(log("a")).is_ok_and(|l| l.contains("stopped numbering"))
+        {
+            stopped = Some(cut.elapsed());
+        }
+        if taken.is_none()
+            && store.owners(Duration::from_secs(2)).is_ok_and(|o| {
+                (of_a.iter()).all(|p| o.owners.get(p).is_some_and(|x| x.host == "b"))
+            })
+        {
+            taken = Some(cut.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "cut off: a stopped numbering after {stopped:?}, b owned a's partitions after {taken:?}"
+    );
+    assert!(
+        stopped < taken,
+        "a stopped at {stopped:?}, after b took over at {taken:?}"
+    );
+    proxy.pause(false);
+    let summary_a = finished(a, "a", &log("a"));
+    let summary_b = finished(b, "b", &log("b"));
+    assert!(
+        count(&summary_b, "takeovers") >= of_a.len() as u64,
+        "{summary_b}"
+    );
+    assert!(!summary_a.is_empty());
+    plogs_hold(&url, reader(&url).as_ref(), 4, 800);
 }
