@@ -13,7 +13,7 @@ use std::time::Duration;
 use sequencer::SeqValue;
 use sequencer_host::store::etcd::ownership::HostLease;
 use sequencer_host::store::objects::{Access, RemotePlog};
-use sequencer_host::store::{OpenOptions, StoreUrl, open, open_reader};
+use sequencer_host::store::{ArchiveUse, OpenOptions, StoreUrl, open, open_reader};
 use sequencer_host::{AppendError, ManualClock, StoreReader};
 
 use crate::common::component_path;
@@ -439,6 +439,14 @@ fn a_cluster_keeps_the_view_of_one_plog_and_refuses_any_other_before_writing() {
         Err(e) => e.to_string(),
     };
     let composite: StoreUrl = composite_url(&cluster).parse().expect("a store URL");
+    let archived = OpenOptions::new().archive(ArchiveUse::default().named(cluster.dir.path()));
+    let e = open(&composite, &archived)
+        .err()
+        .expect("an archive refused");
+    assert!(
+        e.to_string().contains("composite store is not archived"),
+        "{e}"
+    );
     drop(open(&composite, &options).expect("a new composite store records its PLog"));
     let other = format!(
         "{}?plog=objects:{}",
