@@ -140,9 +140,16 @@ impl Storage for EtcdObjects {
         self.append_events(partition, &EventBatch::single(offset, values, payload))
     }
 
+    /// Refused before it is sent unless owned (see the type); the owner's epoch goes with the
+    /// append into its objects, and a tail a successor wrote refuses it (the partition is then
+    /// lost on this host).
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        self.etcd.plog_fence(partition)?;
-        self.plog.append(partition, batch)
+        let epoch = self.etcd.plog_fence(partition)?;
+        let appended = self.plog.append_under(partition, batch, epoch);
+        if let Err(AppendError::NotOwner { why, .. }) = &appended {
+            self.etcd.plog_superseded(partition, why);
+        }
+        appended
     }
 
     fn append_limits(&self) -> AppendLimits {

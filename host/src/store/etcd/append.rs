@@ -340,6 +340,15 @@ impl EtcdStorage {
         }
     }
 
+    /// The PLog kept outside the cluster refused an append of `partition` under this host's
+    /// epoch (`why`: a successor wrote its tail): the partition is lost, nothing more is
+    /// written under that epoch.
+    pub(crate) fn plog_superseded(&self, partition: PartitionId, why: &str) {
+        let stats = &self.inner.stats;
+        stats.epoch_refused.fetch_add(1, Ordering::Relaxed);
+        self.inner.fences.lose(partition, why);
+    }
+
     /// The epoch this host owns `partition` at now, if a lease is registered and it does
     /// (no request, nothing counted).
     pub(crate) fn plog_epoch(&self, partition: PartitionId) -> Option<u64> {

@@ -43,7 +43,7 @@ use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
 use crate::store::objects::range::EventRange;
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{
-    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
+    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err, writer_at,
 };
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId, StorageError};
 
@@ -280,6 +280,20 @@ impl ObjectPlog {
     /// it wrote: its objects are taken back, unless the bundle holds these very events (an
     /// earlier attempt of it that landed), whose continuation past the bundles stays durable.
     pub fn append(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.append_under(partition, batch, None)
+    }
+
+    /// [`append`](Self::append) by the owner of the partition at `epoch` (`None`: no owners),
+    /// recorded in each object it creates. Refused with `NotOwner` when the PLog's tail, as
+    /// this handle knows it (a rescan included: after a lost race, or a batch that does not
+    /// start at the known end), was appended under a higher epoch: a successor has written,
+    /// so this owner is stale and writes nothing more. The offset fence stays the last line.
+    pub fn append_under(
+        &self,
+        partition: PartitionId,
+        batch: &EventBatch,
+        epoch: Option<u64>,
+    ) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -294,6 +308,7 @@ impl ObjectPlog {
         if batch.first() != st.next {
             // Another writer may have appended: look again before refusing.
             sh.rescan(partition, &mut st)?;
+            superseded(partition, &st, epoch)?;
             if batch.first() != st.next {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
                 return Err(AppendError::WrongOffset {
@@ -302,8 +317,9 @@ impl ObjectPlog {
                 });
             }
         }
+        superseded(partition, &st, epoch)?;
         sh.ensure_dirs(partition)?;
-        let created = self.create_objects(partition, batch, &st);
+        let created = self.create_objects(partition, batch, &st, epoch);
         // What was written is kept (a dense prefix) once synced: each object, then the
         // directory once.
         let firsts: Vec<PLogOffset> = created.written.iter().map(|o| o.first).collect();
@@ -315,6 +331,7 @@ impl ObjectPlog {
             st.tail.insert(obj.first, obj.last());
             st.next = obj.last() + 1;
             st.last_hash = obj.last_hash();
+            st.tail_epoch = epoch;
             st.cache(obj.clone());
         }
         st.tail_seen = created.seen;
@@ -329,6 +346,7 @@ impl ObjectPlog {
             Some((offered, CreateError::Taken)) => {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
                 sh.rescan(partition, &mut st)?;
+                superseded(partition, &st, epoch)?;
                 return Err(AppendError::WrongOffset {
                     expected: st.next,
                     offered,
@@ -356,8 +374,15 @@ impl ObjectPlog {
 
     /// Creates the objects of `batch` after the tail `st` knows, in order, up to the first
     /// create that fails.
-    fn create_objects(&self, partition: PartitionId, batch: &EventBatch, st: &Part) -> Objects {
+    fn create_objects(
+        &self,
+        partition: PartitionId,
+        batch: &EventBatch,
+        st: &Part,
+        epoch: Option<u64>,
+    ) -> Objects {
         let sh = &self.shared;
+        let writer = writer_at(&sh.writer, epoch);
         let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
         let mut out = Objects {
@@ -370,8 +395,8 @@ impl ObjectPlog {
         for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
             let first = batch.first() + range.start as u64;
             let obj = Arc::new(match sh.format {
-                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
-                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
+                ObjectFormat::OneEvent => encode_one(first, prev, &writer, events[range.start]),
+                ObjectFormat::Ranges => encode_range(first, prev, &writer, &events[range]),
             });
             let sent = Instant::now();
             let created = sh.create(&event_object(partition, first), obj.bytes());
@@ -668,6 +693,21 @@ fn bundles_hold(
         under += 1;
     }
     Ok(Some(under))
+}
+
+/// Refuses an append under `epoch` to a partition whose tail (`st`) a higher epoch wrote.
+fn superseded(partition: PartitionId, st: &Part, epoch: Option<u64>) -> Result<(), AppendError> {
+    match (epoch, st.tail_epoch) {
+        (Some(mine), Some(tail)) if tail > mine => Err(AppendError::NotOwner {
+            partition,
+            epoch: mine,
+            why: format!(
+                "the PLog's tail (to offset {}) was appended at epoch {tail}: a successor owns it",
+                st.next - 1
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
