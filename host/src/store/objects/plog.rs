@@ -752,6 +752,34 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_whose_tail_a_higher_epoch_wrote_is_refused_and_writes_nothing() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let open = || ObjectPlog::open(store.clone(), None, 64, Access::Write).expect("open");
+        let (stale, successor) = (open(), open());
+        stale.append_under(0, &batch(1, 2), Some(5)).expect("1..=2");
+        successor.rescan(0).expect("rescan");
+        (successor.append_under(0, &batch(3, 2), Some(9))).expect("3..=4 at epoch 9");
+        // At the offset the successor holds: the create collides, the rescan finds epoch 9.
+        let refused = stale.append_under(0, &batch(3, 1), Some(5));
+        assert!(
+            matches!(&refused, Err(AppendError::NotOwner { epoch: 5, why, .. }) if why.contains("epoch 9")),
+            "{refused:?}"
+        );
+        // At the free offset after it: refused too, nothing written.
+        let refused = stale.append_under(0, &batch(5, 1), Some(5));
+        assert!(
+            matches!(refused, Err(AppendError::NotOwner { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(open().bounds(0).0, 5);
+        // The owner at the higher epoch, or a handle without owners, goes on.
+        (successor.append_under(0, &batch(5, 1), Some(9))).expect("5 at epoch 9");
+        stale.rescan(0).expect("rescan");
+        stale.append(0, &batch(6, 1)).expect("6 without an epoch");
+        assert_eq!(open().bounds(0).0, 7);
+    }
+
+    #[test]
     fn a_batch_is_cut_at_bundle_boundaries_and_at_the_object_limits() {
         let small = [1u8; 10];
         let events: Vec<&[u8]> = vec![&small; 10];
