@@ -1,6 +1,6 @@
-//! The PLog's objects when they are not in the root (S3): where they are, the object store,
-//! when it counts as failed, and its `FORMAT` object, which every host of one PLog reads its
-//! bundle size from.
+//! The PLog's objects when they are not in the root (S3, or the composite store's directory or
+//! S3): where they are, the object store, when it counts as failed, its `FORMAT` object, which
+//! every host of one PLog reads its bundle size from, and opening the PLog shared by many hosts.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,7 +21,8 @@ use crate::store::storage::StorageError;
 /// Says why a remote PLog takes no writes (it has not answered for too long), if it does not.
 pub type RemoteFailure = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
-/// The PLog's objects when they are not in the root: an object store elsewhere (S3).
+/// The PLog's objects when they are not in the root: an object store elsewhere (S3, or a
+/// directory of the composite store's).
 #[derive(Clone)]
 pub struct RemotePlog {
     /// Where, as a URL (`s3://BUCKET/PREFIX`).
