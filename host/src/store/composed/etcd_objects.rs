@@ -180,9 +180,13 @@ impl StoreReader for EtcdObjects {
         )
     }
 
+    /// Partitions whose PLog holds events (a partition this handle only tried to append to
+    /// holds none) or that have a stored offset.
     fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        let plog = &self.plog;
+        let with_events = (plog.partitions().into_iter()).filter(|&p| plog.bounds(p).0 > 1);
         Ok(partitions_of(
-            self.plog.partitions(),
+            with_events.collect(),
             self.etcd.partitions()?,
         ))
     }
