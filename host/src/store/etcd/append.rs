@@ -318,6 +318,8 @@ impl EtcdStorage {
     }
 }
 
+/// What the composite store (its PLog on object storage) asks of the ownership.
+#[cfg(feature = "objects")]
 impl EtcdStorage {
     /// The fence of an append of `partition` to a PLog kept outside the cluster (the composite
     /// store's objects), judged without a request: the epoch the host owns the partition at
