@@ -1,8 +1,9 @@
 //! The backend contract suite (`sequencer_host::store::testing`) on every `Storage` of the
 //! crate: memory (as it is, and split into small writes), redb (the store alone, and in a
 //! data directory read through `RedbReader`), the object store on the local file system (read
-//! through `ObjectReader`), the object store's PLog on S3 (SeaweedFS, a real server; feature `s3`), etcd on a
-//! real 3-member cluster (feature `etcd`), and the layers over a backend: the own tail and the
+//! through `ObjectReader`), the object store's PLog on S3 (SeaweedFS, a real server; feature
+//! `s3`), etcd on a real 3-member cluster (feature `etcd`), the composite store (the PLog in a
+//! directory, the view on that cluster), and the layers over a backend: the own tail and the
 //! read-ahead over memory, and redb with its archive under it. Each check runs on a fresh store.
 //!
 //! Without SeaweedFS or etcd those two fail under CI (`CI` set) and are skipped with a message
@@ -425,7 +426,9 @@ mod s3 {
 mod etcd {
     use super::*;
     use crate::common::etcd_cluster::EtcdCluster;
+    use sequencer_host::store::EtcdObjects;
     use sequencer_host::store::etcd::{EtcdConfig, EtcdStorage};
+    use sequencer_host::store::objects::{Access, RemotePlog};
 
     /// Stores on one 3-member cluster, emptied for each fresh store; reopened with a new
     /// client.
@@ -470,6 +473,68 @@ mod etcd {
             return;
         };
         kept_all_but(assert_contract(&mut Etcd { cluster }), &[]);
+    }
+
+    /// Composite stores on one cluster (emptied for each fresh store) with their PLog in a new
+    /// directory each; reopened with new handles on both.
+    struct Composite {
+        etcd: Etcd,
+        dir: tempfile::TempDir,
+        made: u32,
+    }
+
+    impl Composite {
+        fn open(&self) -> Result<EtcdObjects, StorageError> {
+            let dir = self.dir.path().join(format!("plog-{}", self.made));
+            let remote = RemotePlog::directory(&dir, true)?;
+            let plog = remote.open_plog(Some(&dir), Some(64), Access::Write)?;
+            Ok(EtcdObjects::new(
+                self.etcd.connect()?,
+                plog,
+                remote.url,
+                None,
+            ))
+        }
+    }
+
+    impl StoreMaker for Composite {
+        type Store = EtcdObjects;
+
+        fn name(&self) -> String {
+            "EtcdObjects: the PLog in a directory, the view on a 3-member cluster".into()
+        }
+
+        fn fresh(&mut self) -> Result<EtcdObjects, StorageError> {
+            self.etcd.cluster.wipe();
+            self.made += 1;
+            self.open()
+        }
+
+        fn reopen(&mut self, store: EtcdObjects) -> Option<Result<EtcdObjects, StorageError>> {
+            drop(store);
+            Some(self.open())
+        }
+
+        fn reader<'s>(
+            &'s self,
+            store: &'s EtcdObjects,
+        ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
+            Some(Ok(Box::new(store)))
+        }
+    }
+
+    #[test]
+    fn the_composite_store_on_a_real_cluster_keeps_the_storage_contract() {
+        let Some(cluster) = EtcdCluster::start() else {
+            return;
+        };
+        let mut maker = Composite {
+            etcd: Etcd { cluster },
+            dir: tempfile::tempdir().expect("temp dir"),
+            made: 0,
+        };
+        // Its PLog's objects have no byte limit, as the object store's (the same PLog).
+        kept_all_but(assert_contract(&mut maker), &["refused part"]);
     }
 }
 

@@ -9,7 +9,7 @@ use sequencer::{Params, SeqValue};
 use sequencer_host::MemoryStorage;
 use sequencer_host::store::layout::{LayoutRefusal, settle};
 use sequencer_host::store::{
-    self, CheckError, Layout, OpenError, OpenOptions, StoreReader, StoreUrl, check_store,
+    self, CheckError, Layout, OpenError, OpenOptions, PlogPlace, StoreReader, StoreUrl, check_store,
 };
 
 fn layout(partitions: u32) -> Layout {
@@ -45,6 +45,22 @@ fn store_urls_parse_once_into_the_backend_names() {
             StoreUrl::Etcd("etcd://h:1,h:2".into()),
             "etcd",
         ),
+        (
+            "etcd://h:1,h:2?plog=objects:/o",
+            StoreUrl::EtcdObjects {
+                etcd: "etcd://h:1,h:2".into(),
+                plog: PlogPlace::Dir("/o".into()),
+            },
+            "etcd",
+        ),
+        (
+            "etcd://h:1?plog=objects:s3://b/p",
+            StoreUrl::EtcdObjects {
+                etcd: "etcd://h:1".into(),
+                plog: PlogPlace::S3("s3://b/p".into()),
+            },
+            "etcd",
+        ),
     ];
     for (text, url, backend) in cases {
         let parsed: StoreUrl = text.parse().expect(text);
@@ -53,12 +69,25 @@ fn store_urls_parse_once_into_the_backend_names() {
         let again: StoreUrl = parsed.to_string().parse().expect("its own text");
         assert_eq!(again, parsed, "{text} shown and read back");
     }
-    for bad in ["", "redb:", "objects:", "postgres://x", "mem"] {
+    for bad in [
+        "",
+        "redb:",
+        "objects:",
+        "postgres://x",
+        "mem",
+        "etcd://h:1?plog=objects:",
+        "etcd://h:1?plog=redb:/d",
+    ] {
         assert!(
             matches!(bad.parse::<StoreUrl>(), Err(OpenError::UnknownUrl(_))),
             "{bad:?} refused"
         );
     }
+    let relative = "etcd://h:1?plog=objects:plog".parse::<StoreUrl>();
+    assert!(
+        matches!(&relative, Err(OpenError::Unsupported { what, .. }) if what.contains("absolute")),
+        "a relative PLog directory refused: {relative:?}"
+    );
 }
 
 #[test]

@@ -23,7 +23,8 @@ pub struct StatusArgs {
 /// partition (its owner, epoch and lease), and the partitions of the recorded layout that no
 /// host owns.
 pub fn status(args: &StatusArgs) -> CliResult<ExitCode> {
-    let StoreUrl::Etcd(address) = &args.store.0 else {
+    let (StoreUrl::Etcd(address) | StoreUrl::EtcdObjects { etcd: address, .. }) = &args.store.0
+    else {
         return Err(CliError(format!(
             "--store {}: hosts and owners are kept on an etcd cluster only (--store etcd://HOST:PORT,...)",
             args.store

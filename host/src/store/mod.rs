@@ -51,12 +51,14 @@ pub mod redb;
 pub use archive_record::{ArchiveError, ArchiveRecord};
 pub use check::{CheckError, CheckReport, PlogChecker, StoreCheck, Violation, check_store};
 pub use codec::{StoredEvent, encoded_len};
+#[cfg(all(feature = "objects", feature = "etcd"))]
+pub use composed::EtcdObjects;
 #[cfg(feature = "objects")]
 pub use composed::{ObjectReader, ObjectStorage};
 pub use layout::{Layout, LayoutRefusal, LayoutSeq};
 pub use open::{
-    ArchiveUse, DEFAULT_DATA_DIR, OpenError, OpenOptions, Store, StoreCheckError, StoreUrl, open,
-    open_reader,
+    ArchiveUse, DEFAULT_DATA_DIR, OpenError, OpenOptions, PlogPlace, Store, StoreCheckError,
+    StoreUrl, open, open_reader,
 };
 pub use reader::StoreReader;
 pub use retry::{RetryPolicy, WarnLimiter};

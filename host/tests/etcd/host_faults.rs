@@ -13,13 +13,15 @@ use crate::hosts::{all_owning, count, finished, plogs_hold, spawn_host, spawn_ho
 
 /// A TCP proxy on a loopback port in front of `target`: while paused it forwards nothing
 /// (bytes read are held until it resumes), so a host behind it is cut off from etcd.
-struct Proxy {
-    port: u16,
+pub(crate) struct Proxy {
+    /// Where it listens, on 127.0.0.1.
+    pub(crate) port: u16,
     paused: Arc<AtomicBool>,
 }
 
 impl Proxy {
-    fn start(target: String) -> Self {
+    /// Starts forwarding to `target` (`HOST:PORT`).
+    pub(crate) fn start(target: String) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let paused = Arc::new(AtomicBool::new(false));
@@ -43,7 +45,8 @@ impl Proxy {
         Self { port, paused }
     }
 
-    fn pause(&self, paused: bool) {
+    /// Stops (`true`) or resumes forwarding.
+    pub(crate) fn pause(&self, paused: bool) {
         self.paused.store(paused, Ordering::Release);
     }
 }

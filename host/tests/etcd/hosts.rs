@@ -155,10 +155,15 @@ fn lease_losses(summary: &str) -> u64 {
         .unwrap_or_else(|| panic!("no lease losses in {v:?}\n{summary}"))
 }
 
-/// `check`, then every partition's PLog read back: offsets dense from 1 to exactly `events`
-/// (the hosts together appended each partition's events once), every key's numbers strictly
-/// increasing.
-pub(crate) fn plogs_hold(url: &str, store: &EtcdStorage, partitions: u32, events: u64) {
+/// `check`, then every partition's PLog read back through `store`: offsets dense from 1 to
+/// exactly `events` (the hosts together appended each partition's events once), every key's
+/// numbers strictly increasing.
+pub(crate) fn plogs_hold(
+    url: &str,
+    store: &dyn sequencer_host::StoreReader,
+    partitions: u32,
+    events: u64,
+) {
     check_passes(url);
     for p in 0..partitions {
         let plog = all_events(store, p);

@@ -17,6 +17,7 @@
 //! | `damage` | a bit flipped in a stored value: listed by `check`, refused by a replay |
 //! | `ownership` | partitions owned through leases: the epoch fence, the lease deadline |
 //! | `hosts` | many `run --host-name` processes: a host killed, paused past its TTL, two at once |
+//! | `composite` | the composite store (PLog on objects, view and owners on etcd): runs, etcd writes counted, many hosts |
 //! | `host_faults` | a host cut off from etcd behind a paused TCP proxy; the etcd leader killed in a takeover |
 //!
 //! `common::etcd_cluster` starts and stops the cluster (shared with `contract.rs`); `support`
@@ -31,6 +32,7 @@ mod common;
 mod support;
 
 mod appends;
+mod composite;
 mod damage;
 mod host_faults;
 mod hosts;

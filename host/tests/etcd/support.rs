@@ -188,8 +188,8 @@ pub fn event_batch(first: u64, n: u64, payload: usize) -> EventBatch {
     b
 }
 
-/// Every event of partition `p`, in pages.
-pub fn all_events(store: &EtcdStorage, p: u32) -> Vec<StoredEvent> {
+/// Every event of partition `p`, in pages (of an etcd store, or any other `store` reads).
+pub fn all_events(store: &dyn sequencer_host::StoreReader, p: u32) -> Vec<StoredEvent> {
     let mut out: Vec<StoredEvent> = Vec::new();
     loop {
         let from = out.last().map_or(1, |e| e.offset + 1);

@@ -317,3 +317,46 @@ impl EtcdStorage {
         }
     }
 }
+
+/// What the composite store (its PLog on object storage) asks of the ownership.
+#[cfg(feature = "objects")]
+impl EtcdStorage {
+    /// The fence of an append of `partition` to a PLog kept outside the cluster (the composite
+    /// store's objects), judged without a request: the epoch the host owns the partition at
+    /// (`None` while no lease is registered on this store: one host, only the offset fence),
+    /// or `NotOwner` when nothing may be written: not owned, lost, or the lease may have
+    /// expired ([`ownership`](crate::store::etcd::ownership)).
+    pub(crate) fn plog_fence(&self, partition: PartitionId) -> Result<Option<u64>, AppendError> {
+        match self.inner.fences.check(partition) {
+            Ok(Fence::Open) => Ok(None),
+            Ok(Fence::Epoch(epoch)) => Ok(Some(epoch)),
+            Err(r) => {
+                let stats = &self.inner.stats;
+                stats.not_sent.fetch_add(1, Ordering::Relaxed);
+                Err(AppendError::NotOwner {
+                    partition,
+                    epoch: r.epoch,
+                    why: r.why,
+                })
+            }
+        }
+    }
+
+    /// The PLog kept outside the cluster refused an append of `partition` under this host's
+    /// epoch (`why`: a successor wrote its tail): the partition is lost, nothing more is
+    /// written under that epoch.
+    pub(crate) fn plog_superseded(&self, partition: PartitionId, why: &str) {
+        let stats = &self.inner.stats;
+        stats.epoch_refused.fetch_add(1, Ordering::Relaxed);
+        self.inner.fences.lose(partition, why);
+    }
+
+    /// The epoch this host owns `partition` at now, if a lease is registered and it does
+    /// (no request, nothing counted).
+    pub(crate) fn plog_epoch(&self, partition: PartitionId) -> Option<u64> {
+        match self.inner.fences.check(partition) {
+            Ok(Fence::Epoch(epoch)) => Some(epoch),
+            _ => None,
+        }
+    }
+}

@@ -14,6 +14,10 @@ pub(super) const LAYOUT_KEY: &str = "layout";
 /// (`ArchiveRecord::to_text`).
 pub(super) const ARCHIVE_KEY: &str = "archive";
 
+/// The key that records where the PLog of the view kept here is when it is not in the cluster
+/// (the composite store's objects, `objects:DIR` or `objects:s3://BUCKET/PREFIX`).
+pub(super) const PLOG_PLACE_KEY: &str = "plog-place";
+
 pub(super) fn plog_prefix(p: PartitionId) -> String {
     format!("plog/{p}/")
 }

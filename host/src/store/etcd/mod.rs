@@ -9,6 +9,7 @@
 //! | `seq/<partition>/<ws:020>`           | the workspace's last numbers: (sequence u16, number u64) big-endian pairs by sequence |
 //! | `next/<partition>`                   | the stored next PLog offset, 8 bytes BE            |
 //! | `layout`                             | the numbering layout the first run recorded (text, as in a data directory's `LAYOUT`) |
+//! | `plog-place`                         | where the PLog is when not in the cluster (the composite store's objects) |
 //!
 //! Stores written before packs and per-workspace view keys read on: a PLog key of one event is
 //! a pack of one, and view rows `seq/<p>/<ws:020>/<seq:05>` (one number each) are merged with

@@ -1,12 +1,13 @@
 //! What the cluster records beside the data: the numbering layout the first run recorded (key
-//! `layout`) and where the store's archive is (key `archive`), each recorded by one conditional
-//! transaction so two first runs cannot both record theirs.
+//! `layout`), where the store's archive is (key `archive`) and where its PLog is when it is
+//! not in the cluster (key `plog-place`), each recorded by one conditional transaction so two
+//! first runs cannot both record theirs.
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use crate::store::archive_record::ArchiveRecord;
 use crate::store::etcd::handle::EtcdStorage;
-use crate::store::etcd::keys::{ARCHIVE_KEY, LAYOUT_KEY};
+use crate::store::etcd::keys::{ARCHIVE_KEY, LAYOUT_KEY, PLOG_PLACE_KEY};
 use crate::store::layout::Layout;
 use crate::store::storage::StorageError;
 
@@ -96,5 +97,26 @@ impl EtcdStorage {
                 &format!("another one is recorded: {other:?}"),
             )),
         }
+    }
+}
+
+impl EtcdStorage {
+    /// Where the PLog of the view kept in this cluster is when it is not in the cluster (key
+    /// `plog-place`: the composite store's objects, as its URL names them), `None` when no
+    /// such record is there (the PLog is in the cluster, or nothing is stored yet).
+    pub fn read_plog_place(&self) -> Result<Option<String>, StorageError> {
+        self.read_record(PLOG_PLACE_KEY, "read where the PLog is")
+    }
+
+    /// Records `place` as where the PLog of this cluster's view is, unless a place is recorded
+    /// already (one conditional transaction); returns the place recorded now (`place`, or the
+    /// one another run recorded first).
+    pub fn record_plog_place(&self, place: &str) -> Result<String, StorageError> {
+        let what = "record where the PLog is";
+        if self.record_if_absent(PLOG_PLACE_KEY, place.to_string(), what)? {
+            return Ok(place.to_string());
+        }
+        (self.read_plog_place()?)
+            .ok_or_else(|| self.err(what, "another run recorded one and it is gone again"))
     }
 }

@@ -4,12 +4,63 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use futures::future::{BoxFuture, FutureExt};
 use sequencer::{PLogOffset, SeqValue};
 
 use crate::store::codec::{EventError, StoredEvent, decode_event};
 use crate::store::objects::plog::ObjectPlog;
 use crate::store::objects::shared::lock;
-use crate::store::storage::{PartitionId, PlogPage, StorageError};
+use crate::store::storage::{DamageLatch, PartitionId, PlogPage, StorageError};
+
+/// A replay's page of `partition` from `from` ([`Storage::read_plog`](crate::Storage::read_plog))
+/// read from `plog` on a thread of its own, so the driver's loop never waits on the objects;
+/// after answering, the thread reads the next page ahead into `ahead` while the guest replays
+/// this one. An event that fails its checksum is refused through `damage` (`label` names the
+/// store). With `rescan`, the partition's objects are listed again first (other hosts may have
+/// appended since this handle last looked). Every store whose PLog is an [`ObjectPlog`] reads
+/// its pages here.
+pub(crate) fn read_plog_page(
+    (plog, ahead, damage): (&ObjectPlog, &ReadAheadPages, &Arc<DamageLatch>),
+    label: String,
+    (partition, from, max_events): (PartitionId, PLogOffset, usize),
+    rescan: bool,
+) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    let (plog, ahead, damage) = (plog.clone(), ahead.clone(), damage.clone());
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("plog-read".into())
+        .spawn(move || {
+            if rescan && let Err(e) = plog.rescan(partition) {
+                let _ = tx.send(Err(e));
+                return;
+            }
+            let want = max_events.saturating_add(1);
+            let read = ahead
+                .take(partition, from, want)
+                .map_or_else(|| RawPage::read(&plog, partition, from, want), Ok);
+            let next = match &read {
+                Ok(raw) if raw.events == want => Some(raw.last),
+                _ => None,
+            };
+            let answer = move || {
+                let _ = tx.send(match read {
+                    Ok(raw) => Ok(raw.into_page(from, want)),
+                    Err(PageError::Storage(e)) => Err(e),
+                    Err(PageError::Event(e)) => Err(damage.refuse(&label, partition, e)),
+                });
+            };
+            match next {
+                Some(next) => ahead.read_after(answer, &plog, partition, next, want),
+                None => answer(),
+            }
+        });
+    async move {
+        spawned.map_err(|e| StorageError(format!("object store: cannot start a read: {e}")))?;
+        rx.await
+            .unwrap_or_else(|_| Err(StorageError("object store: a read was lost".into())))
+    }
+    .boxed()
+}
 
 /// Why a page was not read.
 pub(super) enum PageError {
@@ -95,7 +146,7 @@ type AheadPage = Arc<(PLogOffset, usize, Mutex<Option<RawPage>>)>;
 /// Only full pages are kept: events are never rewritten, so a full page cannot be stale (a
 /// short one, at the PLog's end, could miss events appended since).
 #[derive(Clone, Default)]
-pub(super) struct ReadAheadPages(Arc<Mutex<HashMap<PartitionId, AheadPage>>>);
+pub(crate) struct ReadAheadPages(Arc<Mutex<HashMap<PartitionId, AheadPage>>>);
 
 impl ReadAheadPages {
     /// Announces the page of `want` events from `from`, calls `answer` (which answers the
@@ -134,7 +185,7 @@ impl ReadAheadPages {
 
 /// `events` of partition `p` decoded into their values and payloads (one that fails its
 /// checksum flagged, for `check` to list), refused if one is not a sound event.
-pub(super) fn decode_all(
+pub(crate) fn decode_all(
     p: PartitionId,
     events: Vec<(PLogOffset, Vec<u8>)>,
 ) -> Result<Vec<StoredEvent>, StorageError> {

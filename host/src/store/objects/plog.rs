@@ -43,7 +43,7 @@ use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
 use crate::store::objects::range::EventRange;
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{
-    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err,
+    Access, CreateError, Created, ObjectStats, Part, Shared, lock, os_err, writer_at,
 };
 use crate::store::storage::{AppendError, AppendLimits, EventBatch, PartitionId, StorageError};
 
@@ -280,6 +280,20 @@ impl ObjectPlog {
     /// it wrote: its objects are taken back, unless the bundle holds these very events (an
     /// earlier attempt of it that landed), whose continuation past the bundles stays durable.
     pub fn append(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.append_under(partition, batch, None)
+    }
+
+    /// [`append`](Self::append) by the owner of the partition at `epoch` (`None`: no owners),
+    /// recorded in each object it creates. Refused with `NotOwner` when the PLog's tail, as
+    /// this handle knows it (a rescan included: after a lost race, or a batch that does not
+    /// start at the known end), was appended under a higher epoch: a successor has written,
+    /// so this owner is stale and writes nothing more. The offset fence stays the last line.
+    pub fn append_under(
+        &self,
+        partition: PartitionId,
+        batch: &EventBatch,
+        epoch: Option<u64>,
+    ) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -294,6 +308,7 @@ impl ObjectPlog {
         if batch.first() != st.next {
             // Another writer may have appended: look again before refusing.
             sh.rescan(partition, &mut st)?;
+            superseded(partition, &st, epoch)?;
             if batch.first() != st.next {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
                 return Err(AppendError::WrongOffset {
@@ -302,8 +317,9 @@ impl ObjectPlog {
                 });
             }
         }
+        superseded(partition, &st, epoch)?;
         sh.ensure_dirs(partition)?;
-        let created = self.create_objects(partition, batch, &st);
+        let created = self.create_objects(partition, batch, &st, epoch);
         // What was written is kept (a dense prefix) once synced: each object, then the
         // directory once.
         let firsts: Vec<PLogOffset> = created.written.iter().map(|o| o.first).collect();
@@ -315,6 +331,7 @@ impl ObjectPlog {
             st.tail.insert(obj.first, obj.last());
             st.next = obj.last() + 1;
             st.last_hash = obj.last_hash();
+            st.tail_epoch = epoch;
             st.cache(obj.clone());
         }
         st.tail_seen = created.seen;
@@ -329,6 +346,7 @@ impl ObjectPlog {
             Some((offered, CreateError::Taken)) => {
                 sh.stats.fenced.fetch_add(1, Ordering::Relaxed);
                 sh.rescan(partition, &mut st)?;
+                superseded(partition, &st, epoch)?;
                 return Err(AppendError::WrongOffset {
                     expected: st.next,
                     offered,
@@ -356,8 +374,15 @@ impl ObjectPlog {
 
     /// Creates the objects of `batch` after the tail `st` knows, in order, up to the first
     /// create that fails.
-    fn create_objects(&self, partition: PartitionId, batch: &EventBatch, st: &Part) -> Objects {
+    fn create_objects(
+        &self,
+        partition: PartitionId,
+        batch: &EventBatch,
+        st: &Part,
+        epoch: Option<u64>,
+    ) -> Objects {
         let sh = &self.shared;
+        let writer = writer_at(&sh.writer, epoch);
         let events: Vec<&[u8]> = batch.whole().iter().map(|(_, e)| e).collect();
         let mut prev = st.last_hash;
         let mut out = Objects {
@@ -370,8 +395,8 @@ impl ObjectPlog {
         for range in object_parts(batch.first(), &events, sh.bundle_events, limits) {
             let first = batch.first() + range.start as u64;
             let obj = Arc::new(match sh.format {
-                ObjectFormat::OneEvent => encode_one(first, prev, &sh.writer, events[range.start]),
-                ObjectFormat::Ranges => encode_range(first, prev, &sh.writer, &events[range]),
+                ObjectFormat::OneEvent => encode_one(first, prev, &writer, events[range.start]),
+                ObjectFormat::Ranges => encode_range(first, prev, &writer, &events[range]),
             });
             let sent = Instant::now();
             let created = sh.create(&event_object(partition, first), obj.bytes());
@@ -472,6 +497,33 @@ impl ObjectPlog {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// The next offset of a partition's PLog as the store holds it now, found from `from`
+    /// (an offset where an object or a bundle starts, or the PLog's end: one that this
+    /// handle's [`bounds`](Self::bounds) or an earlier call answered) by reading the events
+    /// other handles appended since, in order, links verified; this handle's own state is
+    /// left as it is (a writer learns of other writers' appends through its fence).
+    pub fn end_from(
+        &self,
+        partition: PartitionId,
+        from: PLogOffset,
+    ) -> Result<PLogOffset, StorageError> {
+        let mut end = from.max(1);
+        let start = end;
+        (self.shared).visit_with(partition, start, usize::MAX, true, |o, _| {
+            end = o + 1;
+            Ok(())
+        })?;
+        Ok(end)
+    }
+
+    /// Reads a partition's objects again (a listing and a scan, as at open): what this handle
+    /// knows of it becomes what the store holds now, other handles' appends included.
+    pub fn rescan(&self, partition: PartitionId) -> Result<(), StorageError> {
+        let part = self.shared.part(partition);
+        let mut st = lock(&part);
+        self.shared.rescan(partition, &mut st)
     }
 
     /// [`read`](Self::read), handing each event's bytes to `f` without copying them.
@@ -643,6 +695,21 @@ fn bundles_hold(
     Ok(Some(under))
 }
 
+/// Refuses an append under `epoch` to a partition whose tail (`st`) a higher epoch wrote.
+fn superseded(partition: PartitionId, st: &Part, epoch: Option<u64>) -> Result<(), AppendError> {
+    match (epoch, st.tail_epoch) {
+        (Some(mine), Some(tail)) if tail > mine => Err(AppendError::NotOwner {
+            partition,
+            epoch: mine,
+            why: format!(
+                "the PLog's tail (to offset {}) was appended at epoch {tail}: a successor owns it",
+                st.next - 1
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,6 +749,34 @@ mod tests {
         assert_eq!(b.merge_now().expect("a's bundles taken"), 2);
         assert_eq!(b.bounds(0), (9, 8));
         assert!(b.merge_error().is_none());
+    }
+
+    #[test]
+    fn an_owner_whose_tail_a_higher_epoch_wrote_is_refused_and_writes_nothing() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let open = || ObjectPlog::open(store.clone(), None, 64, Access::Write).expect("open");
+        let (stale, successor) = (open(), open());
+        stale.append_under(0, &batch(1, 2), Some(5)).expect("1..=2");
+        successor.rescan(0).expect("rescan");
+        (successor.append_under(0, &batch(3, 2), Some(9))).expect("3..=4 at epoch 9");
+        // At the offset the successor holds: the create collides, the rescan finds epoch 9.
+        let refused = stale.append_under(0, &batch(3, 1), Some(5));
+        assert!(
+            matches!(&refused, Err(AppendError::NotOwner { epoch: 5, why, .. }) if why.contains("epoch 9")),
+            "{refused:?}"
+        );
+        // At the free offset after it: refused too, nothing written.
+        let refused = stale.append_under(0, &batch(5, 1), Some(5));
+        assert!(
+            matches!(refused, Err(AppendError::NotOwner { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(open().bounds(0).0, 5);
+        // The owner at the higher epoch, or a handle without owners, goes on.
+        (successor.append_under(0, &batch(5, 1), Some(9))).expect("5 at epoch 9");
+        stale.rescan(0).expect("rescan");
+        stale.append(0, &batch(6, 1)).expect("6 without an epoch");
+        assert_eq!(open().bounds(0).0, 7);
     }
 
     #[test]

@@ -29,6 +29,19 @@ impl Shared {
         p: PartitionId,
         from: PLogOffset,
         max: usize,
+        f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        self.visit_with(p, from, max, false, f)
+    }
+
+    /// [`visit`](Self::visit), looking past the end this handle knows for objects it does
+    /// not know of also when it writes, if `past_end` (another host may have appended).
+    pub(super) fn visit_with(
+        &self,
+        p: PartitionId,
+        from: PLogOffset,
+        max: usize,
+        past_end: bool,
         mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         let part = self.part(p);
@@ -70,7 +83,11 @@ impl Shared {
                     let known = st.objects_from(o, (max - seen) as u64, READ_CHUNK);
                     if !known.is_empty() {
                         Source::Objects(known)
-                    } else if st.in_doubt || self.access == Access::ReadOnly || o < st.next {
+                    } else if st.in_doubt
+                        || past_end
+                        || self.access == Access::ReadOnly
+                        || o < st.next
+                    {
                         Source::Objects(vec![o])
                     } else {
                         Source::End

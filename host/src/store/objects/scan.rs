@@ -18,7 +18,7 @@ use crate::store::objects::names::{
     BUNDLES, EVENTS, event_object, parse_bundle_name, parse_event_name, parse_partition,
     partition_dir,
 };
-use crate::store::objects::shared::{Access, Part, Shared, os_err};
+use crate::store::objects::shared::{Access, Part, Shared, os_err, writer_epoch};
 use crate::store::storage::{PartitionId, StorageError};
 
 /// Why a scan stopped.
@@ -317,6 +317,7 @@ impl Shared {
                 part.tail.insert(first, e.last());
                 part.next = e.last() + 1;
                 part.last_hash = e.last_hash();
+                part.tail_epoch = writer_epoch(&e.writer);
             }
         }
         Ok(())

@@ -51,9 +51,27 @@ pub(super) struct Part {
     /// the store's delete delay of it, a name this handle creates cannot be one a merger
     /// deleted (see `Shared::delete_delay`).
     pub(super) tail_seen: Option<Instant>,
+    /// The owner's epoch the object ending at `next - 1` was appended under, when it is an
+    /// event object whose writer recorded one ([`writer_epoch`]): an append under a lower
+    /// epoch is refused (a successor wrote the tail).
+    pub(super) tail_epoch: Option<u64>,
     /// The first event the scan found damaged in an event object of the tail (it fails its
     /// checksum while its links hold), and the first offset of the object holding it.
     pub(super) damaged: Option<(PLogOffset, PLogOffset)>,
+}
+
+/// The owner's epoch a writer id records (`"<writer> epoch=<E>"`, the id of an append made
+/// under an epoch), `None` if it records none.
+pub(super) fn writer_epoch(writer: &str) -> Option<u64> {
+    writer.rsplit_once(" epoch=")?.1.parse().ok()
+}
+
+/// The writer id of an append by the handle `writer` under `epoch`, if any.
+pub(super) fn writer_at(writer: &str, epoch: Option<u64>) -> String {
+    match epoch {
+        Some(epoch) => format!("{writer} epoch={epoch}"),
+        None => writer.to_string(),
+    }
 }
 
 /// The most bytes of event objects a partition's cache holds.

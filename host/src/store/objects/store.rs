@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::StoredEvent;
@@ -18,7 +18,7 @@ use crate::store::objects::marker::{
     Marker, OBJECTS_FORMAT_FILE, VIEW_DB_FILE, err, read_marker, same_plog, write_marker,
 };
 use crate::store::objects::object::ObjectFormat;
-use crate::store::objects::pages::{PageError, RawPage, ReadAheadPages, decode_all};
+use crate::store::objects::pages::{ReadAheadPages, decode_all, read_plog_page};
 use crate::store::objects::plog::{
     DEFAULT_BUNDLE_EVENTS, ObjectPlog, PlogOptions, REMOTE_DELETE_DELAY,
 };
@@ -307,41 +307,8 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         from: PLogOffset,
         max_events: usize,
     ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
-        let plog = self.plog.clone();
-        let ahead = self.ahead.clone();
-        let (damage, label) = (self.damage.clone(), self.label());
-        let (tx, rx) = futures::channel::oneshot::channel();
-        // The read runs on its own thread, so the driver's loop never waits on the objects;
-        // after answering, the thread reads the next page ahead while the guest replays this one.
-        let spawned = std::thread::Builder::new()
-            .name("plog-read".into())
-            .spawn(move || {
-                let want = max_events.saturating_add(1);
-                let read = ahead
-                    .take(partition, from, want)
-                    .map_or_else(|| RawPage::read(&plog, partition, from, want), Ok);
-                let next = match &read {
-                    Ok(raw) if raw.events == want => Some(raw.last),
-                    _ => None,
-                };
-                let answer = move || {
-                    let _ = tx.send(match read {
-                        Ok(raw) => Ok(raw.into_page(from, want)),
-                        Err(PageError::Storage(e)) => Err(e),
-                        Err(PageError::Event(e)) => Err(damage.refuse(&label, partition, e)),
-                    });
-                };
-                match next {
-                    Some(next) => ahead.read_after(answer, &plog, partition, next, want),
-                    None => answer(),
-                }
-            });
-        async move {
-            spawned.map_err(|e| StorageError(format!("object store: cannot start a read: {e}")))?;
-            rx.await
-                .unwrap_or_else(|_| Err(StorageError("object store: a read was lost".into())))
-        }
-        .boxed()
+        let read = (&self.plog, &self.ahead, &self.damage);
+        read_plog_page(read, self.label(), (partition, from, max_events), false)
     }
 
     fn append_event(

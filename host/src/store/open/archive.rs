@@ -94,9 +94,17 @@ fn absolute(root: &Path) -> PathBuf {
 /// Refuses an archive asked of a store that is not archived (memory, objects).
 pub(super) fn refuse_for(use_: &ArchiveUse, url: &StoreUrl) -> Result<(), OpenError> {
     if use_.wanted() {
+        let what = match url {
+            StoreUrl::EtcdObjects { .. } => {
+                "the composite store is not archived: its PLog on object storage is in bundles already"
+            }
+            _ => {
+                "only the redb and etcd stores are archived (the object store keeps its PLog in bundles already)"
+            }
+        };
         return Err(OpenError::Unsupported {
             url: url.to_string(),
-            what: "only the redb and etcd stores are archived (the object store keeps its PLog in bundles already)",
+            what,
         });
     }
     Ok(())

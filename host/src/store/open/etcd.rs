@@ -59,15 +59,30 @@ impl Backend for EtcdStorage {
 
 impl Store {
     /// The etcd store behind this one (a [`Membership`](crate::membership::Membership) of
-    /// many hosts opens on it); `None` for other backends.
+    /// many hosts opens on it), also the composite store's; `None` for other backends.
     pub fn etcd(&self) -> Option<&EtcdStorage> {
         let backend: &dyn std::any::Any = self.backend.as_ref();
+        #[cfg(feature = "objects")]
+        if let Some(composite) = backend.downcast_ref::<crate::store::composed::EtcdObjects>() {
+            return Some(composite.etcd());
+        }
         backend.downcast_ref()
     }
 }
 
+/// Refuses a cluster whose view belongs to a PLog kept elsewhere (the composite store's): its
+/// PLog is not the cluster's, which holds none of its events.
+fn refuse_plog_elsewhere(store: &EtcdStorage, url: &str) -> Result<(), OpenError> {
+    match store.read_plog_place()? {
+        Some(place) => Err(OpenError::Storage(StorageError(format!(
+            "etcd store {url}: its PLog is at {place}: open it as {url}?plog={place}"
+        )))),
+        None => Ok(()),
+    }
+}
+
 /// Connects to the cluster at `url` and waits (bounded) for it to answer.
-fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
+pub(super) fn connect(url: &str, options: &OpenOptions) -> Result<EtcdStorage, OpenError> {
     let unavailable = |error: StorageError| OpenError::Unavailable {
         url: url.to_string(),
         error,
@@ -84,6 +99,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
         return Err(settle::not_built(url));
     };
     let store = connect(address, options)?;
+    refuse_plog_elsewhere(&store, address)?;
     let recorded = store.read_layout()?;
     let name = || format!("etcd store {address}");
     settle::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
@@ -108,6 +124,7 @@ pub(super) fn open_reader(url: &StoreUrl) -> Result<Box<dyn StoreReader + Send +
         return Err(settle::not_built(url));
     };
     let store = EtcdStorage::connect_url(address)?;
+    refuse_plog_elsewhere(&store, address)?;
     let read_record = {
         let store = store.clone();
         move || Ok(store.read_archive()?)

@@ -14,11 +14,15 @@
 //! | `objects`, `objects:DIR` | the PLog on object storage in the data directory or DIR, the view in redb beside it |
 //! | `objects:s3://BUCKET/PREFIX` | the PLog on S3 (feature `s3`), the view in the data directory |
 //! | `etcd://HOST:PORT,HOST:PORT,...` | an etcd cluster shared by many hosts (feature `etcd`) |
+//! | `etcd://HOST:PORT,...?plog=objects:DIR` | the composite store for many hosts (features `etcd`, `objects`): the PLog on object storage in DIR, the view, the stored next offsets, the owners and the layout on the etcd cluster |
+//! | `etcd://HOST:PORT,...?plog=objects:s3://BUCKET/PREFIX` | the same with the PLog on S3 (and feature `s3`) |
 
 mod archive;
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(all(feature = "etcd", feature = "objects"))]
+mod etcd_objects;
 #[cfg(feature = "redb")]
 mod live;
 mod memory;
@@ -34,7 +38,7 @@ mod url;
 pub use error::OpenError;
 pub use options::{ArchiveUse, DEFAULT_DATA_DIR, OpenOptions};
 pub use store::{Store, StoreCheckError};
-pub use url::StoreUrl;
+pub use url::{PlogPlace, StoreUrl};
 
 use crate::store::reader::StoreReader;
 
@@ -50,6 +54,8 @@ pub fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Store, OpenError> {
         StoreUrl::Objects(_) | StoreUrl::ObjectsS3(_) => objects::open(url, options)?,
         #[cfg(feature = "etcd")]
         StoreUrl::Etcd(_) => etcd::open(url, options)?,
+        #[cfg(all(feature = "etcd", feature = "objects"))]
+        StoreUrl::EtcdObjects { .. } => etcd_objects::open(url, options)?,
         #[allow(unreachable_patterns)]
         _ => return Err(settle::not_built(url)),
     };
@@ -78,6 +84,8 @@ pub fn open_reader(
         StoreUrl::Objects(_) | StoreUrl::ObjectsS3(_) => objects::open_reader(url, options),
         #[cfg(feature = "etcd")]
         StoreUrl::Etcd(_) => etcd::open_reader(url),
+        #[cfg(all(feature = "etcd", feature = "objects"))]
+        StoreUrl::EtcdObjects { .. } => etcd_objects::open_reader(url),
         #[allow(unreachable_patterns)]
         _ => Err(settle::not_built(url)),
     }

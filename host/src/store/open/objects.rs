@@ -67,9 +67,14 @@ impl Backend for ObjectStorage {
 }
 
 impl Store {
-    /// The object store's PLog (whose merger bundles its events), `None` for other stores.
+    /// The object store's PLog (whose merger bundles its events), also the composite store's;
+    /// `None` for other stores.
     pub fn object_plog(&self) -> Option<&ObjectPlog> {
         let backend: &dyn std::any::Any = self.backend.as_ref();
+        #[cfg(feature = "etcd")]
+        if let Some(composite) = backend.downcast_ref::<crate::store::composed::EtcdObjects>() {
+            return Some(composite.plog());
+        }
         backend.downcast_ref::<ObjectStorage>().map(|s| s.plog())
     }
 }

@@ -12,6 +12,11 @@ use super::url::StoreUrl;
 pub(super) fn not_built(url: &StoreUrl) -> OpenError {
     let feature = match url {
         StoreUrl::ObjectsS3(_) => "s3",
+        StoreUrl::EtcdObjects {
+            plog: super::url::PlogPlace::S3(_),
+            ..
+        } => "etcd,s3",
+        StoreUrl::EtcdObjects { .. } => "etcd,objects",
         other => other.backend(),
     };
     OpenError::NotBuilt {

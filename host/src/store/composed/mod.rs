@@ -1,5 +1,12 @@
-//! Stores made of two backends: the object store's PLog with its view in redb. Composed here,
-//! so that neither backend imports the other.
+//! Stores made of two backends: the object store's PLog with its view in redb; the object
+//! store's PLog with its view and ownership on etcd (`etcd_objects.rs`, feature `etcd`).
+//! Composed here, so that neither backend imports the other.
+
+#[cfg(feature = "etcd")]
+mod etcd_objects;
+
+#[cfg(feature = "etcd")]
+pub use etcd_objects::EtcdObjects;
 
 use crate::store::objects::Objects;
 use crate::store::redb::{RedbReader, RedbStorage};
