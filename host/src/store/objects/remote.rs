@@ -153,6 +153,7 @@ impl RemotePlog {
             url: dir.display().to_string(),
             objects: Arc::new(fs),
             failure: None,
+            retries: None,
         })
     }
 
