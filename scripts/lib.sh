@@ -232,3 +232,18 @@ pip_venv() {
   mv "$work" "$dest"
   rm -rf "$dest.old"
 }
+
+# s3_server_run WHAT COMMAND...: for an S3 server script that defines `start DIR` (printing the
+# endpoint), `stop DIR` and BUCKET: starts a server in a temp dir, runs COMMAND with the
+# client's AWS_* settings for it, and stops it on exit.
+s3_server_run() {
+  local what=$1 dir endpoint
+  shift
+  dir="$(mktemp -d)"
+  # shellcheck disable=SC2064 # the dir is fixed now
+  trap "stop '$dir'; rm -rf '$dir'" EXIT
+  endpoint="$(start "$dir")"
+  echo "$what on $endpoint, bucket $BUCKET" >&2
+  AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+    AWS_REGION=us-east-1 "$@"
+}

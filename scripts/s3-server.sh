@@ -66,12 +66,7 @@ case "${1:-}" in
   run)
     shift
     [[ $# -ge 1 ]] || die "usage: s3-server.sh run COMMAND..."
-    dir="$(mktemp -d)"
-    trap 'stop "$dir"; rm -rf "$dir"' EXIT
-    endpoint="$(start "$dir")"
-    echo "s3-server: moto on $endpoint, bucket $BUCKET" >&2
-    AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
-      AWS_REGION=us-east-1 "$@"
+    s3_server_run "s3-server: moto" "$@"
     ;;
   *) die "usage: s3-server.sh start DIR | stop DIR | run COMMAND..." ;;
 esac

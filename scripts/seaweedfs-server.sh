@@ -82,12 +82,7 @@ case "${1:-}" in
   run)
     shift
     [[ $# -ge 1 ]] || die "usage: seaweedfs-server.sh run COMMAND..."
-    dir="$(mktemp -d)"
-    trap 'stop "$dir"; rm -rf "$dir"' EXIT
-    endpoint="$(start "$dir")"
-    echo "seaweedfs-server: SeaweedFS on $endpoint, bucket $BUCKET" >&2
-    AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
-      AWS_REGION=us-east-1 "$@"
+    s3_server_run "seaweedfs-server: SeaweedFS" "$@"
     ;;
   *) die "usage: seaweedfs-server.sh start DIR [DRIVES] | stop DIR | run COMMAND..." ;;
 esac
