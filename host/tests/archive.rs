@@ -4,7 +4,8 @@
 //! moments, a corrupted or missing bundle, an archive that does not line up, and archiving
 //! during a live run (`run --archive-every`).
 //!
-//! `SEQUENCER_ARCHIVE_KILL_ROUNDS` (default 6) sets the number of kills.
+//! `SEQUENCER_ARCHIVE_KILL_ROUNDS` (default 6) sets the number of kills: odd rounds kill at a
+//! random moment, even ones as soon as a new bundle appears (between a copy and its trim).
 
 #![cfg(feature = "cli")]
 
@@ -93,6 +94,19 @@ fn split(data: &Path, adir: &Path) -> Vec<(u64, u64, u64)> {
             (first, a.end(p), hot.stored_next_offset(p).expect("stored"))
         })
         .collect()
+}
+
+/// How many bundles the archive holds, over every partition (0 before it exists).
+fn bundle_count(adir: &Path) -> usize {
+    let Ok(parts) = std::fs::read_dir(adir.join("bundles")) else {
+        return 0;
+    };
+    parts
+        .flatten()
+        .filter_map(|p| std::fs::read_dir(p.path()).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|e| !e.file_name().to_string_lossy().contains('#'))
+        .count()
 }
 
 /// The bundles of partition 0, in order.
@@ -268,14 +282,11 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
     let mut killed_mid_pass = 0;
     // Kills that left events in both the archive and the store (between a copy and its trim).
     let mut left_both = 0;
-    // The kills' moments are random: rounds go on past `rounds` (up to three times as many)
-    // until one has landed between a copy and its trim, which a loaded machine may need.
-    let mut round = 0;
-    while round < rounds || (left_both == 0 && round < 3 * rounds) {
-        round += 1;
+    for round in 1..=rounds {
         // More events each round, archived in small bundles so that a pass takes a while.
         run_events(&data, 2, 1500, &[]);
         total += 2 * 1500;
+        let bundles_before = bundle_count(&adir);
         let started = Instant::now();
         let mut child = host()
             .args(["archive", "--data", s(&data), "--bundle-events", "8"])
@@ -285,8 +296,18 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
             .stderr(Stdio::null())
             .spawn()
             .expect("start archive");
-        let delay = Duration::from_millis(20 + rng.below(400));
-        std::thread::sleep(delay);
+        if round % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(20 + rng.below(400)));
+        } else {
+            // However loaded the machine, this kill lands after a copy and before its trim.
+            let deadline = started + Duration::from_secs(60);
+            while bundle_count(&adir) == bundles_before
+                && child.try_wait().expect("poll").is_none()
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         if child.try_wait().expect("poll").is_none() {
             killed_mid_pass += 1;
         }
@@ -304,7 +325,7 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
     }
     assert!(left_both >= 1, "no kill landed between a copy and its trim");
     assert!(
-        killed_mid_pass >= round / 2,
+        killed_mid_pass >= rounds / 2,
         "only {killed_mid_pass} kills landed in a pass"
     );
     // The next archive finishes what the killed ones began; the run resumes; check passes.
