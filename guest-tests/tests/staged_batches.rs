@@ -12,8 +12,9 @@ use sequencer_guest_tests::{Harness, assert_no_number_reused, runtime};
 use sequencer_host::runtime::{BatchNumbers, GuestError, HeldNumbers, SeqQuad, SequenceStatus};
 use sequencer_host::store::memory::WriteRecord;
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, HostError, ManualClock, MemoryStorage, NotNowReason,
-    PartitionId, PartitionSequencer, PlogPage, StartOutcome, Status, Storage, StorageError,
+    AppendError, Driver, DriverConfig, EventBatch, HostError, ManualClock, MemoryStorage,
+    NotNowReason, PartitionId, PartitionSequencer, PlogPage, StartOutcome, Status, Storage,
+    StorageError,
 };
 
 const P: u32 = 21;
@@ -129,14 +130,8 @@ impl Storage for Counting {
         self.inner.read_plog(partition, from, max)
     }
 
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.inner.append_event(partition, offset, values, payload)
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.inner.append_events(partition, batch)
     }
 }
 

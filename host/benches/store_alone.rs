@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use sequencer::{Number, SeqValue};
+use sequencer_host::StorageFuture;
 use sequencer_host::store::etcd::EtcdStorage;
 use sequencer_host::{EventBatch, Storage, StorageError};
 
@@ -39,7 +39,7 @@ fn partition(
     let payload = vec![b'.'; 128];
     let mut last: BTreeMap<(u64, u16), Number> = BTreeMap::new();
     let mut waiting: BTreeMap<(u64, u16), Number> = BTreeMap::new();
-    let mut write: Option<BoxFuture<'static, Result<(), StorageError>>> = None;
+    let mut write: Option<StorageFuture<()>> = None;
     let mut next = 1u64;
     let interval = store.view_write_interval();
     let mut write_began: Option<Instant> = None;

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
+use sequencer_host::StorageFuture;
 use sequencer_host::store::testing::{StoreMaker, check_contract};
 use sequencer_host::{
-    AppendError, Driver, DriverConfig, MonotonicClock, PartitionId, PlogPage, Runtime,
+    AppendError, Driver, DriverConfig, EventBatch, MonotonicClock, PartitionId, PlogPage, Runtime,
     StartOutcome, Storage, StorageError,
 };
 
@@ -60,10 +60,7 @@ impl Storage for MapStorage {
         }))
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         let offset = self.with(partition, |p| p.stored_offset);
         async move { Ok(offset) }.boxed()
     }
@@ -73,7 +70,7 @@ impl Storage for MapStorage {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         self.with(partition, |p| {
             for v in &values {
                 p.view.insert((v.key.ws, v.key.seq), v.value); // the values first...
@@ -94,19 +91,26 @@ impl Storage for MapStorage {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let page = self.with(partition, |p| {
             PlogPage::collect(from, max_events, p.plog.range(from..).map(|(&o, v)| (o, v)))
         });
         async move { Ok(page) }.boxed()
     }
 
-    fn append_event(
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        // One event at a time (a real backend writes the batch at once, all or nothing).
+        batch.append_each(|offset, values, _payload| self.append_one(partition, offset, values))
+    }
+}
+
+impl MapStorage {
+    /// Appends one event's values at exactly `offset`.
+    fn append_one(
         &self,
         partition: PartitionId,
         offset: PLogOffset,
         values: &[SeqValue],
-        _payload: &[u8],
     ) -> Result<(), AppendError> {
         self.with(partition, |p| {
             // The fence: only the PLog's next offset is accepted.

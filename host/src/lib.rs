@@ -56,5 +56,6 @@ pub use runtime::{
 };
 pub use store::memory::MemoryStorage;
 pub use store::{
-    AppendError, EventBatch, Layout, PartitionId, PlogPage, Storage, StorageError, StoreReader,
+    AppendError, EventBatch, Layout, PartitionId, PlogPage, Storage, StorageError, StorageFuture,
+    StoreReader,
 };

@@ -16,9 +16,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sequencer_host::StorageFuture;
+use sequencer_host::metrics::Metered;
 use sequencer_host::metrics::Metrics;
 use sequencer_host::store::layers::archive::{Archive, WithArchive, archive_pass};
-use sequencer_host::store::layers::{Metered, OwnTail, ReadAhead, TailLimits};
+use sequencer_host::store::layers::{OwnTail, ReadAhead, TailLimits};
 use sequencer_host::store::redb::{DataDir, OpenMode, RedbStorage};
 use sequencer_host::store::testing::{Report, StoreMaker, assert_contract};
 use sequencer_host::store::{AppendLimits, ObjectReader, ObjectStorage};
@@ -571,10 +573,7 @@ impl sequencer_host::Storage for Flawed {
         self.inner.read_numbers(self.partition(p), ws, seqs)
     }
 
-    fn read_next_offset(
-        &self,
-        p: u32,
-    ) -> futures::future::BoxFuture<'static, Result<u64, StorageError>> {
+    fn read_next_offset(&self, p: u32) -> StorageFuture<u64> {
         self.inner.read_next_offset(self.partition(p))
     }
 
@@ -583,7 +582,7 @@ impl sequencer_host::Storage for Flawed {
         p: u32,
         values: Vec<sequencer::SeqValue>,
         next_offset: u64,
-    ) -> futures::future::BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let next_offset = match self.flaw {
             Flaw::ForgetsTheOffset => 0,
             _ => next_offset,
@@ -596,7 +595,7 @@ impl sequencer_host::Storage for Flawed {
         p: u32,
         from: u64,
         max_events: usize,
-    ) -> futures::future::BoxFuture<'static, Result<sequencer_host::PlogPage, StorageError>> {
+    ) -> StorageFuture<sequencer_host::PlogPage> {
         let max_events = match self.flaw {
             Flaw::PagesWithoutLimit => usize::MAX,
             _ => max_events,
@@ -604,21 +603,17 @@ impl sequencer_host::Storage for Flawed {
         self.inner.read_plog(self.partition(p), from, max_events)
     }
 
-    fn append_event(
+    fn append_events(
         &self,
         p: u32,
-        offset: u64,
-        values: &[sequencer::SeqValue],
-        payload: &[u8],
+        batch: &sequencer_host::EventBatch,
     ) -> Result<(), sequencer_host::AppendError> {
         match self.flaw {
-            Flaw::NoFence => {
+            Flaw::NoFence => batch.append_each(|offset, values, _| {
                 self.inner.seed_event(p, offset, values);
                 Ok(())
-            }
-            _ => self
-                .inner
-                .append_event(self.partition(p), offset, values, payload),
+            }),
+            _ => self.inner.append_events(self.partition(p), batch),
         }
     }
 }

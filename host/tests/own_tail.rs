@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use futures::executor::block_on;
 use sequencer::{PLogOffset, SeqValue};
+use sequencer_host::StorageFuture;
 use sequencer_host::store::layers::{OwnTail, TailCounts, TailLimits};
 use sequencer_host::store::memory::Faults;
 use sequencer_host::{
@@ -153,36 +154,17 @@ impl Storage for LostAnswers {
     ) -> Result<Vec<u64>, StorageError> {
         self.0.read_numbers(p, ws, seqs)
     }
-    fn read_next_offset(
-        &self,
-        p: PartitionId,
-    ) -> futures::future::BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, p: PartitionId) -> StorageFuture<PLogOffset> {
         self.0.read_next_offset(p)
     }
-    fn write(
-        &self,
-        p: PartitionId,
-        values: Vec<SeqValue>,
-        next: PLogOffset,
-    ) -> futures::future::BoxFuture<'static, Result<(), StorageError>> {
+    fn write(&self, p: PartitionId, values: Vec<SeqValue>, next: PLogOffset) -> StorageFuture<()> {
         self.0.write(p, values, next)
     }
-    fn read_plog(
-        &self,
-        p: PartitionId,
-        from: PLogOffset,
-        max: usize,
-    ) -> futures::future::BoxFuture<'static, Result<PlogPage, StorageError>> {
+    fn read_plog(&self, p: PartitionId, from: PLogOffset, max: usize) -> StorageFuture<PlogPage> {
         self.0.read_plog(p, from, max)
     }
-    fn append_event(
-        &self,
-        p: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.0.append_event(p, offset, values, payload)?;
+    fn append_events(&self, p: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
+        self.0.append_events(p, batch)?;
         Err(AppendError::Storage(StorageError(
             "the answer was lost".into(),
         )))

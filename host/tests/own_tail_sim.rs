@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, Params, SeqId, SeqValue, WsId};
+use sequencer_host::StorageFuture;
 use sequencer_host::store::layers::{OwnTail, TailCounts, TailLimits};
 use sequencer_host::store::memory::Faults;
 use sequencer_host::{
@@ -80,19 +80,11 @@ impl Storage for Shared {
         self.m.read_numbers(p, ws, seqs)
     }
 
-    fn read_next_offset(
-        &self,
-        p: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, p: PartitionId) -> StorageFuture<PLogOffset> {
         self.m.read_next_offset(p)
     }
 
-    fn write(
-        &self,
-        p: PartitionId,
-        values: Vec<SeqValue>,
-        next: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    fn write(&self, p: PartitionId, values: Vec<SeqValue>, next: PLogOffset) -> StorageFuture<()> {
         let (m, view) = (self.m.clone(), self.view.clone());
         async move {
             let _one_at_a_time = view.lock().unwrap_or_else(|e| e.into_inner());
@@ -111,23 +103,8 @@ impl Storage for Shared {
         .boxed()
     }
 
-    fn read_plog(
-        &self,
-        p: PartitionId,
-        from: PLogOffset,
-        max: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    fn read_plog(&self, p: PartitionId, from: PLogOffset, max: usize) -> StorageFuture<PlogPage> {
         self.m.read_plog(p, from, max)
-    }
-
-    fn append_event(
-        &self,
-        p: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.append_events(p, &EventBatch::single(offset, values, payload))
     }
 
     fn append_events(&self, p: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::executor::block_on;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use sequencer_host::StorageFuture;
 use sequencer_host::store::layers::ReadAhead;
 use sequencer_host::store::memory::Faults;
 use sequencer_host::{
@@ -190,10 +191,7 @@ impl Storage for Hooked {
         read
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> futures::future::BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         self.inner.read_next_offset(partition)
     }
 
@@ -202,7 +200,7 @@ impl Storage for Hooked {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> futures::future::BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         self.inner.write(partition, values, next_offset)
     }
 
@@ -211,18 +209,8 @@ impl Storage for Hooked {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> futures::future::BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         self.inner.read_plog(partition, from, max_events)
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.inner.append_event(partition, offset, values, payload)
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

@@ -9,6 +9,8 @@
 //! dropped.
 
 pub(crate) mod partition;
+#[cfg(test)]
+mod scraped;
 pub(crate) mod shared;
 pub(crate) mod spin;
 

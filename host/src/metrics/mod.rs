@@ -17,12 +17,12 @@
 //! | file | what it does |
 //! |---|---|
 //! | `families.rs` | every family kept as things happen, its name and help, registered once |
+//! | `metered.rs` | [`Metered`]: the layer over a store that counts and times its calls |
 //! | `partition.rs` | [`PartitionMetrics`]: one partition's handles and state, [`PartitionProbe`] |
 //! | `scrape.rs` | what is read at a scrape: states, unflushed numbers, the lease, the store's counters |
 
-#[cfg(test)]
-mod driven;
 mod families;
+mod metered;
 mod partition;
 mod scrape;
 
@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::registry::Registry;
 
+pub use metered::Metered;
 pub use partition::{PartitionMetrics, PartitionProbe, PartitionState};
 
 use crate::store::stats::StoreStats;
@@ -212,7 +213,7 @@ impl Metrics {
     /// reads timed are the store's). Its failure and damaged event are read at each scrape.
     pub fn storage(&self, storage: Arc<dyn Storage>) -> Arc<dyn Storage> {
         self.sources().storage = Some(storage.clone());
-        Arc::new(crate::store::layers::Metered::new(storage, self.clone()))
+        Arc::new(Metered::new(storage, self.clone()))
     }
 
     /// Reads the store's own counters at each scrape, as `sequencer_store_…` series (the

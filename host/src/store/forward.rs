@@ -43,12 +43,6 @@ macro_rules! forward_storage {
         ) -> ::futures::future::BoxFuture<'static,
             Result<$crate::store::storage::PlogPage, $crate::store::storage::StorageError>>);
     };
-    (@method $u:ident append_event) => {
-        $crate::store::forward::forward_storage!(@fn $u append_event(
-            partition: $crate::store::storage::PartitionId, offset: ::sequencer::PLogOffset,
-            values: &[::sequencer::SeqValue], payload: &[u8]
-        ) -> Result<(), $crate::store::storage::AppendError>);
-    };
     (@method $u:ident append_events) => {
         $crate::store::forward::forward_storage!(@fn $u append_events(
             partition: $crate::store::storage::PartitionId,

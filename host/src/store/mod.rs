@@ -65,7 +65,7 @@ pub use retry::{RetryPolicy, WarnLimiter};
 pub use stats::{Counter, StoreStats};
 pub use storage::{
     AppendError, AppendLimits, BatchPart, DamageLatch, DamagedEvent, EventBatch, PartitionId,
-    PlogPage, Storage, StorageError,
+    PlogPage, Storage, StorageError, StorageFuture,
 };
 pub use tail_probe::{Offsets, TailProbe};
 pub use trim::{Trim, Trimmed};

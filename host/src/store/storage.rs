@@ -13,6 +13,10 @@ use crate::store::codec::{Checksum, EventError, StoredEvent, decode_event, encod
 /// Identifies a partition; each partition has its own PLog, view rows and sequencer.
 pub type PartitionId = u32;
 
+/// What a [`Storage`] call that may wait on I/O answers: a boxed future, `'static` so that
+/// the caller can hold it past the call, of the value or a [`StorageError`].
+pub type StorageFuture<T> = BoxFuture<'static, Result<T, StorageError>>;
+
 /// A storage operation failed; the message says what and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageError(pub String);
@@ -287,6 +291,25 @@ impl EventBatch {
         self.parts(limits).try_for_each(&mut append_part)
     }
 
+    /// Appends the batch event by event with `append_one(offset, values, payload)` (a
+    /// write of one event, fenced at the PLog's next offset), in order, stopping at the first
+    /// failure: [`Storage::append_events`] for a backend without batched writes.
+    pub fn append_each(
+        &self,
+        mut append_one: impl FnMut(PLogOffset, &[SeqValue], &[u8]) -> Result<(), AppendError>,
+    ) -> Result<(), AppendError> {
+        for i in 0..self.len() {
+            let offset = self.first + i as u64;
+            let (values, payload) = decode_event(offset, self.event(i)).map_err(|e| {
+                AppendError::Storage(StorageError(format!(
+                    "PLog append at offset {offset}: the batch holds no valid event there ({e})"
+                )))
+            })?;
+            append_one(offset, &values, payload)?;
+        }
+        Ok(())
+    }
+
     /// Where event `i` starts in `bytes` (for `i == len()`, where the batch ends).
     fn start_of(&self, i: usize) -> usize {
         if i == 0 { 0 } else { self.ends[i - 1] }
@@ -396,10 +419,7 @@ pub trait Storage: Send + Sync + 'static {
     /// the view. Actualization replays the PLog from it on, the event at it included. The
     /// sequencer also reads it to probe a storage that failed, once per retry delay while a
     /// retry waits longer than that (docs/DESIGN.md §4.4).
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>>;
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset>;
 
     /// Writes `values`, then `next_offset` as the stored PLog offset: every event before it has
     /// its numbers in the view once `values` are written (after a flush, the last flushed
@@ -410,7 +430,7 @@ pub trait Storage: Send + Sync + 'static {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>>;
+    ) -> StorageFuture<()>;
 
     /// Up to `max_events` PLog events from `from` on.
     fn read_plog(
@@ -418,19 +438,22 @@ pub trait Storage: Send + Sync + 'static {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>>;
+    ) -> StorageFuture<PlogPage>;
 
     /// Appends an event with its sequence values and its payload at exactly `offset` (the
     /// command processor's side of the PLog). Returns once the event is durable, or refuses it:
     /// any offset but the PLog's next one is [`AppendError::WrongOffset`] (the fence against a
-    /// stale writer) and nothing is written.
+    /// stale writer) and nothing is written. A batch of one for
+    /// [`append_events`](Self::append_events), the one append a backend implements.
     fn append_event(
         &self,
         partition: PartitionId,
         offset: PLogOffset,
         values: &[SeqValue],
         payload: &[u8],
-    ) -> Result<(), AppendError>;
+    ) -> Result<(), AppendError> {
+        self.append_events(partition, &EventBatch::single(offset, values, payload))
+    }
 
     /// [`append_event`](Self::append_event) with an empty payload.
     fn append(
@@ -445,32 +468,16 @@ pub trait Storage: Send + Sync + 'static {
     /// Appends the events of `batch` at `batch.first()` and the offsets after it, with one
     /// durable write when [`append_limits`](Self::append_limits) allow, else with one per part
     /// of [`EventBatch::parts`], in order. Returns once every event is durable, or refuses:
-    /// each write is fenced as [`append_event`](Self::append_event) is (accepted only at the
-    /// PLog's next offset) and is all or nothing, so on an error the PLog holds a dense prefix of
-    /// the batch, possibly empty and never with a hole: the parts before the one that failed.
+    /// each write is accepted only at the PLog's next offset (the fence against a stale
+    /// writer) and is all or nothing, so on an error the PLog holds a dense prefix of the
+    /// batch, possibly empty and never with a hole: the parts before the one that failed.
     /// A [`AppendError::WrongOffset`] names the first offset of the part refused; after an
     /// [`AppendError::Storage`] whether that part was written is unknown (actualization reads
     /// the PLog and finds out).
     ///
-    /// The default appends event by event (a part per event); every backend of this crate
-    /// overrides it with one write per batch.
-    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
-        let one_each = AppendLimits {
-            max_events: 1,
-            max_bytes: 0,
-        };
-        batch.append_in_parts(one_each, |part| {
-            for (offset, bytes) in part.iter() {
-                let (values, payload) = decode_event(offset, bytes).map_err(|e| {
-                    AppendError::Storage(StorageError(format!(
-                        "PLog append at offset {offset}: the batch holds no valid event there ({e})"
-                    )))
-                })?;
-                self.append_event(partition, offset, &values, payload)?;
-            }
-            Ok(())
-        })
-    }
+    /// A backend that writes one event at a time implements it with
+    /// [`EventBatch::append_each`]; every backend of this crate writes a batch at once.
+    fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError>;
 
     /// The most one write of [`append_events`](Self::append_events) takes; unlimited unless
     /// the backend has a limit (etcd: operations per transaction and request size).

@@ -4,10 +4,10 @@
 //! folder (etcd: one read-only transaction; memory), and the own-tail layer uses it without
 //! knowing which.
 
-use futures::future::BoxFuture;
 use sequencer::PLogOffset;
 
-use crate::store::storage::{PartitionId, StorageError};
+use crate::store::storage::PartitionId;
+use crate::store::storage::StorageFuture;
 
 /// A partition's stored offset and the end of its PLog, read together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,10 +25,7 @@ pub struct Offsets {
 pub trait TailProbe: Send + Sync + 'static {
     /// The partition's [`Offsets`], read at one instant (or the stored offset first, then the
     /// PLog's end), seeing every write and append that completed before the read began.
-    fn read_offsets(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<Offsets, StorageError>>;
+    fn read_offsets(&self, partition: PartitionId) -> StorageFuture<Offsets>;
 
     /// This host's tenure of the partition: a value that differs whenever what this host may
     /// have kept of the partition's PLog can be stale because it did not own the partition in

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::{BoxFuture, FutureExt};
-use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use futures::future::FutureExt;
+use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::codec::StoredEvent;
 use crate::store::etcd::EtcdStorage;
@@ -17,6 +17,7 @@ use crate::store::objects::{
     ObjectPlog, ReadAheadPages, RemoteFailure, decode_all, read_plog_page,
 };
 use crate::store::reader::{StoreReader, partitions_of};
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
     Storage, StorageError,
@@ -108,7 +109,7 @@ impl Storage for EtcdObjects {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
         let rescan = self.rescan_first(partition);
         let page = read_plog_page(read, self.label(), (partition, from, max_events), rescan);
@@ -128,16 +129,6 @@ impl Storage for EtcdObjects {
             read
         }
         .boxed()
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.append_events(partition, &EventBatch::single(offset, values, payload))
     }
 
     /// Refused before it is sent unless owned (see the type); the owner's epoch goes with the

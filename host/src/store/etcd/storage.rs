@@ -1,12 +1,12 @@
 //! The [`Storage`] contract on etcd: each method runs its work (in `append.rs`, `plog.rs`,
 //! `view.rs`) on the store's runtime, the synchronous ones waiting for it on the caller's thread.
 
-use futures::future::BoxFuture;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::next_key;
 use crate::store::etcd::plog::PAGE_EVENTS;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, AppendLimits, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
     StorageError,
@@ -34,10 +34,7 @@ impl Storage for EtcdStorage {
         )
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         let this = self.clone();
         let fut = self.clone().get_u64(
             next_key(partition),
@@ -55,7 +52,7 @@ impl Storage for EtcdStorage {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         self.spawn(self.clone().write_async(partition, values, next_offset))
     }
 
@@ -64,7 +61,7 @@ impl Storage for EtcdStorage {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let this = self.clone();
         self.spawn(async move {
             // One event more than asked for tells whether the PLog ends with the page.
@@ -78,16 +75,6 @@ impl Storage for EtcdStorage {
             }
             Ok(page)
         })
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.append_events(partition, &EventBatch::single(offset, values, payload))
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

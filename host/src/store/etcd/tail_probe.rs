@@ -4,20 +4,17 @@
 //! [`OwnTail`](crate::store::layers::OwnTail)'s kept tail current.
 
 use etcd_client::{Txn, TxnOp, TxnOpResponse};
-use futures::future::BoxFuture;
 use sequencer::PLogOffset;
 
 use crate::store::etcd::handle::EtcdStorage;
 use crate::store::etcd::keys::{next_key, parse_u64};
 use crate::store::etcd::plog_end::LastKeyRead;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{PartitionId, StorageError};
 use crate::store::tail_probe::{Offsets, TailProbe};
 
 impl TailProbe for EtcdStorage {
-    fn read_offsets(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<Offsets, StorageError>> {
+    fn read_offsets(&self, partition: PartitionId) -> StorageFuture<Offsets> {
         self.spawn(self.clone().offsets_async(partition))
     }
 

@@ -6,11 +6,9 @@
 #[cfg(feature = "objects")]
 pub mod archive;
 mod counts;
-pub(crate) mod metered;
 pub(crate) mod own_tail;
 pub(crate) mod read_ahead;
 mod write_watch;
 
-pub use metered::Metered;
 pub use own_tail::{OwnTail, TailCounts, TailLimits};
 pub use read_ahead::{ReadAhead, ReadCounts};

@@ -9,13 +9,14 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use hashbrown::{HashMap, HashSet};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::forward::forward_storage;
 use crate::store::layers::counts::layer_counts;
 use crate::store::layers::write_watch::watched;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{PartitionId, PlogPage, Storage, StorageError};
 
 /// Storage that reads a batch's numbers ahead. It wraps a [`Storage`]: [`ReadAhead::read_ahead`]
@@ -268,10 +269,7 @@ impl Storage for ReadAhead {
         })
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         self.lock().entry(partition).or_default().actualizing();
         self.inner.read_next_offset(partition)
     }
@@ -281,7 +279,7 @@ impl Storage for ReadAhead {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let partitions = self.partitions.clone();
         let written = values.clone();
         watched(
@@ -303,7 +301,7 @@ impl Storage for ReadAhead {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let partitions = self.partitions.clone();
         let counters = self.counters.clone();
         self.inner
@@ -323,5 +321,5 @@ impl Storage for ReadAhead {
             .boxed()
     }
 
-    forward_storage!(inner: append_event, append_events, append_limits, view_write_interval, failure, damaged);
+    forward_storage!(inner: append_events, append_limits, view_write_interval, failure, damaged);
 }

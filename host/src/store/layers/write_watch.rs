@@ -1,16 +1,16 @@
 //! A flusher write whose outcome a layer must learn even when the write's future is dropped
 //! before it ends ([`watched`]): what it keeps of the written keys is then unknown.
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 
-use crate::store::storage::StorageError;
+use crate::store::storage::StorageFuture;
 
 /// `write`, calling `ended` once with whether it succeeded: when it ends, or with `false` when
 /// its future is dropped first (its outcome is then unknown).
 pub(crate) fn watched(
-    write: BoxFuture<'static, Result<(), StorageError>>,
+    write: StorageFuture<()>,
     ended: impl FnOnce(bool) + Send + 'static,
-) -> BoxFuture<'static, Result<(), StorageError>> {
+) -> StorageFuture<()> {
     let mut watch = Watch(Some(ended));
     async move {
         let r = write.await;
@@ -38,6 +38,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use futures::future::{pending, ready};
+
+    use crate::store::storage::StorageError;
 
     use super::*;
 

@@ -8,11 +8,12 @@ pub use gate::Gate;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use hashbrown::HashMap;
 use sequencer::{Number, NumberKey, PLogOffset, SeqId, SeqValue, WsId};
 
 use crate::store::codec::{Checksum, StoredEvent, decode_event};
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, AppendLimits, BatchPart, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -168,7 +169,7 @@ impl MemoryStorage {
     fn gated_read<T: Send + 'static>(
         &self,
         read: impl FnOnce(&Inner) -> T + Send + 'static,
-    ) -> BoxFuture<'static, Result<T, StorageError>> {
+    ) -> StorageFuture<T> {
         let this = self.clone();
         let gate = self.read_gate.wait();
         async move {
@@ -289,10 +290,7 @@ impl Storage for MemoryStorage {
             .collect())
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         self.read_offsets(partition)
             .map(|r| r.map(|o| o.stored))
             .boxed()
@@ -303,7 +301,7 @@ impl Storage for MemoryStorage {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let this = self.clone();
         let gate = self.write_gate.wait();
         async move {
@@ -328,7 +326,7 @@ impl Storage for MemoryStorage {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         self.gated_read(move |g| {
             let events = g
                 .partitions
@@ -337,16 +335,6 @@ impl Storage for MemoryStorage {
                 .flat_map(|p| p.plog.range(from..).map(|(&o, event)| (o, event)));
             PlogPage::collect(from, max_events, events)
         })
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.append_events(partition, &EventBatch::single(offset, values, payload))
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
@@ -361,10 +349,7 @@ impl Storage for MemoryStorage {
 
 /// The stored offset and the PLog's end under one lock: what `OwnTail` proves its tail with.
 impl TailProbe for MemoryStorage {
-    fn read_offsets(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<Offsets, StorageError>> {
+    fn read_offsets(&self, partition: PartitionId) -> StorageFuture<Offsets> {
         self.gated_read(move |g| {
             let p = g.partitions.get(&partition);
             Offsets {

@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use sequencer::{PLogOffset, SeqValue};
 
 use crate::store::codec::{EventError, StoredEvent, decode_event};
 use crate::store::objects::plog::ObjectPlog;
 use crate::store::objects::shared::lock;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{DamageLatch, PartitionId, PlogPage, StorageError};
 
 /// A replay's page of `partition` from `from` ([`Storage::read_plog`](crate::Storage::read_plog))
@@ -24,7 +25,7 @@ pub(crate) fn read_plog_page(
     label: String,
     (partition, from, max_events): (PartitionId, PLogOffset, usize),
     rescan: bool,
-) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+) -> StorageFuture<PlogPage> {
     let (plog, ahead, damage) = (plog.clone(), ahead.clone(), damage.clone());
     let (tx, rx) = futures::channel::oneshot::channel();
     let spawned = std::thread::Builder::new()

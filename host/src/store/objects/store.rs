@@ -7,8 +7,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
+use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::codec::StoredEvent;
 use crate::store::forward::forward_storage;
@@ -25,6 +24,7 @@ use crate::store::objects::plog::{
 use crate::store::objects::remote::{RemoteFailure, RemotePlog};
 use crate::store::objects::shared::Access;
 use crate::store::reader::{StoreReader, partitions_of};
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, AppendLimits, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage,
     Storage, StorageError,
@@ -306,20 +306,9 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
         read_plog_page(read, self.label(), (partition, from, max_events), false)
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.plog
-            .append(partition, &EventBatch::single(offset, values, payload))
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

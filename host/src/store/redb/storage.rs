@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
 use futures::channel::oneshot;
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use redb::{Database, ReadableDatabase};
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
@@ -42,6 +42,7 @@ use crate::store::redb::reads::{
 use crate::store::redb::stats::{StoreCounts, StoreStats};
 use crate::store::redb::tables::{SEQUENCES, err};
 use crate::store::redb::writer::{Request, writer_loop};
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, DamageLatch, DamagedEvent, EventBatch, PartitionId, PlogPage, Storage,
     StorageError,
@@ -168,7 +169,7 @@ impl RedbStorage {
         &self,
         sent: bool,
         rx: oneshot::Receiver<Result<T, StorageError>>,
-    ) -> BoxFuture<'static, Result<T, StorageError>> {
+    ) -> StorageFuture<T> {
         let closed = self.closed();
         async move {
             if !sent {
@@ -183,7 +184,7 @@ impl RedbStorage {
     fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
-    ) -> BoxFuture<'static, Result<T, StorageError>> {
+    ) -> StorageFuture<T> {
         let (tx, rx) = oneshot::channel();
         let job: ReadJob = Box::new(move |db| {
             let _ = tx.send(f(db));
@@ -234,10 +235,7 @@ impl Storage for RedbStorage {
         self.numbers(partition, keys)
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         let path = self.inner.path.clone();
         self.read(move |db| read_next(db, &path, partition))
     }
@@ -247,7 +245,7 @@ impl Storage for RedbStorage {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let (reply, rx) = oneshot::channel();
         let sent = self
             .send(Request::Write {
@@ -265,7 +263,7 @@ impl Storage for RedbStorage {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let path = self.inner.path.clone();
         let damage = self.inner.damage.clone();
         self.read(move |db| {
@@ -274,16 +272,6 @@ impl Storage for RedbStorage {
             PlogPage::of_stored(from, max_events, events)
                 .map_err(|e| damage.refuse(&path.display().to_string(), partition, e))
         })
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.append_batch(partition, EventBatch::single(offset, values, payload))
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

@@ -5,12 +5,12 @@
 use core::fmt::{Debug, Display};
 
 use futures::executor::block_on;
-use futures::future::BoxFuture;
 use sequencer::{PLogOffset, SeqValue};
 
 use crate::store::codec::{Checksum, StoredEvent};
 use crate::store::reader::StoreReader;
-use crate::store::storage::{EventBatch, PartitionId, Storage, StorageError};
+use crate::store::storage::StorageFuture;
+use crate::store::storage::{EventBatch, PartitionId, Storage};
 
 /// What a check saw that the contract does not allow.
 #[derive(Debug)]
@@ -32,10 +32,7 @@ impl<T, E: Display> Doing<T> for Result<T, E> {
 }
 
 /// Waits for a store's future (`what` names the call, for an error).
-pub(super) fn wait<T>(
-    future: BoxFuture<'static, Result<T, StorageError>>,
-    what: impl Display,
-) -> Result<T, Seen> {
+pub(super) fn wait<T>(future: StorageFuture<T>, what: impl Display) -> Result<T, Seen> {
     block_on(future).doing(what)
 }
 

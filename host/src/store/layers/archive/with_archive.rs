@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
 use crate::store::archive_record::ArchiveError;
@@ -11,6 +11,7 @@ use crate::store::codec::StoredEvent;
 use crate::store::forward::forward_storage;
 use crate::store::layout::Layout;
 use crate::store::reader::{StoreReader, partitions_of};
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     DamageLatch, DamagedEvent, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -186,7 +187,7 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let end = self.end(partition);
         if from.max(1) > end {
             return self.hot.read_plog(partition, from, max_events);
@@ -223,5 +224,5 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
         self.damage.get().or_else(|| self.hot.damaged())
     }
 
-    forward_storage!(hot: read_numbers, read_numbers_many, read_next_offset, write, append_event, append_events, append_limits, view_write_interval, failure);
+    forward_storage!(hot: read_numbers, read_numbers_many, read_next_offset, write, append_events, append_limits, view_write_interval, failure);
 }

@@ -14,7 +14,7 @@ pub use state::TailLimits;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use hashbrown::HashMap;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
@@ -22,6 +22,7 @@ use crate::store::codec::decode_event;
 use crate::store::forward::forward_storage;
 use crate::store::layers::counts::layer_counts;
 use crate::store::layers::write_watch::watched;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -242,10 +243,7 @@ impl Storage for OwnTail {
         Ok(out)
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         let part = self.partition(partition);
         let counters = self.counters.clone();
         if let Some(stored) = lock(&part).vouch() {
@@ -278,7 +276,7 @@ impl Storage for OwnTail {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let part = self.partition(partition);
         let written = values.clone();
         // An abandoned write's outcome is unknown: forgotten like a failed one.
@@ -300,7 +298,7 @@ impl Storage for OwnTail {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let part = self.partition(partition);
         let (served, ticket) = {
             let tail = lock(&part);
@@ -323,23 +321,6 @@ impl Storage for OwnTail {
                 r
             })
             .boxed()
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        let part = self.partition(partition);
-        lock(&part).append_began();
-        let r = self.inner.append_event(partition, offset, values, payload);
-        let outcome = r
-            .is_ok()
-            .then(|| values.iter().map(|&v| (offset, v)).collect());
-        Self::append_ended(&part, offset, offset + 1, outcome);
-        r
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use sequencer::{Number, PLogOffset, SeqId, SeqValue, WsId};
 
-use crate::metrics::Metrics;
+use super::Metrics;
 use crate::store::forward::forward_storage;
+use crate::store::storage::StorageFuture;
 use crate::store::storage::{
     AppendError, EventBatch, PartitionId, PlogPage, Storage, StorageError,
 };
@@ -108,10 +109,7 @@ impl Storage for Metered {
         self.numbers_read(|| self.inner.read_numbers_many(partition, ws, seqs))
     }
 
-    fn read_next_offset(
-        &self,
-        partition: PartitionId,
-    ) -> BoxFuture<'static, Result<PLogOffset, StorageError>> {
+    fn read_next_offset(&self, partition: PartitionId) -> StorageFuture<PLogOffset> {
         let metrics = self.metrics.clone();
         (self.inner.read_next_offset(partition))
             .inspect(move |r| match r {
@@ -128,7 +126,7 @@ impl Storage for Metered {
         partition: PartitionId,
         values: Vec<SeqValue>,
         next_offset: PLogOffset,
-    ) -> BoxFuture<'static, Result<(), StorageError>> {
+    ) -> StorageFuture<()> {
         let metrics = self.metrics.clone();
         let rows = values.len() as u64;
         let began = Instant::now();
@@ -151,7 +149,7 @@ impl Storage for Metered {
         partition: PartitionId,
         from: PLogOffset,
         max_events: usize,
-    ) -> BoxFuture<'static, Result<PlogPage, StorageError>> {
+    ) -> StorageFuture<PlogPage> {
         let metrics = self.metrics.clone();
         (self.inner.read_plog(partition, from, max_events))
             .inspect(move |r| match r {
@@ -162,18 +160,6 @@ impl Storage for Metered {
                 Err(_) => storage_error(&metrics, "read_plog"),
             })
             .boxed()
-    }
-
-    fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
-    ) -> Result<(), AppendError> {
-        self.appended(partition, 1, offset + 1, || {
-            self.inner.append_event(partition, offset, values, payload)
-        })
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use sequencer::{Params, SeqValue};
 
-use super::Metrics;
 use crate::clock::MonotonicClock;
 use crate::driver::{Driver, DriverConfig};
+use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 use crate::runtime::bindings::StartOutcome;
 use crate::runtime::link::{Limits, component_path};
