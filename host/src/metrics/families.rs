@@ -85,9 +85,12 @@ impl Families {
     /// Registers every family in `r` (names without the registry's prefix; counters get
     /// `_total`, histograms `_seconds` from their unit).
     pub(crate) fn register(&self, r: &mut Registry) {
-        let seconds = |r: &mut Registry, name: &str, help: &str, h: &Histogram| {
-            r.register_with_unit(name, help, Unit::Seconds, h.clone());
-        };
+        self.register_counts(r);
+        self.register_latencies(r);
+    }
+
+    /// The gauges and counters.
+    fn register_counts(&self, r: &mut Registry) {
         r.register(
             "plog_next_offset",
             "The offset the partition's next PLog event takes, as this host last saw it (an append, or the end of an actualization's replay)",
@@ -148,6 +151,20 @@ impl Families {
             "Partitions this host stopped owning, by reason (handed_over, epoch_refused, lease_expired, left)",
             self.partitions_lost.clone(),
         );
+        r.register(
+            "takeovers",
+            "Partitions this host took after another host owned them",
+            self.takeovers.clone(),
+        );
+        r.register(
+            "handovers",
+            "Partitions this host handed over gracefully",
+            self.handovers.clone(),
+        );
+    }
+
+    /// The histograms, in seconds.
+    fn register_latencies(&self, r: &mut Registry) {
         let h = [
             (
                 "actualization",
@@ -181,17 +198,7 @@ impl Families {
             ),
         ];
         for (name, help, hist) in h {
-            seconds(r, name, help, hist);
+            r.register_with_unit(name, help, Unit::Seconds, hist.clone());
         }
-        r.register(
-            "takeovers",
-            "Partitions this host took after another host owned them",
-            self.takeovers.clone(),
-        );
-        r.register(
-            "handovers",
-            "Partitions this host handed over gracefully",
-            self.handovers.clone(),
-        );
     }
 }
