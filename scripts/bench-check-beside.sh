@@ -2,7 +2,9 @@
 # What `check` beside a live run costs the run: the main job, paced, on top of a large redb store,
 # alone and with `sequencer-host check` looping beside it (reading the run's snapshot; with
 # BENCH_CHECK_ARGS=--hold-run each check also asks the run to hold its commits while it copies the
-# database for redb's integrity check), alternated round by round.
+# database for redb's integrity check), alternated round by round; and, as the pair of the
+# readers' yielding (host/src/store/live/priority.rs), `normal`: check beside with
+# SEQUENCER_READER_PRIORITY=normal for the run and the check (no lowered priority).
 # Prints each run's ack p50, p99 and max, the checks started and passed (the last one of a run
 # is usually cut short by the run's end), and the medians.
 #
@@ -33,18 +35,20 @@ step "the store: 8 partitions x $store_events events of 2 KiB"
 "$host" --quiet --no-progress run --data "$work/data" --events "$store_events" --payload-bytes 2048 >/dev/null
 echo "store.redb: $(stat -c %s "$work/data/store.redb") bytes" >&2
 
-# one_run MODE N: a paced run on the store, alone or with check looping beside it.
+# one_run MODE N: a paced run on the store, alone or with check looping beside it (beside, or
+# normal: beside, the readers at normal priority).
 one_run() {
-  local mode="$1" n="$2" started=0 checks=0 size_before
+  local mode="$1" n="$2" started=0 checks=0 size_before priority=
   size_before="$(stat -c %s "$work/data/store.redb")"
-  "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
+  [[ "$mode" == normal ]] && priority=normal
+  SEQUENCER_READER_PRIORITY="$priority" "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
     --payload-bytes 2048 >"$work/run.out" 2>&1 &
   run_pid=$!
-  if [[ "$mode" == beside ]]; then
+  if [[ "$mode" != alone ]]; then
     while kill -0 "$run_pid" 2>/dev/null; do
       [[ -S "$work/data/live.sock" ]] || { sleep 0.05; continue; }
       started=$((started + 1))
-      if "$host" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
+      if SEQUENCER_READER_PRIORITY="$priority" "$host" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
         checks=$((checks + 1))
       else
         # A check the run's end cut short is not a failure; one while it goes on is.
@@ -68,12 +72,16 @@ one_run() {
     $((($(stat -c %s "$work/data/store.redb") - size_before) / 1000000)) >&2
 }
 
-step "paced runs ($rate commands/s, 8 x $events events), alone and with check looping beside: $runs rounds"
+step "paced runs ($rate commands/s, 8 x $events events), alone and with check looping beside (readers yielding, or normal): $runs rounds"
 : >"$work/results"
 for ((n = 1; n <= runs; n++)); do
-  if ((n % 2)); then one_run alone "$n"; one_run beside "$n"; else one_run beside "$n"; one_run alone "$n"; fi
+  if ((n % 2)); then
+    one_run alone "$n"; one_run beside "$n"; one_run normal "$n"
+  else
+    one_run normal "$n"; one_run beside "$n"; one_run alone "$n"
+  fi
 done
-for mode in alone beside; do
+for mode in alone beside normal; do
   printf '%-6s medians: ack p50 %s ms, p99 %s ms, max %s ms\n' "$mode" \
     "$(awk -v m="$mode" '$1 == m { print $2 }' "$work/results" | median)" \
     "$(awk -v m="$mode" '$1 == m { print $3 }' "$work/results" | median)" \

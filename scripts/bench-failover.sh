@@ -10,11 +10,15 @@
 #    fresh cluster per run, by one host without --host-name (every partition, no epoch in its
 #    transactions) and by 1, 2 and 3 hosts with --host-name, started at once; BENCH_RUNS
 #    rounds (3), interleaved. A row's events/s is every partition's events over the longest
-#    host's elapsed time (each host's own summary), medians over the rounds.
+#    host's elapsed time (each host's own summary), medians over the rounds. With BENCH_PLOGS
+#    holding "s3", the same 1, 2 and 3 hosts again on the composite store in the same rounds:
+#    the PLog on S3 (SeaweedFS, a fresh server per run), the rest on the cluster.
 #
-# Knobs: BENCH_PARTS ("failover throughput": either or both), BENCH_HOST (a built
-# sequencer-host with the etcd feature, to skip the build), and the FAILOVER_* knobs of the bench.
-# Builds the host (release, feature etcd; protoc and etcd come into the project's tool cache).
+# Knobs: BENCH_PARTS ("failover throughput": either or both), BENCH_PLOGS (where the throughput
+# runs keep the PLog: "etcd s3", the default, or either), BENCH_HOST (a built sequencer-host with
+# the etcd and s3 features, to skip the build), and the FAILOVER_* knobs of the bench.
+# Builds the host (release, features etcd and s3; protoc, etcd and SeaweedFS come into the
+# project's tool cache).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -22,25 +26,29 @@ cd "$ROOT"
 runs="${BENCH_RUNS:-3}"
 events="${BENCH_EVENTS:-5000}"
 parts="${BENCH_PARTS:-failover throughput}"
+plogs="${BENCH_PLOGS:-etcd s3}"
 
-step "build: the host (release, feature etcd), the failover bench, etcd"
+step "build: the host (release, features etcd and s3), the failover bench, etcd, SeaweedFS"
 PROTOC="$(bash scripts/protoc.sh)"
 export PROTOC
 if [[ -n "${BENCH_HOST:-}" ]]; then
   host="$(realpath "$BENCH_HOST")"
 else
-  cargo build --release -p plog-sequencer-host --features etcd
+  cargo build --release -p plog-sequencer-host --features etcd,s3
   host="$TARGET_DIR/release/sequencer-host"
 fi
 [[ " $parts " == *" failover "* ]] &&
   cargo bench --no-run -p plog-sequencer-host --features etcd --bench failover
 bash scripts/etcd-ensure.sh
+[[ " $plogs " == *" s3 "* ]] && bash scripts/seaweedfs-ensure.sh >/dev/null
 
 work="$(mktemp -d)"
 cluster=""
+s3dir=""
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  [[ -n "$s3dir" ]] && bash scripts/seaweedfs-server.sh stop "$s3dir" >/dev/null 2>&1 || true
   [[ -n "$cluster" ]] && bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -62,49 +70,70 @@ if [[ " $parts " == *" failover "* ]]; then
     cargo bench -q -p plog-sequencer-host --features etcd --bench failover | tee "$work/failover"
 fi
 
-# hosts ROUND N: the main job by N hosts with --host-name (0: one host without); each host's
-# summary in $work/hosts-N-ROUND-I.
+# hosts PLOG ROUND N: the main job by N hosts with --host-name (0: one host without), the PLog
+# on the cluster (PLOG etcd) or on S3 (PLOG s3: the composite store); each host's summary in
+# $work/hosts-PLOG-N-ROUND-I.
 hosts() {
-  local round=$1 n=$2 i
-  fresh_cluster "hosts-$n-$round"
+  local plog=$1 round=$2 n=$3 i store out="$work/hosts-$1-$3-$2"
+  fresh_cluster "hosts-$plog-$n-$round"
+  store="$url"
+  local env=()
+  if [[ "$plog" == s3 ]]; then
+    [[ -n "$s3dir" ]] && bash scripts/seaweedfs-server.sh stop "$s3dir" >/dev/null
+    s3dir="$work/s3-$n-$round"
+    env=(AWS_ENDPOINT_URL="$(bash scripts/seaweedfs-server.sh start "$s3dir")"
+      AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
+    store="$url?plog=objects:s3://sequencer/bench"
+  fi
   pids=()
   if (( n == 0 )); then
-    "$host" --quiet --no-progress run --store "$url" --events "$events" >"$work/hosts-0-$round-0" &
+    env "${env[@]}" "$host" --quiet --no-progress run --store "$store" --events "$events" \
+      >"$out-0" &
     pids+=($!)
   else
     for ((i = 0; i < n; i++)); do
-      "$host" --quiet --no-progress run --store "$url" --events "$events" --host-name "h$i" \
-        >"$work/hosts-$n-$round-$i" &
+      env "${env[@]}" "$host" --quiet --no-progress run --store "$store" --events "$events" \
+        --host-name "h$i" >"$out-$i" &
       pids+=($!)
     done
   fi
   for p in "${pids[@]}"; do wait "$p"; done
   pids=()
-  "$host" --quiet --no-progress check --store "$url" >/dev/null
+  env "${env[@]}" "$host" --quiet --no-progress check --store "$store" >/dev/null
   # Events/s: every partition's events over the longest elapsed time of the hosts.
-  cat "$work/hosts-$n-$round-"* | awk -v ev="$events" '
+  cat "$out-"* | awk -v ev="$events" '
     /^partitions +[0-9]/ { p = $2 } /^elapsed / { if ($2 > e) e = $2 }
-    END { printf "%d\n", p * ev / e }' >"$work/rate-$n-$round"
-  printf 'hosts %s round %d: %s events/s\n' "$n" "$round" "$(<"$work/rate-$n-$round")" >&2
+    END { printf "%d\n", p * ev / e }' >"$work/rate-$plog-$n-$round"
+  printf 'PLog on %s, hosts %s, round %d: %s events/s\n' "$plog" "$n" "$round" \
+    "$(<"$work/rate-$plog-$n-$round")" >&2
 }
 
 if [[ " $parts " == *" throughput "* ]]; then
-  step "throughput: $runs rounds of 1 host without membership, then 1, 2 and 3 hosts with it"
+  step "throughput: $runs rounds of 1 host without membership, then 1, 2 and 3 with it (PLog on: $plogs)"
   for ((round = 1; round <= runs; round++)); do
-    for n in 0 1 2 3; do hosts "$round" "$n"; done
+    for plog in $plogs; do
+      for n in 0 1 2 3; do
+        [[ "$plog" == s3 && $n == 0 ]] && continue
+        hosts "$plog" "$round" "$n"
+      done
+    done
   done
   echo
-  printf '%-36s  %16s  %s\n' hosts "durable events/s" "rounds"
-  for n in 0 1 2 3; do
-    case $n in
-      0) label="1, without --host-name (no epoch)" ;;
-      *) label="$n, with --host-name" ;;
-    esac
-    sort -n "$work/rate-$n-"* | awk -v label="$label" '
-      { r[++k] = $1 } END {
-        m = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
-        s = ""; for (i = 1; i <= k; i++) s = s (i > 1 ? ", " : "") r[i]
-        printf "%-36s  %16d  %s\n", label, m, s }'
+  printf '%-46s  %16s  %s\n' hosts "durable events/s" "rounds"
+  for plog in $plogs; do
+    for n in 0 1 2 3; do
+      [[ -e "$work/rate-$plog-$n-1" ]] || continue
+      case $n in
+        0) label="1, without --host-name (no epoch)" ;;
+        *) label="$n, with --host-name" ;;
+      esac
+      [[ "$plog" == s3 ]] && label="$label, PLog on S3" || label="$label, PLog on etcd"
+      sort -n "$work/rate-$plog-$n-"* | awk -v label="$label" '
+        { r[++k] = $1 } END {
+          m = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+          s = ""; for (i = 1; i <= k; i++) s = s (i > 1 ? ", " : "") r[i]
+          printf "%-46s  %16d  %s\n", label, m, s }'
+    done
   done
 fi
 echo

@@ -4,6 +4,7 @@
 //! reads go to the objects only, view reads and the flusher's writes to the cluster only.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::FutureExt;
@@ -37,6 +38,8 @@ pub struct EtcdObjects {
     /// Where the PLog is (a directory, `s3://BUCKET/PREFIX`).
     plog_url: String,
     plog_failure: Option<RemoteFailure>,
+    /// The requests to the PLog's object store sent again (S3), if it counts them.
+    plog_retries: Option<Arc<AtomicU64>>,
     ahead: ReadAheadPages,
     /// The first PLog event a replay refused for its checksum.
     damage: Arc<DamageLatch>,
@@ -64,11 +67,25 @@ impl EtcdObjects {
             plog,
             plog_url,
             plog_failure,
+            plog_retries: None,
             ahead: ReadAheadPages::default(),
             damage: Arc::default(),
             ends: Arc::default(),
             scanned_at: Arc::default(),
         }
+    }
+
+    /// The store whose PLog's object store counts the requests it sends again into `retries`
+    /// ([`RemotePlog::retries`](crate::store::objects::RemotePlog::retries)), read back by
+    /// [`plog_retries`](Self::plog_retries).
+    pub fn counting_plog_retries(mut self, retries: Option<Arc<AtomicU64>>) -> Self {
+        self.plog_retries = retries;
+        self
+    }
+
+    /// How many requests to the PLog's object store were sent again, if it counts them.
+    pub fn plog_retries(&self) -> Option<u64> {
+        (self.plog_retries.as_ref()).map(|r| r.load(Ordering::Relaxed))
     }
 
     /// Whether a read of `partition` scans its objects again first: it is owned at an epoch

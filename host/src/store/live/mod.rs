@@ -16,10 +16,13 @@
 //!   whatever the run appends meanwhile, and no snapshot outlives one partition's reads. A `Hold` holds the run's commits
 //!   (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity check.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
+//! - Priority: a session's thread, and a reader process that calls [`yield_to_the_run`],
+//!   run at the lowest CPU and disk priority, so that the run's commits go first.
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
 //! back to a private copy of the store.
 
+mod priority;
 pub mod protocol;
 mod source;
 
@@ -30,6 +33,7 @@ mod server;
 
 #[cfg(unix)]
 pub use client::{Connect, LiveClient, connect};
+pub use priority::{READER_PRIORITY_ENV, yield_to_the_run};
 #[cfg(unix)]
 pub use server::{LiveServer, serve};
 pub use source::{

@@ -41,7 +41,11 @@ impl Backend for EtcdObjects {
         StoreStats::of([
             (Counter::ViewWrites, get(&e.writes)),
             (Counter::Transactions, get(&e.txns)),
-            (Counter::Retries, get(&e.retries)),
+            // etcd's and the PLog's object store's, together.
+            (
+                Counter::Retries,
+                get(&e.retries) + self.plog_retries().unwrap_or(0),
+            ),
             (Counter::ViewConflicts, get(&e.view_conflicts)),
             (Counter::EventsAppended, get(&s.events_written)),
             (Counter::ObjectsWritten, get(&s.objects_written)),
@@ -126,7 +130,8 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
     settle::refuse_another(recorded.as_ref(), options, &name, "etcd")?;
     let (remote, local) = plog_at(plog, options.create, Some(options.store_wait))?;
     let objects = remote.open_plog(local, options.bundle_events, Access::Write)?;
-    let composite = EtcdObjects::new(store.clone(), objects, remote.url.clone(), remote.failure);
+    let composite = EtcdObjects::new(store.clone(), objects, remote.url.clone(), remote.failure)
+        .counting_plog_retries(remote.retries);
     settle::refuse_large_events(options, composite.append_limits())?;
     let layout = settle::settle_open(recorded, options, &composite, false, &name, "etcd", |l| {
         Ok(store.record_layout(l)?)
