@@ -2,9 +2,8 @@
 # What `check` beside a live run costs the run: the main job, paced, on top of a large redb store,
 # alone and with `sequencer-host check` looping beside it (reading the run's snapshot; with
 # BENCH_CHECK_ARGS=--hold-run each check also asks the run to hold its commits while it copies the
-# database for redb's integrity check), alternated round by round; and, as the pair of the
-# readers' yielding (host/src/store/live/priority.rs), `normal`: check beside with
-# SEQUENCER_READER_PRIORITY=normal for the run and the check (no lowered priority).
+# database for redb's integrity check), alternated round by round; with BENCH_HOST_BEFORE (another
+# build), also check beside by that build's run and check (`before`), for a paired comparison.
 # Prints each run's ack p50, p99 and max, the checks started and passed (the last one of a run
 # is usually cut short by the run's end), and the medians.
 #
@@ -14,7 +13,7 @@
 # Knobs: BENCH_RUNS (rounds, 3), BENCH_STORE_EVENTS (events per partition of the store made
 # first, 2 KiB each over 8 partitions: 60000 make about 2.2 GB), BENCH_EVENTS (events per
 # partition of each measured run, 10000), BENCH_RATE (commands a second, 4000), BENCH_HOST,
-# BENCH_COMPONENT. Needs free space for the store and a copy of it (TMPDIR).
+# BENCH_HOST_BEFORE, BENCH_COMPONENT. Needs free space for the store and a copy of it (TMPDIR).
 # Results: docs/BENCHMARKS.md#check-beside-a-live-run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -36,19 +35,19 @@ step "the store: 8 partitions x $store_events events of 2 KiB"
 echo "store.redb: $(stat -c %s "$work/data/store.redb") bytes" >&2
 
 # one_run MODE N: a paced run on the store, alone or with check looping beside it (beside, or
-# normal: beside, the readers at normal priority).
+# before: beside, by BENCH_HOST_BEFORE's build).
 one_run() {
-  local mode="$1" n="$2" started=0 checks=0 size_before priority=
+  local mode="$1" n="$2" started=0 checks=0 size_before bin="$host"
   size_before="$(stat -c %s "$work/data/store.redb")"
-  [[ "$mode" == normal ]] && priority=normal
-  SEQUENCER_READER_PRIORITY="$priority" "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
+  [[ "$mode" == before ]] && bin="$(realpath "$BENCH_HOST_BEFORE")"
+  "$bin" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
     --payload-bytes 2048 >"$work/run.out" 2>&1 &
   run_pid=$!
   if [[ "$mode" != alone ]]; then
     while kill -0 "$run_pid" 2>/dev/null; do
       [[ -S "$work/data/live.sock" ]] || { sleep 0.05; continue; }
       started=$((started + 1))
-      if SEQUENCER_READER_PRIORITY="$priority" "$host" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
+      if "$bin" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
         checks=$((checks + 1))
       else
         # A check the run's end cut short is not a failure; one while it goes on is.
@@ -72,16 +71,15 @@ one_run() {
     $((($(stat -c %s "$work/data/store.redb") - size_before) / 1000000)) >&2
 }
 
-step "paced runs ($rate commands/s, 8 x $events events), alone and with check looping beside (readers yielding, or normal): $runs rounds"
+modes=(alone beside)
+[[ -n "${BENCH_HOST_BEFORE:-}" ]] && modes+=(before)
+step "paced runs ($rate commands/s, 8 x $events events), ${modes[*]}: $runs rounds"
 : >"$work/results"
 for ((n = 1; n <= runs; n++)); do
-  if ((n % 2)); then
-    one_run alone "$n"; one_run beside "$n"; one_run normal "$n"
-  else
-    one_run normal "$n"; one_run beside "$n"; one_run alone "$n"
-  fi
+  if ((n % 2)); then order=("${modes[@]}"); else mapfile -t order < <(printf '%s\n' "${modes[@]}" | tac); fi
+  for mode in "${order[@]}"; do one_run "$mode" "$n"; done
 done
-for mode in alone beside normal; do
+for mode in "${modes[@]}"; do
   printf '%-6s medians: ack p50 %s ms, p99 %s ms, max %s ms\n' "$mode" \
     "$(awk -v m="$mode" '$1 == m { print $2 }' "$work/results" | median)" \
     "$(awk -v m="$mode" '$1 == m { print $3 }' "$work/results" | median)" \

@@ -420,9 +420,9 @@ fn inspect_refuses_a_store_that_run_refuses_as_corrupt() {
 /// longer than one partition's reads (a held snapshot stops redb from reusing the pages the run
 /// frees, and the run's file grows).
 #[test]
-fn a_live_reader_takes_a_snapshot_per_partition_it_reads() {
+fn a_live_reader_takes_a_snapshot_per_partition_and_a_new_one_while_reading_its_events() {
     use sequencer::SeqValue;
-    use sequencer_host::store::live::{Connect, connect};
+    use sequencer_host::store::live::{Connect, SNAPSHOT_SPAN, connect};
     use sequencer_host::store::{OpenOptions, StoreReader, open};
 
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -447,7 +447,17 @@ fn a_live_reader_takes_a_snapshot_per_partition_it_reads() {
     assert_eq!(end(0), Some(1));
     append(0, 2);
     assert_eq!(end(0), Some(1), "partition 0 read from one snapshot");
-    assert_eq!(reader.events(0, 1, 10).expect("events").len(), 1);
+    std::thread::sleep(SNAPSHOT_SPAN + Duration::from_millis(20));
+    assert_eq!(
+        end(0),
+        Some(1),
+        "bounds, the view and the stored offset keep the snapshot"
+    );
+    assert_eq!(
+        reader.events(0, 1, 10).expect("events").len(),
+        2,
+        "events read once the snapshot is older than the span come from a new one"
+    );
     append(1, 2);
     assert_eq!(end(1), Some(2), "partition 1 read from a new snapshot");
     append(1, 3);

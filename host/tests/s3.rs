@@ -160,6 +160,14 @@ fn the_main_job_runs_resumes_and_checks_on_a_server_with_four_drives() {
         return;
     };
     main_job_runs_resumes_and_checks(&server);
+    // The objects were spread over the folders as over disks (about 70-110 KiB went to each
+    // of the four in a run here): at least three hold 16 KiB of them or more.
+    let spread = server.volume_bytes_per_drive();
+    assert_eq!(spread.len(), 4, "{spread:?}");
+    assert!(
+        spread.iter().filter(|&&b| b >= 16 * 1024).count() >= 3,
+        "objects on fewer than three of the four drives (bytes per drive: {spread:?})"
+    );
 }
 
 /// The main job run twice (the second resumes), `check` after each, `inspect`, and a data

@@ -4,7 +4,6 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use sequencer_host::store::live::yield_to_the_run;
 use sequencer_host::store::{check_store, open_reader};
 
 use super::common::{CliResult, DataArgs, StoreArg, explain_open, initial, open_options};
@@ -32,10 +31,6 @@ pub struct CheckArgs {
 pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
     let options = open_options(&args.data.data).hold_live_run(args.hold_run);
     let store = open_reader(&args.store.0, &options).map_err(explain_open)?;
-    if store.served_by_live_run() {
-        // The run's commits go first: this check takes what CPU and disk they leave.
-        yield_to_the_run();
-    }
     println!("checking {}", store.describe());
     let layout = store.layout()?;
     if layout.is_none() {

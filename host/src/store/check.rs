@@ -309,12 +309,18 @@ pub fn check_store(
             Some(l) => l.initial(seq),
             None => fallback_initial(seq),
         };
+        // The stored offset, then the view, then the PLog's end, in that order: the view
+        // holds no number of an event past that end, and events never change once written, so
+        // the events read up to it may come from later reads (a live run's later snapshots).
         let mut checker = PlogChecker::new(p, store.stored_next_offset(p)?, initial);
+        let view = store.view(p)?;
+        let end = store.plog_bounds(p)?.map_or(0, |(_, last)| last);
         let mut from = 1;
         let (mut read, mut old) = (0, 0);
         let mut damaged: Vec<PLogOffset> = Vec::new();
-        loop {
-            let events = store.events(p, from, CHECK_PAGE)?;
+        while from <= end {
+            let page = CHECK_PAGE.min(usize::try_from(end - from + 1).unwrap_or(usize::MAX));
+            let events = store.events(p, from, page)?;
             let Some(last) = events.last().map(|e| e.offset) else {
                 break;
             };
@@ -369,7 +375,7 @@ pub fn check_store(
             each(p, &report);
             continue;
         }
-        let mut report = checker.finish(&store.view(p)?)?;
+        let mut report = checker.finish(&view)?;
         report.unchecked = old;
         each(p, &report);
     }

@@ -88,6 +88,22 @@ impl S3Server {
         }
     }
 
+    /// The bytes of volume data (`*.dat` files) in each of the server's data folders, in order
+    /// (one entry per drive it was started on).
+    pub fn volume_bytes_per_drive(&self) -> Vec<u64> {
+        let data = self.dir.path().join("data");
+        (1..)
+            .map(|i| data.join(format!("drive-{i}")))
+            .take_while(|d| d.is_dir())
+            .map(|d| {
+                (std::fs::read_dir(&d).expect("a drive folder").flatten())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "dat"))
+                    .map(|e| e.metadata().map_or(0, |m| m.len()))
+                    .sum()
+            })
+            .collect()
+    }
+
     /// Stops the server now (its objects stay on disk until the guard's temp dir goes).
     pub fn stop(&self) {
         let _ = std::process::Command::new("bash")

@@ -11,18 +11,18 @@
 //!   listens but does not answer within [`ANSWER_DEADLINE`] ([`Connect::NoAnswer`]: a
 //!   stopped run).
 //! - Consistency: a session's `Hello` takes a snapshot (a redb read transaction) and every
-//!   read of the session comes from it; the client opens a new session per partition it
-//!   reads, so a check compares each partition's PLog and view of one committed state,
-//!   whatever the run appends meanwhile, and no snapshot outlives one partition's reads. A `Hold` holds the run's commits
-//!   (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity check.
+//!   read of the session comes from it; the client opens a new session per partition it reads,
+//!   and another while it reads a partition's events once its snapshot is older than
+//!   [`SNAPSHOT_SPAN`] (events never change once written, so a later snapshot holds the same
+//!   ones). A check reads each partition's stored offset, view and PLog end from one committed
+//!   state, then its events up to that end, whatever the run appends meanwhile, and no
+//!   snapshot is held for long. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
+//!   the reader copies the database for redb's integrity check.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
-//! - Priority: a session's thread, and a reader process that calls [`yield_to_the_run`],
-//!   run at the lowest CPU and disk priority, so that the run's commits go first.
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
 //! back to a private copy of the store.
 
-mod priority;
 pub mod protocol;
 mod source;
 
@@ -32,8 +32,7 @@ mod client;
 mod server;
 
 #[cfg(unix)]
-pub use client::{Connect, LiveClient, connect};
-pub use priority::{READER_PRIORITY_ENV, yield_to_the_run};
+pub use client::{Connect, LiveClient, SNAPSHOT_SPAN, connect};
 #[cfg(unix)]
 pub use server::{LiveServer, serve};
 pub use source::{

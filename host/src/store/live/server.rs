@@ -153,7 +153,6 @@ fn listen(
         let spawned = std::thread::Builder::new()
             .name("live-session".into())
             .spawn(move || {
-                super::yield_to_the_run();
                 let mut stream = stream;
                 let run = std::panic::AssertUnwindSafe(|| session(&mut stream, source.as_ref()));
                 if std::panic::catch_unwind(run).is_err() {
