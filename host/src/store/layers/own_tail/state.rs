@@ -427,14 +427,7 @@ mod tests {
     /// holds them, the PLog ending at 4.
     fn known() -> PartitionTail {
         let mut t = PartitionTail::new(TailLimits::default());
-        let ticket = t.offset_read_began();
-        assert!(!t.offsets_read(
-            ticket,
-            Offsets {
-                stored: 0,
-                plog_next: 4
-            }
-        ));
+        assert!(!prove(&mut t, 0, 4));
         let page = PlogPage {
             values: (1..=3).map(|o| (o, v(1, 1, o))).collect(),
             next: 4,
@@ -527,14 +520,7 @@ mod tests {
     fn nothing_is_vouched_for_before_a_replay_reached_the_plogs_end_or_after_a_doubt() {
         let mut t = PartitionTail::new(TailLimits::default());
         assert_eq!(t.vouch(), None, "nothing read yet");
-        let ticket = t.offset_read_began();
-        t.offsets_read(
-            ticket,
-            Offsets {
-                stored: 0,
-                plog_next: 4,
-            },
-        );
+        prove(&mut t, 0, 4);
         assert_eq!(t.vouch(), None, "the replay is still followed");
         let mut t = known();
         t.append_began();
@@ -553,14 +539,7 @@ mod tests {
         assert!(t.in_tenure(7), "acquired: another tenure");
         assert_eq!(t.vouch(), None, "the store must be read");
         assert_eq!(t.page(1, 10), None);
-        let ticket = t.offset_read_began();
-        assert!(!t.offsets_read(
-            ticket,
-            Offsets {
-                stored: 0,
-                plog_next: 4
-            }
-        ));
+        assert!(!prove(&mut t, 0, 4));
         assert!(!t.in_tenure(7), "still the same tenure: kept");
         assert_eq!(t.phase, Phase::Following);
         assert!(t.in_tenure(0), "lost: forgotten");
@@ -605,14 +584,7 @@ mod tests {
             value_bytes: 4 * VALUE_BYTES,
             workspaces: 2,
         });
-        let ticket = t.offset_read_began();
-        t.offsets_read(
-            ticket,
-            Offsets {
-                stored: 0,
-                plog_next: 1,
-            },
-        );
+        prove(&mut t, 0, 1);
         let empty = PlogPage {
             values: vec![],
             next: 1,
