@@ -14,7 +14,9 @@
 #    holding "s3", the same 1, 2 and 3 hosts again on the composite store in the same rounds:
 #    the PLog on S3 (SeaweedFS, a fresh server per run), the rest on the cluster.
 #
-# Knobs: BENCH_PARTS ("failover throughput": either or both), BENCH_PLOGS (where the throughput
+# Knobs: BENCH_PARTS ("failover throughput": either or both), FAILOVER_PLOG (where the failover
+# runs keep the PLog: etcd, the default, or dir: the composite store, the PLog in a local
+# directory), BENCH_PLOGS (where the throughput
 # runs keep the PLog: "etcd s3", the default, or either), BENCH_HOST (a built sequencer-host with
 # the etcd and s3 features, to skip the build), and the FAILOVER_* knobs of the bench.
 # Builds the host (release, features etcd and s3; protoc, etcd and SeaweedFS come into the
@@ -63,10 +65,16 @@ fresh_cluster() {
 }
 
 if [[ " $parts " == *" failover "* ]]; then
-  step "failover: ${FAILOVER_KILLS:-20} kills and ${FAILOVER_TERMS:-10} SIGTERMs of 3 hosts"
+  step "failover: ${FAILOVER_KILLS:-20} kills and ${FAILOVER_TERMS:-10} SIGTERMs of 3 hosts (PLog on ${FAILOVER_PLOG:-etcd})"
   fresh_cluster failover
   mkdir -p "$work/failover-logs"
-  FAILOVER_URL="$url" FAILOVER_HOST="$host" FAILOVER_LOGS="$work/failover-logs" \
+  plog_dir=""
+  if [[ "${FAILOVER_PLOG:-etcd}" == dir ]]; then
+    plog_dir="$work/failover-plog"
+    url="$url?plog=objects:$plog_dir"
+  fi
+  FAILOVER_URL="$url" FAILOVER_PLOG_DIR="$plog_dir" FAILOVER_HOST="$host" \
+    FAILOVER_LOGS="$work/failover-logs" \
     cargo bench -q -p plog-sequencer-host --features etcd --bench failover | tee "$work/failover"
 fi
 

@@ -13,6 +13,11 @@
 //! The times are when the watch saw the events, in this process, on one clock. The run ends
 //! with every host SIGTERMed and `sequencer-host check` on the store, which must pass.
 //!
+//! On the composite store with its PLog in a directory (`FAILOVER_URL=etcd://…?plog=objects:DIR`
+//! and `FAILOVER_PLOG_DIR=DIR`) no PLog event passes through the cluster: a thread lists each
+//! partition's `events/` folder every 2 ms instead, and a new object there is a PLog event seen
+//! (a new owner's first one can be seen a poll, or an append, later than its `owners/` key).
+//!
 //! `scripts/bench-failover.sh` builds the release host, starts a fresh 3-member cluster and
 //! runs this with `FAILOVER_URL=etcd://HOST:PORT,...` and `FAILOVER_HOST=<sequencer-host>`.
 //! Knobs: `FAILOVER_KILLS` (20), `FAILOVER_TERMS` (10), `FAILOVER_TTL_S` (3),
@@ -165,6 +170,40 @@ fn watch(endpoints: Vec<String>, timings: Arc<Mutex<Timings>>) {
     }
 }
 
+/// Lists each partition's event objects under `dir` (a composite store's PLog directory) every
+/// 2 ms and reports a new last object as that partition's PLog event.
+fn poll_plog_dir(dir: PathBuf, timings: Arc<Mutex<Timings>>) {
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    loop {
+        let folders = std::fs::read_dir(dir.join("events"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for folder in folders {
+            let Some(p) = folder
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let newest = (std::fs::read_dir(folder.path())
+                .into_iter()
+                .flatten()
+                .flatten())
+            .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+            .max();
+            if let Some(first) = newest
+                && last.get(&p).is_none_or(|&seen| first > seen)
+            {
+                last.insert(p, first);
+                timings.lock().expect("timings").on_plog(p, Instant::now());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// The deployment: the host processes by name.
 struct Hosts {
     binary: PathBuf,
@@ -313,13 +352,22 @@ fn main() {
     let logs = std::env::var("FAILOVER_LOGS").map_or(temp, PathBuf::from);
     std::fs::create_dir_all(&logs).expect("the logs' directory");
 
-    let config = EtcdConfig::from_url(&url).expect("an etcd:// URL");
+    // The cluster's part of a composite store's URL (`etcd://…?plog=…`).
+    let cluster = url.split('?').next().unwrap_or(&url);
+    let config = EtcdConfig::from_url(cluster).expect("an etcd:// URL");
     let store = EtcdStorage::connect(config.clone()).expect("connect to the cluster");
     let timings = Arc::new(Mutex::new(Timings::default()));
     {
         let timings = timings.clone();
         let endpoints = config.endpoints.clone();
         std::thread::spawn(move || watch(endpoints, timings));
+    }
+    if let Some(dir) = std::env::var("FAILOVER_PLOG_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+    {
+        let timings = timings.clone();
+        std::thread::spawn(move || poll_plog_dir(PathBuf::from(dir), timings));
     }
     let mut hosts = Hosts {
         binary,

@@ -66,6 +66,30 @@ fn holds(plog: &ObjectPlog, from: u64, tags: &[u8]) {
 }
 
 #[test]
+fn a_listing_that_missed_an_object_before_later_ones_is_listed_again_not_taken_for_a_hole() {
+    let store = Arc::new(FaultyObjects::default());
+    let a = open(&store, 1_000);
+    for first in [1, 4, 7] {
+        a.append(0, &batch(first, 3, 1)).expect("append");
+    }
+    // Another host lists while the owner appends: it sees 7 and misses 4.
+    store.hide_in_next_listing("events/00000/00000000000000000004");
+    let b = reader(&store, 1_000);
+    holds(&b, 1, &[1; 9]);
+    // A hole that stays is reported, naming the objects after it.
+    futures::executor::block_on(
+        store
+            .inner()
+            .delete(&Path::from("events/00000/00000000000000000004")),
+    )
+    .expect("delete");
+    let Err(e) = ObjectPlog::open(store.clone(), None, 1_000, Access::ReadOnly) else {
+        panic!("a PLog with a hole opened");
+    };
+    assert!(e.0.contains("hole at offset 4"), "{}", e.0);
+}
+
+#[test]
 fn a_stale_writer_whose_tail_is_old_is_refused_and_names_no_offset_inside_another_object() {
     let store = Arc::new(FaultyObjects::default());
     let a = open(&store, 1_000);

@@ -1,9 +1,9 @@
 //! The scan of a partition's objects: what a handle opens on and rescans when another writer
 //! may have appended. It lists the partition, follows bundles from offset 1 until a hole, then
 //! event objects (each named by the offset after the previous one's last), verifying every
-//! link and every event's checksum, and reports a hole with objects after it, a broken link, a
-//! damaged event (to a writer) or two different objects for one offset with offsets and object
-//! names. With write access it removes the leftovers of an interrupted merge (and a stale
+//! link and every event's checksum, and reports a hole with objects after it (once listing
+//! again has not closed it), a broken link, a damaged event (to a writer) or two different
+//! objects for one offset with offsets and object names. With write access it removes the leftovers of an interrupted merge (and a stale
 //! writer's objects under a bundle).
 
 use std::collections::BTreeSet;
@@ -23,7 +23,10 @@ use crate::store::storage::{PartitionId, StorageError};
 
 /// Why a scan stopped.
 enum Scan {
-    /// An object listed was gone when read (merged meanwhile): scan again.
+    /// An object listed was gone when read (merged meanwhile), or the listing showed a hole
+    /// with objects after it, as one that ran while a writer appended can (a directory's
+    /// listing is not a snapshot, and neither are an S3 listing's pages): scan again. A hole
+    /// that is still there after a few scans is reported.
     Vanished(StorageError),
     /// Anything else: a hole, a broken link, a conflict, or the object store's failure.
     Failed(StorageError),
@@ -43,8 +46,8 @@ pub(super) fn damaged(p: PartitionId, o: PLogOffset, first: PLogOffset) -> Stora
     ))
 }
 
-/// Scans of a partition tried when objects vanish under them.
-const SCAN_TRIES: u32 = 3;
+/// Scans of a partition tried when objects vanish under them or a listing raced a writer.
+const SCAN_TRIES: u32 = 5;
 
 /// Event objects a scan reads at once (from a few threads).
 const SCAN_CHUNK: usize = 256;
@@ -105,7 +108,11 @@ impl Shared {
         loop {
             match self.scan_once(p) {
                 Ok(part) => return Ok(part),
-                Err(Scan::Vanished(_)) if tries < SCAN_TRIES => tries += 1,
+                Err(Scan::Vanished(_)) if tries < SCAN_TRIES => {
+                    // 10 ms doubling (310 ms in all): an object in flight has landed by then.
+                    std::thread::sleep(std::time::Duration::from_millis(10 << tries));
+                    tries += 1;
+                }
                 Err(Scan::Vanished(e) | Scan::Failed(e)) => return Err(e),
             }
         }
@@ -189,7 +196,7 @@ impl Shared {
                 .map(|(_, _, n)| format!("bundles/{p:05}/{n}")),
         );
         if !after.is_empty() {
-            return Err(Scan::Failed(StorageError(format!(
+            return Err(Scan::Vanished(StorageError(format!(
                 "object store: partition {p}: hole at offset {}: neither {} nor a bundle holds it, yet objects exist after it: {}",
                 part.next,
                 event_object(p, part.next),
