@@ -202,8 +202,11 @@ fn at_an_offered_rate_a_batch_goes_once_its_first_event_has_waited_the_longest_w
         .next()
         .and_then(|n| n.parse().ok())
         .expect("a count of appends");
+    // Cut by the wait, a partition appends several times (about 34 on an idle machine; 3 or
+    // 4 while another build shares the cores and each fsync takes 30 ms, as events wait behind
+    // a write in flight); cut only by the batch size, it would append its 100 events once.
     assert!(
-        appends >= 10,
+        appends >= 4,
         "200 events arriving over 0.1 s in batches cut at 2 ms: {appends} appends\n{stdout}"
     );
     assert!(stdout.contains("ok: 200 PLog events"), "{stdout}");
