@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 ensure_toolchain
 # (.ci/run says it before its first build.)
-[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 20 min on an idle 2-core machine (about 7 min warm)"
+[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 19 min on an idle 2-core machine (about 6 min warm)"
 
 # --- background preparation ---------------------------------------------------------------
 logs="$(mktemp -d)"
