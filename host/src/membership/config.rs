@@ -28,11 +28,16 @@ pub struct MembershipConfig {
     pub takeover_delay: Duration,
     /// The longest a handover waits for the embedder's [`Claim::release`](super::Claim::release).
     pub handover_grace: Duration,
+    /// How long registering again (after the lease expired) may keep failing, tried with
+    /// jittered backoff, before the membership stops with the error (60 s; a run sets its
+    /// store wait).
+    pub register_within: Duration,
 }
 
 impl MembershipConfig {
     /// Defaults for `host_name` serving `0..partitions`: a 3 s lease, takeovers by others
-    /// after at most 500 ms, 2 s for the embedder to finish a batch at a handover.
+    /// after at most 500 ms, 2 s for the embedder to finish a batch at a handover, 60 s to
+    /// register again after the lease expired.
     pub fn new(host_name: impl Into<String>, partitions: u32) -> Self {
         Self {
             host_name: host_name.into(),
@@ -40,6 +45,7 @@ impl MembershipConfig {
             partitions,
             takeover_delay: Duration::from_millis(500),
             handover_grace: Duration::from_secs(2),
+            register_within: Duration::from_secs(60),
         }
     }
 

@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::rng::Rng;
+use backon::ExponentialBackoff;
 use futures::channel::mpsc::UnboundedSender;
+
+use crate::rng::Rng;
+use crate::store::retry::{RetryPolicy, WarnLimiter};
 
 use crate::driver::PartitionSequencer;
 use crate::store::etcd::ownership::{
@@ -23,6 +26,17 @@ use super::wakeup::Wakeup;
 
 /// The least time between two rounds, however often the thread is woken.
 const MIN_ROUND_GAP: Duration = Duration::from_millis(10);
+
+/// The shortest time between two warnings of a failing registration.
+const REGISTER_WARN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Registering again, after the lease expired, failing: when the next try is due, the waits
+/// left, and when the first try failed.
+struct Registering {
+    next_try: Instant,
+    waits: ExponentialBackoff,
+    since: Instant,
+}
 
 /// A partition this host owns.
 struct Held {
@@ -51,6 +65,9 @@ pub(super) struct Rounds {
     first_round: Option<Instant>,
     /// Raised by the watch and by released claims: the next round runs at once.
     wake: Arc<Wakeup>,
+    /// Registering again is failing (the cluster away): tried with backoff, not every round.
+    registering: Option<Registering>,
+    warnings: WarnLimiter,
 }
 
 impl Rounds {
@@ -80,6 +97,8 @@ impl Rounds {
             next_keepalive: Instant::now(),
             first_round: None,
             wake: Arc::new(Wakeup::default()),
+            registering: None,
+            warnings: WarnLimiter::new(REGISTER_WARN_INTERVAL),
         }
     }
 
@@ -102,8 +121,11 @@ impl Rounds {
                 return;
             }
             self.publish();
-            self.wake
-                .wait(self.bounded(every).saturating_sub(started.elapsed()));
+            let wait = match &self.registering {
+                Some(r) => r.next_try.saturating_duration_since(Instant::now()),
+                None => self.bounded(every).saturating_sub(started.elapsed()),
+            };
+            self.wake.wait(wait);
             std::thread::sleep(MIN_ROUND_GAP.saturating_sub(started.elapsed()));
         }
         self.leave();
@@ -168,12 +190,15 @@ impl Rounds {
     /// The lease may have expired: every partition dropped, the lease revoked (its keys go at
     /// once if it still lives, so others need not wait), a new one registered.
     fn expired(&mut self) -> Result<(), OwnershipError> {
-        let ttl = self.lease.ttl();
-        self.lose_all(LostReason::LeaseExpired(format!(
-            "no keepalive acknowledged within {:.1} s (the TTL less the margin); stopped numbering",
-            (ttl - lease_margin(ttl)).as_secs_f64()
-        )));
-        self.lease.revoke();
+        // Once registering has failed, the lease is gone already: only registering is tried.
+        if self.registering.is_none() {
+            let ttl = self.lease.ttl();
+            self.lose_all(LostReason::LeaseExpired(format!(
+                "no keepalive acknowledged within {:.1} s (the TTL less the margin); stopped numbering",
+                (ttl - lease_margin(ttl)).as_secs_f64()
+            )));
+            self.lease.revoke();
+        }
         self.register_again()
     }
 
@@ -392,8 +417,16 @@ impl Rounds {
     }
 
     /// A new lease after the last one expired (or may have). A name held by another live
-    /// host cannot clear by itself; other failures are tried again next round.
+    /// host cannot clear by itself; other failures are tried again after a jittered wait
+    /// (warned about once per few seconds), until `register_within` is spent.
     fn register_again(&mut self) -> Result<(), OwnershipError> {
+        if self
+            .registering
+            .as_ref()
+            .is_some_and(|r| Instant::now() < r.next_try)
+        {
+            return Ok(());
+        }
         let store = self.lease.store().clone();
         match store.register_host(
             &self.config.host_name,
@@ -406,16 +439,51 @@ impl Rounds {
                     self.config.host_name
                 );
                 self.lease = lease;
+                self.registering = None;
                 self.free.clear();
                 self.next_keepalive = Instant::now() + self.lease.ttl() / 3;
                 self.shared().stats.reregistrations += 1;
                 Ok(())
             }
             Err(e @ OwnershipError::NameInUse { .. }) => Err(e),
-            Err(e) => {
-                tracing::warn!("{e}; trying again");
+            Err(e) => self.register_later(&e),
+        }
+    }
+
+    /// Registering failed with `e`: the next try after a jittered wait, or the error once
+    /// `register_within` is spent.
+    fn register_later(&mut self, e: &OwnershipError) -> Result<(), OwnershipError> {
+        let now = Instant::now();
+        let policy = RetryPolicy {
+            deadline: self.config.register_within,
+            ..RetryPolicy::REGISTER
+        };
+        let seed = self.rng.next_u64();
+        let r = self.registering.get_or_insert_with(|| Registering {
+            next_try: now,
+            waits: policy.waits(seed),
+            since: now,
+        });
+        let failing = now.saturating_duration_since(r.since);
+        match r.waits.next() {
+            Some(wait) if failing < policy.deadline => {
+                r.next_try = now + wait;
+                self.warnings.warn("register again", || {
+                    format!(
+                        "{e}; trying again in {} ms (failing for {:.0} s of at most {:.0} s)",
+                        wait.as_millis(),
+                        failing.as_secs_f64(),
+                        policy.deadline.as_secs_f64()
+                    )
+                });
                 Ok(())
             }
+            _ => Err(OwnershipError::RegisterFailed {
+                store: self.lease.store().label().to_string(),
+                name: self.config.host_name.clone(),
+                waited: failing,
+                error: e.to_string(),
+            }),
         }
     }
 

@@ -55,6 +55,16 @@ impl RetryPolicy {
         deadline: Duration::from_secs(2),
     };
 
+    /// A host registering again after its lease expired (the cluster away, or slow): 100 ms
+    /// doubling to 2 s, jittered, for at most a minute of waiting (the membership sets its
+    /// own deadline); then the host stops.
+    pub const REGISTER: Self = Self {
+        first_wait: Duration::from_millis(100),
+        max_wait: Duration::from_secs(2),
+        max_retries: usize::MAX,
+        deadline: Duration::from_secs(60),
+    };
+
     /// The object store's merger after the store failed a merge (each request retried first
     /// under [`S3_REQUEST`](Self::S3_REQUEST)): 250 ms doubling to 10 s, jittered, for at
     /// most 2 minutes; then merging that partition stops. Longer than any store wait a run

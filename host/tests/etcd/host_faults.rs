@@ -9,14 +9,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::etcd_cluster::EtcdCluster;
-use crate::hosts::{all_owning, count, finished, plogs_hold, spawn_host, spawn_hosts, wait_owners};
+use crate::hosts::{
+    all_owning, count, finished, plogs_hold, spawn_host, spawn_host_with, spawn_hosts, wait_owners,
+};
+use crate::support::wait_exit_or_kill;
 
 /// A TCP proxy on a loopback port in front of `target`: while paused it forwards nothing
-/// (bytes read are held until it resumes), so a host behind it is cut off from etcd.
+/// (bytes read are held until it resumes), so a host behind it is cut off from etcd; once
+/// refusing, it closes every connection at once (a host's requests fail fast).
 pub(crate) struct Proxy {
     /// Where it listens, on 127.0.0.1.
     pub(crate) port: u16,
     paused: Arc<AtomicBool>,
+    refusing: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -25,9 +30,13 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let port = listener.local_addr().expect("proxy address").port();
         let paused = Arc::new(AtomicBool::new(false));
-        let held = paused.clone();
+        let refusing = Arc::new(AtomicBool::new(false));
+        let (held, refused) = (paused.clone(), refusing.clone());
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
+                if refused.load(Ordering::Acquire) {
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(&target) else {
                     continue;
                 };
@@ -36,33 +45,45 @@ impl Proxy {
                     (server.try_clone(), client.try_clone()),
                 ] {
                     if let (Ok(from), Ok(to)) = (from, to) {
-                        let held = held.clone();
-                        std::thread::spawn(move || pump(from, to, &held));
+                        let (held, refused) = (held.clone(), refused.clone());
+                        std::thread::spawn(move || pump(from, to, &held, &refused));
                     }
                 }
             }
         });
-        Self { port, paused }
+        Self {
+            port,
+            paused,
+            refusing,
+        }
     }
 
     /// Stops (`true`) or resumes forwarding.
     pub(crate) fn pause(&self, paused: bool) {
         self.paused.store(paused, Ordering::Release);
     }
+
+    /// From now on closes every connection: those open when they next carry bytes, new ones
+    /// at once.
+    pub(crate) fn refuse(&self) {
+        self.refusing.store(true, Ordering::Release);
+    }
 }
 
-/// Copies `from` to `to`, holding what it read while `paused`.
-fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool) {
+/// Copies `from` to `to`, holding what it read while `paused`, until either side closes or
+/// the proxy refuses.
+fn pump(mut from: TcpStream, mut to: TcpStream, paused: &AtomicBool, refusing: &AtomicBool) {
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n @ 1..) = from.read(&mut buf) {
-        while paused.load(Ordering::Acquire) {
+        while paused.load(Ordering::Acquire) && !refusing.load(Ordering::Acquire) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        if to.write_all(&buf[..n]).is_err() {
+        if refusing.load(Ordering::Acquire) || to.write_all(&buf[..n]).is_err() {
             break;
         }
     }
     let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
 }
 
 #[test]
@@ -124,6 +145,53 @@ fn a_host_cut_off_from_etcd_stops_numbering_before_its_partitions_are_taken_over
     );
     assert!(!summary_a.is_empty());
     plogs_hold(&url, &store, 4, 800);
+}
+
+#[test]
+fn a_host_cut_off_for_longer_than_its_store_wait_stops_with_one_error_not_a_flood_of_retries() {
+    let Some(cluster) = EtcdCluster::start() else {
+        return;
+    };
+    let store = cluster.store(Duration::from_secs(10));
+    let member = cluster.endpoints[0]
+        .trim_start_matches("http://")
+        .to_string();
+    let proxy = Proxy::start(member);
+    let log = cluster.dir.path().join("a.log");
+    let cut_off_url = format!("etcd://127.0.0.1:{}", proxy.port);
+    // Far more events than it can number before the cut: it is still running then.
+    let mut a = spawn_host_with(
+        &cut_off_url,
+        "a",
+        "2",
+        "1000000",
+        "400",
+        &log,
+        &["--store-wait-s", "6"],
+    );
+    all_owning(&store, &["a"], 2, "a");
+    // Every request fails at once (connections closed), as when the cluster is stopped.
+    proxy.refuse();
+    let cut = Instant::now();
+    let status = wait_exit_or_kill(&mut a, Duration::from_secs(45));
+    let stopped = cut.elapsed();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "a cut-off host did not stop with an error within 45 s: {status:?}\n{text}"
+    );
+    // It stops after its store wait (and the lease's TTL before it), not much later.
+    assert!(
+        stopped < Duration::from_secs(30),
+        "stopped {stopped:?} after the cut\n{text}"
+    );
+    // Registering again is tried with backoff and warned about at most once per 5 s (and
+    // the last failure is in the error that stops it).
+    let tries = text.matches("grant a lease").count();
+    assert!(
+        tries <= 4,
+        "{tries} lines about registering again in {stopped:?}\n{text}"
+    );
 }
 
 #[test]

@@ -30,11 +30,25 @@ pub(crate) fn spawn_host(
     rate: &str,
     log: &Path,
 ) -> Child {
+    spawn_host_with(url, name, partitions, events, rate, log, &[])
+}
+
+/// [`spawn_host`] with `extra` arguments to `run`.
+pub(crate) fn spawn_host_with(
+    url: &str,
+    name: &str,
+    partitions: &str,
+    events: &str,
+    rate: &str,
+    log: &Path,
+    extra: &[&str],
+) -> Child {
     let component = component_path();
     host()
         .args(run_args(url, &component, partitions, events))
         .args(["--host-name", name, "--lease-ttl-s", TTL_S, "--rate", rate])
         .args(["--batch-size", "32"])
+        .args(extra)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).expect("log file"))

@@ -44,6 +44,7 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
     ));
     let mut config = MembershipConfig::new(name, args.partitions);
     config.lease_ttl = Duration::from_secs(args.lease_ttl_s);
+    config.register_within = Duration::from_secs(args.store_wait_s);
     let parts = MembershipParts {
         store: etcd.clone(),
         driver: driver.clone(),

@@ -39,6 +39,21 @@ pub enum OwnershipError {
         /// The host.
         name: String,
     },
+    /// Registering again after the lease expired kept failing for longer than the host waits.
+    #[error(
+        "{store}: host {name:?} could not register again for {:.0} s (is the cluster up?): {error}",
+        waited.as_secs_f64()
+    )]
+    RegisterFailed {
+        /// The cluster.
+        store: String,
+        /// The host.
+        name: String,
+        /// How long registering kept failing.
+        waited: Duration,
+        /// The last failure, in one line.
+        error: String,
+    },
     /// A lease request failed or got no answer in time.
     #[error("{store}: host {name:?}: {what}: {error}")]
     Lease {
