@@ -249,6 +249,16 @@ impl Hosts {
     }
 }
 
+impl Drop for Hosts {
+    /// No host outlives the bench, even one that panics.
+    fn drop(&mut self) {
+        for child in self.running.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Polls `done` every 20 ms until it holds, for at most `within`; panics naming `what`.
 fn wait_for(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
