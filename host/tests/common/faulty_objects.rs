@@ -60,9 +60,9 @@ pub struct FaultyObjects {
     pub refuse_bundles: AtomicBool,
     /// Runs before the next HEAD request is answered (what other hosts do meanwhile).
     before_head: Mutex<Meanwhile>,
-    /// An object the next listing of its folder leaves out (a listing that raced with a
-    /// writer: it saw a later object and missed this one).
-    hidden_once: Mutex<Option<String>>,
+    /// An object the next listings of its folder leave out, and how many more will (a
+    /// listing that raced with a writer: it saw a later object and missed this one).
+    hidden: Mutex<Option<(String, u32)>>,
 }
 
 /// What other hosts do while a request is on its way.
@@ -92,13 +92,13 @@ impl FaultyObjects {
             slow: AtomicBool::new(false),
             refuse_bundles: AtomicBool::new(false),
             before_head: Mutex::new(Meanwhile::default()),
-            hidden_once: Mutex::new(None),
+            hidden: Mutex::new(None),
         }
     }
 
-    /// The next listing of `name`'s folder leaves `name` out.
-    pub fn hide_in_next_listing(&self, name: impl Into<String>) {
-        *self.hidden_once.lock().expect("lock") = Some(name.into());
+    /// The next `listings` listings of `name`'s folder that would show `name` leave it out.
+    pub fn hide_in_listings(&self, name: impl Into<String>, listings: u32) {
+        *self.hidden.lock().expect("lock") = Some((name.into(), listings));
     }
 
     /// The store under the faults, to look at or change without them.
@@ -216,12 +216,15 @@ impl ObjectStore for FaultyObjects {
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
-        let mut hidden = self.hidden_once.lock().expect("lock");
-        if let Some(name) = hidden.as_deref()
+        let mut hidden = self.hidden.lock().expect("lock");
+        if let Some((name, left)) = hidden.as_mut()
             && listed.objects.iter().any(|m| m.location.as_ref() == name)
         {
             listed.objects.retain(|m| m.location.as_ref() != name);
-            *hidden = None;
+            *left -= 1;
+            if *left == 0 {
+                *hidden = None;
+            }
         }
         Ok(listed)
     }

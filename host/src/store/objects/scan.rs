@@ -18,6 +18,7 @@ use crate::store::objects::names::{
     BUNDLES, EVENTS, event_object, parse_bundle_name, parse_event_name, parse_partition,
     partition_dir,
 };
+use crate::store::objects::range::EventRange;
 use crate::store::objects::shared::{Access, Part, Shared, os_err, writer_epoch};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -271,6 +272,11 @@ impl Shared {
     /// Follows the event objects listed in `events` from `part.next` on, each named by the
     /// offset after the one before it, verifying links; stops at the first offset no object
     /// is named by (the end, or a hole the caller reports).
+    ///
+    /// A listing is not a snapshot (a directory's, or an S3 listing's pages): one that ran
+    /// while a writer appended can miss an object and show the next one. Where the listing
+    /// skips the offset the walk is at, that object is read by its name, so a writer's tail
+    /// never looks like a hole; only an object that is not there stops the walk.
     fn walk_tail(
         &self,
         p: PartitionId,
@@ -282,15 +288,23 @@ impl Shared {
             // Read a chunk at once (from a few threads); only those named by the walk count.
             let read = self.get_objects(p, chunk)?;
             for (&first, obj) in chunk.iter().zip(read) {
-                if first > part.next {
-                    return Ok(());
+                while first > part.next {
+                    // The listing skipped `part.next`: read it by name.
+                    match self.get_object(p, part.next)? {
+                        Some(e) => self.follow(p, part.next, e, part)?,
+                        None => return Ok(()),
+                    }
                 }
                 if first < part.next {
                     let (holder, last) = part
                         .tail
-                        .range(..first)
+                        .range(..=first)
                         .next_back()
                         .map_or((0, 0), |(a, b)| (*a, *b));
+                    if holder == first {
+                        // Read by name above, after the listing skipped the one before it.
+                        continue;
+                    }
                     return Err(Scan::Failed(StorageError(format!(
                         "object store: partition {p}: two objects hold offset {first}: {} holds {holder}..={last}, and {} starts at {first}",
                         event_object(p, holder),
@@ -303,30 +317,43 @@ impl Shared {
                         event_object(p, first)
                     )))
                 })?;
-                if let Some(o) = e.damaged {
-                    // A writer refuses it before it appends anything; a reader goes on, so
-                    // that `check` names every damaged event.
-                    if self.access == Access::Write {
-                        return Err(Scan::Failed(damaged(p, o, first)));
-                    }
-                    part.damaged = part.damaged.or(Some((o, first)));
-                }
-                if e.prev != part.last_hash {
-                    return Err(Scan::Failed(StorageError(format!(
-                        "object store: partition {p}: broken link at offset {first}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
-                        event_object(p, first),
-                        e.writer,
-                        first - 1,
-                        e.prev,
-                        part.last_hash
-                    ))));
-                }
-                part.tail.insert(first, e.last());
-                part.next = e.last() + 1;
-                part.last_hash = e.last_hash();
-                part.tail_epoch = writer_epoch(&e.writer);
+                self.follow(p, first, e, part)?;
             }
         }
+        Ok(())
+    }
+
+    /// The event object named `first` (at the walk's next offset) verified and taken into
+    /// `part`: its link to the PLog before it, and its events' checksums.
+    fn follow(
+        &self,
+        p: PartitionId,
+        first: PLogOffset,
+        e: EventRange,
+        part: &mut Part,
+    ) -> Result<(), Scan> {
+        if let Some(o) = e.damaged {
+            // A writer refuses it before it appends anything; a reader goes on, so that
+            // `check` names every damaged event.
+            if self.access == Access::Write {
+                return Err(Scan::Failed(damaged(p, o, first)));
+            }
+            part.damaged = part.damaged.or(Some((o, first)));
+        }
+        if e.prev != part.last_hash {
+            return Err(Scan::Failed(StorageError(format!(
+                "object store: partition {p}: broken link at offset {first}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
+                event_object(p, first),
+                e.writer,
+                first - 1,
+                e.prev,
+                part.last_hash
+            ))));
+        }
+        part.tail.insert(first, e.last());
+        part.next = e.last() + 1;
+        part.last_hash = e.last_hash();
+        part.tail_epoch = writer_epoch(&e.writer);
         Ok(())
     }
 }
