@@ -16,7 +16,8 @@
 //! On the composite store with its PLog in a directory (`FAILOVER_URL=etcd://…?plog=objects:DIR`
 //! and `FAILOVER_PLOG_DIR=DIR`) no PLog event passes through the cluster: a thread lists each
 //! partition's `events/` folder every 2 ms instead, and a new object there is a PLog event seen
-//! (a new owner's first one can be seen a poll, or an append, later than its `owners/` key).
+//! (a new owner's first one can be seen a poll, or an append, later than its `owners/` key),
+//! unless it is a new owner's takeover mark.
 //!
 //! `scripts/bench-failover.sh` builds the release host, starts a fresh 3-member cluster and
 //! runs this with `FAILOVER_URL=etcd://HOST:PORT,...` and `FAILOVER_HOST=<sequencer-host>`.
@@ -173,7 +174,15 @@ fn watch(endpoints: Vec<String>, timings: Arc<Mutex<Timings>>) {
 /// Lists each partition's event objects under `dir` (a composite store's PLog directory) every
 /// 2 ms and reports a new last object as that partition's PLog event.
 fn poll_plog_dir(dir: PathBuf, timings: Arc<Mutex<Timings>>) {
-    let mut last: HashMap<u32, u64> = HashMap::new();
+    // The newest event object of each partition, by name: its first offset, and the epoch of
+    // the takeover mark it follows (`<first>_<epoch>`), if any.
+    let mut last: HashMap<u32, (u64, u64)> = HashMap::new();
+    let key = |name: &str| -> Option<(u64, u64)> {
+        match name.split_once('_') {
+            Some((first, epoch)) => Some((first.parse().ok()?, epoch.parse::<u64>().ok()? + 1)),
+            None => Some((name.parse().ok()?, 0)),
+        }
+    };
     loop {
         let folders = std::fs::read_dir(dir.join("events"))
             .into_iter()
@@ -191,17 +200,26 @@ fn poll_plog_dir(dir: PathBuf, timings: Arc<Mutex<Timings>>) {
                 .into_iter()
                 .flatten()
                 .flatten())
-            .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+            .filter_map(|e| Some((key(e.file_name().to_str()?)?, e.path())))
             .max();
-            if let Some(first) = newest
-                && last.get(&p).is_none_or(|&seen| first > seen)
+            if let Some((k, path)) = newest
+                && last.get(&p).is_none_or(|&seen| k > seen)
             {
-                last.insert(p, first);
-                timings.lock().expect("timings").on_plog(p, Instant::now());
+                last.insert(p, k);
+                // A takeover mark (a new owner's, placed before it replays) is no PLog event.
+                if !is_takeover_mark(&path) {
+                    timings.lock().expect("timings").on_plog(p, Instant::now());
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Whether the event object at `path` is a takeover mark: an object of format 2 (`SQE2`, its
+/// first offset, then its count of events) holding no events.
+fn is_takeover_mark(path: &std::path::Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.starts_with(b"SQE2") && b.get(12..16) == Some(&[0; 4]))
 }
 
 /// The deployment: the host processes by name.

@@ -468,3 +468,96 @@ fn partitions_append_in_parallel_without_waiting_for_each_others_requests() {
         assert_eq!(plog.bounds(p).0, 65, "partition {p}");
     }
 }
+
+/// The names of partition 0's event objects, as listed.
+fn event_names(store: &FaultyObjects) -> Vec<String> {
+    let listed = futures::executor::block_on(
+        store
+            .inner()
+            .list_with_delimiter(Some(&Path::from("events/00000"))),
+    )
+    .expect("list");
+    let mut names: Vec<String> = (listed.objects.iter())
+        .filter_map(|m| m.location.filename().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+fn refused_for_epoch(appended: Result<(), AppendError>, mine: u64, successor: u64) {
+    match appended {
+        Err(AppendError::NotOwner { epoch, why, .. }) => {
+            assert_eq!(epoch, mine);
+            assert!(why.contains(&format!("epoch {successor}")), "{why}");
+        }
+        other => panic!("a stale owner's append at epoch {mine}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_takeover_mark_refuses_a_stale_owner_at_the_free_offset_and_its_successor_appends_after_it() {
+    let store = Arc::new(FaultyObjects::default());
+    let a = open(&store, 1_000);
+    a.append_under(0, &batch(1, 3, 1), Some(1)).expect("1..=3");
+    let early = reader(&store, 1_000);
+    // The successor acquires the partition at epoch 2 before the stale owner's next append:
+    // nothing but its mark holds offset 4 yet.
+    let b = open(&store, 1_000);
+    b.place_mark(0, 2).expect("mark");
+    assert_eq!(b.stats().marks.load(Ordering::Relaxed), 1);
+    refused_for_epoch(a.append_under(0, &batch(4, 2, 9), Some(1)), 1, 2);
+    b.append_under(0, &batch(4, 2, 2), Some(2)).expect("4..=5");
+    assert_eq!(
+        event_names(&store),
+        [
+            "00000000000000000001",
+            "00000000000000000004",
+            "00000000000000000004_00000000000000000002",
+        ]
+    );
+    // Two acquisitions with no append between them: each mark names the next.
+    let c = open(&store, 1_000);
+    c.place_mark(0, 3).expect("mark of epoch 3");
+    let d = open(&store, 1_000);
+    d.place_mark(0, 4).expect("mark of epoch 4");
+    refused_for_epoch(c.append_under(0, &batch(6, 1, 9), Some(3)), 3, 4);
+    refused_for_epoch(b.append_under(0, &batch(6, 1, 9), Some(2)), 2, 4);
+    d.append_under(0, &batch(6, 2, 4), Some(4)).expect("6..=7");
+    assert!(event_names(&store).contains(&"00000000000000000006_00000000000000000004".into()));
+    // A successor's mark on its own tail writes nothing; a stale one's is refused.
+    d.place_mark(0, 4).expect("its own tail");
+    assert_eq!(d.stats().marks.load(Ordering::Relaxed), 1);
+    assert!(matches!(
+        a.place_mark(0, 1),
+        Err(AppendError::NotOwner { .. })
+    ));
+    // Readers and a new writer's scan see the events, dense, and no mark.
+    holds(&reader(&store, 1_000), 1, &[1, 1, 1, 2, 2, 4, 4]);
+    let e = open(&store, 1_000);
+    assert_eq!(e.bounds(0), (8, 0));
+    holds(&e, 4, &[2, 2, 4, 4]);
+    // A reader that knew the tail before the marks finds the events after them.
+    assert_eq!(early.end_from(0, 4).expect("end"), 8);
+    holds(&early, 1, &[1, 1, 1, 2, 2, 4, 4]);
+}
+
+#[test]
+fn the_merger_bundles_events_across_takeover_marks_and_deletes_the_marks_with_them() {
+    let store = Arc::new(FaultyObjects::default());
+    let a = open(&store, 4);
+    a.append_under(0, &batch(1, 2, 1), Some(1)).expect("1..=2");
+    let b = open(&store, 4);
+    b.place_mark(0, 2).expect("mark at 3");
+    b.append_under(0, &batch(3, 3, 2), Some(2)).expect("3..=5");
+    let c = open(&store, 4);
+    c.place_mark(0, 3).expect("mark at 6");
+    c.append_under(0, &batch(6, 3, 3), Some(3)).expect("6..=8");
+    // The merger threads may bundle some first: both bundles are there either way.
+    c.merge_now().expect("merge");
+    let c = open(&store, 4);
+    assert_eq!(c.bounds(0), (9, 8));
+    assert!(exists(&store, &bundle_object(0, 1, 4)));
+    assert!(exists(&store, &bundle_object(0, 5, 8)));
+    assert_eq!(event_names(&store), Vec::<String>::new());
+    holds(&reader(&store, 4), 1, &[1, 1, 2, 2, 2, 3, 3, 3]);
+}

@@ -2,7 +2,7 @@
 //! or S3 on SeaweedFS), the view, the stored next offsets and the owners on the cluster. One host's main job
 //! run twice (no number twice), the etcd writes of a run counted on the cluster (appends make
 //! none), two hosts started at once, an owner paused past its lease, a host killed, a host
-//! cut off from etcd (not from the objects), a host joining and leaving, a zombie handle racing its successor at one offset; the merger bundling
+//! cut off from etcd (not from the objects), a host joining and leaving, a zombie handle running into its successor's takeover mark; the merger bundling
 //! while owners change. Each ends with `check` and an independent read of the PLogs.
 
 use std::io::{Read, Write};
@@ -176,8 +176,8 @@ fn two_hosts_started_at_once_on_the_composite_store_never_write_one_partition_to
     };
     let url = composite_url_merging_every(&cluster, 50);
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
-    let a = spawn_host(&url, "a", "4", "400", "0", &log("a"));
-    let b = spawn_host(&url, "b", "4", "400", "0", &log("b"));
+    let a = spawn_host(&url, "a", "4", "400", "0", &log("a"), &[]);
+    let b = spawn_host(&url, "b", "4", "400", "0", &log("b"), &[]);
     let summaries = [finished(a, "a", &log("a")), finished(b, "b", &log("b"))];
     for s in &summaries {
         assert!(
@@ -200,8 +200,8 @@ fn an_owner_paused_past_its_lease_on_the_composite_store_stops_and_its_successor
     let url = composite_url_merging_every(&cluster, 50);
     let store = cluster.store(Duration::from_secs(10));
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
-    let a = spawn_host(&url, "a", "4", "800", "400", &log("a"));
-    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"));
+    let a = spawn_host(&url, "a", "4", "800", "400", &log("a"), &[]);
+    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"), &[]);
     let of_a = all_owning(&store, &["a", "b"], 4, "a");
     std::thread::sleep(Duration::from_millis(500));
     signal(&a, "-STOP");
@@ -291,7 +291,7 @@ fn take_when_free(lease: &HostLease, partition: u32) -> u64 {
 }
 
 #[test]
-fn a_zombie_handle_racing_its_successor_on_the_composite_store_loses_the_offset_and_stops_at_the_successors_epoch()
+fn a_zombie_handle_racing_its_successor_on_the_composite_store_runs_into_its_takeover_mark_and_stops()
  {
     let Some(cluster) = EtcdCluster::start() else {
         return;
@@ -320,12 +320,19 @@ fn a_zombie_handle_racing_its_successor_on_the_composite_store_loses_the_offset_
     let successor = b_store.storage();
     let page = futures::executor::block_on(successor.read_plog(0, 1, 100)).expect("replay");
     assert_eq!(page.next, 4, "the successor sees the owner's events");
+    // Its first read placed the takeover mark at offset 4: the zombie's append there, before
+    // the successor appended anything, runs into it and finds the successor's epoch.
+    match zombie.append_events(0, &event_batch(4, 1, 10)) {
+        Err(AppendError::NotOwner { epoch, why, .. }) => {
+            assert_eq!(epoch, epoch_a);
+            assert!(why.contains(&format!("epoch {epoch_b}")), "{why}");
+        }
+        other => panic!("the zombie's append at the successor's mark: {other:?}"),
+    }
     successor
         .append_events(0, &event_batch(4, 2, 10))
         .expect("the successor appends at the PLog's next offset");
-    // The zombie, still believing it owns the partition, appends at the offset it knows: the
-    // successor holds it (one winner), and the tail it finds there was appended at a higher
-    // epoch: the zombie learns it was superseded.
+    // Again at the offset it knows, now the successor's (one winner): refused the same way.
     match zombie.append_events(0, &event_batch(4, 1, 10)) {
         Err(AppendError::NotOwner { epoch, why, .. }) => {
             assert_eq!(epoch, epoch_a);
@@ -362,8 +369,8 @@ fn sigkill_of_an_owner_on_the_composite_store_the_survivor_takes_over_and_the_wo
     let url = composite_url_merging_every(&cluster, 50);
     let store = cluster.store(Duration::from_secs(10));
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
-    let a = spawn_host(&url, "a", "4", "800", "600", &log("a"));
-    let mut b = spawn_host(&url, "b", "4", "800", "600", &log("b"));
+    let a = spawn_host(&url, "a", "4", "800", "600", &log("a"), &[]);
+    let mut b = spawn_host(&url, "b", "4", "800", "600", &log("b"), &[]);
     let of_b = all_owning(&store, &["a", "b"], 4, "b");
     std::thread::sleep(Duration::from_millis(700));
     b.kill().expect("SIGKILL b");
@@ -402,11 +409,11 @@ fn a_host_joining_the_composite_store_gets_its_share_by_handover_and_sigterm_han
     let url = composite_url(&cluster);
     let store = cluster.store(Duration::from_secs(10));
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
-    let a = spawn_host(&url, "a", "4", "600", "200", &log("a"));
+    let a = spawn_host(&url, "a", "4", "600", "200", &log("a"), &[]);
     wait_owners(&store, Duration::from_secs(20), "a owning all", |o| {
         o.owners.len() == 4 && o.owners.values().all(|x| x.host == "a")
     });
-    let b = spawn_host(&url, "b", "4", "600", "200", &log("b"));
+    let b = spawn_host(&url, "b", "4", "600", "200", &log("b"), &[]);
     wait_owners(&store, Duration::from_secs(20), "b owning its share", |o| {
         o.owners.values().filter(|x| x.host == "b").count() == 2
     });
@@ -493,8 +500,8 @@ fn a_host_cut_off_from_etcd_stops_appending_to_the_objects_before_its_partitions
     // A reaches etcd through the proxy only; the objects it always reaches.
     let cut_off_url = format!("etcd://127.0.0.1:{}?plog={plog}", proxy.port);
     let log = |n: &str| cluster.dir.path().join(format!("{n}.log"));
-    let a = spawn_host(&cut_off_url, "a", "4", "800", "400", &log("a"));
-    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"));
+    let a = spawn_host(&cut_off_url, "a", "4", "800", "400", &log("a"), &[]);
+    let b = spawn_host(&url, "b", "4", "800", "400", &log("b"), &[]);
     let of_a = all_owning(&store, &["a", "b"], 4, "a");
     std::thread::sleep(Duration::from_millis(500));
     proxy.pause(true);

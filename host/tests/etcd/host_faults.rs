@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::etcd_cluster::EtcdCluster;
-use crate::hosts::{
-    all_owning, count, finished, plogs_hold, spawn_host, spawn_host_with, spawn_hosts, wait_owners,
-};
+use crate::hosts::{all_owning, count, finished, plogs_hold, spawn_host, spawn_hosts, wait_owners};
 use crate::support::wait_exit_or_kill;
 
 /// A TCP proxy on a loopback port in front of `target`: while paused it forwards nothing
@@ -100,8 +98,8 @@ fn a_host_cut_off_from_etcd_stops_numbering_before_its_partitions_are_taken_over
     let dir = cluster.dir.path();
     let (log_a, log_b) = (dir.join("a.log"), dir.join("b.log"));
     let cut_off_url = format!("etcd://127.0.0.1:{}", proxy.port);
-    let a = spawn_host(&cut_off_url, "a", "4", "800", "400", &log_a);
-    let b = spawn_host(&url, "b", "4", "800", "400", &log_b);
+    let a = spawn_host(&cut_off_url, "a", "4", "800", "400", &log_a, &[]);
+    let b = spawn_host(&url, "b", "4", "800", "400", &log_b, &[]);
     let of_a = all_owning(&store, &["a", "b"], 4, "a");
     std::thread::sleep(Duration::from_millis(500));
     proxy.pause(true);
@@ -160,7 +158,7 @@ fn a_host_cut_off_for_longer_than_its_store_wait_stops_with_one_error_not_a_floo
     let log = cluster.dir.path().join("a.log");
     let cut_off_url = format!("etcd://127.0.0.1:{}", proxy.port);
     // Far more events than it can number before the cut: it is still running then.
-    let mut a = spawn_host_with(
+    let mut a = spawn_host(
         &cut_off_url,
         "a",
         "2",

@@ -21,20 +21,8 @@ use crate::support::{all_events, check_passes, run_args, wait_exit_or_kill};
 const TTL_S: &str = "2";
 
 /// Starts host `name` on `url`: `partitions` partitions of `events` events each, `rate`
-/// commands/s offered per host; its stderr to `log`.
+/// commands/s offered per host, `extra` arguments to `run`; its stderr to `log`.
 pub(crate) fn spawn_host(
-    url: &str,
-    name: &str,
-    partitions: &str,
-    events: &str,
-    rate: &str,
-    log: &Path,
-) -> Child {
-    spawn_host_with(url, name, partitions, events, rate, log, &[])
-}
-
-/// [`spawn_host`] with `extra` arguments to `run`.
-pub(crate) fn spawn_host_with(
     url: &str,
     name: &str,
     partitions: &str,
@@ -68,7 +56,10 @@ pub(crate) fn spawn_hosts(
     (names.iter())
         .map(|n| {
             let log = cluster.dir.path().join(format!("{n}.log"));
-            (spawn_host(&url, n, partitions, events, rate, &log), log)
+            (
+                spawn_host(&url, n, partitions, events, rate, &log, &[]),
+                log,
+            )
         })
         .collect()
 }

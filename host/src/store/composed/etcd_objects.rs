@@ -15,7 +15,7 @@ use crate::store::etcd::EtcdStorage;
 use crate::store::forward::forward_storage;
 use crate::store::layout::Layout;
 use crate::store::objects::{
-    ObjectPlog, ReadAheadPages, RemoteFailure, decode_all, read_plog_page,
+    FirstStep, ObjectPlog, ReadAheadPages, RemoteFailure, decode_all, read_plog_page,
 };
 use crate::store::reader::{StoreReader, partitions_of};
 use crate::store::storage::StorageFuture;
@@ -98,6 +98,30 @@ impl EtcdObjects {
         scanned.insert(partition, epoch) != Some(epoch)
     }
 
+    /// What the first read of a partition acquired at a new epoch does before it reads: the
+    /// partition's objects read again (the PLog as it is, other hosts' appends included), and
+    /// the takeover mark placed at its end, which a stale owner's next append runs into
+    /// ([`ObjectPlog::place_mark`]). A successor that finds a higher epoch there has lost the
+    /// partition already.
+    fn acquired(&self, partition: PartitionId) -> FirstStep {
+        let etcd = self.etcd.clone();
+        Box::new(move |plog: &ObjectPlog| {
+            let epoch = match etcd.plog_fence(partition) {
+                Ok(Some(epoch)) => epoch,
+                // Not owned (a reader), or no longer: the rescan alone.
+                Ok(None) | Err(_) => return plog.rescan(partition),
+            };
+            match plog.place_mark(partition, epoch) {
+                Ok(()) => Ok(()),
+                Err(AppendError::NotOwner { why, .. }) => {
+                    etcd.plog_superseded(partition, &why);
+                    Err(StorageError(format!("partition {partition}: {why}")))
+                }
+                Err(e) => Err(StorageError(e.to_string())),
+            }
+        })
+    }
+
     /// The cluster: the view, the offsets and the ownership (a
     /// [`Membership`](crate::membership::Membership) opens on it).
     pub fn etcd(&self) -> &EtcdStorage {
@@ -129,7 +153,8 @@ impl Storage for EtcdObjects {
     ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
         let rescan = self.rescan_first(partition);
-        let page = read_plog_page(read, self.label(), (partition, from, max_events), rescan);
+        let first = rescan.then(|| self.acquired(partition));
+        let page = read_plog_page(read, self.label(), (partition, from, max_events), first);
         if !rescan {
             return page;
         }

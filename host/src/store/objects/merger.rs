@@ -20,7 +20,9 @@ use backon::ExponentialBackoff;
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle;
-use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
+use crate::store::objects::names::{
+    BUNDLES, bundle_object, event_object, event_object_at, partition_dir,
+};
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock};
 use crate::store::retry::{RetryPolicy, WarnLimiter};
@@ -199,10 +201,17 @@ impl Shared {
         let last = first + self.bundle_events - 1;
         // The objects that hold the range, as this handle knows them (every writer cuts its
         // objects at bundle boundaries), read at once from a few threads.
-        let firsts: Vec<PLogOffset> = {
+        // With their names, and the takeover marks among them, which go with them.
+        let (firsts, names): (Vec<PLogOffset>, Vec<String>) = {
             let part = self.part(p);
             let st = lock(&part);
-            st.tail.range(first..=last).map(|(f, _)| *f).collect()
+            let firsts: Vec<PLogOffset> = st.tail.range(first..=last).map(|(f, _)| *f).collect();
+            let marks = st.marks.range((first, None)..=(last, Some(u64::MAX)));
+            let names = (firsts.iter().map(|&f| st.key(f)))
+                .chain(marks.copied())
+                .map(|k| event_object_at(p, k))
+                .collect();
+            (firsts, names)
         };
         // A hole in the range as this handle knows it: another host's merger may have bundled
         // the range first, its objects then deleted, or this handle's tail moved past the range
@@ -271,7 +280,6 @@ impl Shared {
             .map_err(Store)?;
         self.stats.bundles_written.fetch_add(1, Ordering::Relaxed);
         // The objects go in two halves, with the kill test's pause before each.
-        let names: Vec<String> = firsts.iter().map(|&f| event_object(p, f)).collect();
         let (a, b) = names.split_at(names.len() / 2);
         for half in [a, b] {
             if !self.merge_pause.is_zero() {

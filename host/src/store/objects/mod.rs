@@ -47,7 +47,7 @@ pub use merger::MERGE_PAUSE_ENV;
 pub use names::{bundle_object, event_object};
 pub use object::{ObjectFormat, WRITE_FORMAT_ENV};
 #[cfg(feature = "etcd")]
-pub(crate) use pages::{ReadAheadPages, decode_all, read_plog_page};
+pub(crate) use pages::{FirstStep, ReadAheadPages, decode_all, read_plog_page};
 pub use plog::{
     DEFAULT_BUNDLE_EVENTS, MAX_OBJECT_BYTES, ObjectPlog, PlogOptions, PutBundleError,
     REMOTE_DELETE_DELAY,

@@ -4,6 +4,9 @@
 //! - **Format 2** (written by this version): the events of one append part, `first..=last`:
 //!   `["SQE2", first u64, count u32, the hash before first u64, writer-id length u8, writer id,
 //!   count × (hash u64, length u32), the events]`.
+//!   A format 2 object of no events is a **takeover mark**: a successor creates it at the
+//!   PLog's next offset when it acquires the partition, its epoch in the writer id, so that a
+//!   stale owner's next create collides with it (see `names` for the name after it).
 //! - **Format 1** (stores written before it): one event, `["SQE1", offset u64, the previous
 //!   event's hash u64, hash u64, writer-id length u8, writer id, the event]`.
 //!
@@ -131,6 +134,12 @@ pub(super) fn encode_range(
         out.extend_from_slice(e);
     }
     EventRange::new(first, prev, hashes, writer, out, spans)
+}
+
+/// The takeover mark at `offset` (no events; the hash before it `prev`) of `writer`, whose id
+/// records the successor's epoch.
+pub(super) fn encode_mark(offset: PLogOffset, prev: u64, writer: &str) -> EventRange {
+    encode_range(offset, prev, writer, &[])
 }
 
 /// The format 1 object of the event at `offset` written by `writer` after the event whose hash

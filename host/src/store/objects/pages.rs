@@ -13,25 +13,31 @@ use crate::store::objects::shared::lock;
 use crate::store::storage::StorageFuture;
 use crate::store::storage::{DamageLatch, PartitionId, PlogPage, StorageError};
 
+/// What a read does first, on its own thread, before it reads the page (a rescan, a takeover
+/// mark): an error is the read's.
+pub(crate) type FirstStep = Box<dyn FnOnce(&ObjectPlog) -> Result<(), StorageError> + Send>;
+
 /// A replay's page of `partition` from `from` ([`Storage::read_plog`](crate::Storage::read_plog))
 /// read from `plog` on a thread of its own, so the driver's loop never waits on the objects;
 /// after answering, the thread reads the next page ahead into `ahead` while the guest replays
 /// this one. An event that fails its checksum is refused through `damage` (`label` names the
-/// store). With `rescan`, the partition's objects are listed again first (other hosts may have
-/// appended since this handle last looked). Every store whose PLog is an [`ObjectPlog`] reads
+/// store). `first` runs before the read (the composite store's rescan and takeover mark when
+/// it reads a partition it just acquired). Every store whose PLog is an [`ObjectPlog`] reads
 /// its pages here.
 pub(crate) fn read_plog_page(
     (plog, ahead, damage): (&ObjectPlog, &ReadAheadPages, &Arc<DamageLatch>),
     label: String,
     (partition, from, max_events): (PartitionId, PLogOffset, usize),
-    rescan: bool,
+    first: Option<FirstStep>,
 ) -> StorageFuture<PlogPage> {
     let (plog, ahead, damage) = (plog.clone(), ahead.clone(), damage.clone());
     let (tx, rx) = futures::channel::oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("plog-read".into())
         .spawn(move || {
-            if rescan && let Err(e) = plog.rescan(partition) {
+            if let Some(step) = first
+                && let Err(e) = step(&plog)
+            {
                 let _ = tx.send(Err(e));
                 return;
             }

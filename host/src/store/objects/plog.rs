@@ -38,8 +38,10 @@ use sequencer::PLogOffset;
 use crate::store::objects::bundle;
 use crate::store::objects::chain::event_hash;
 use crate::store::objects::merger::{MergerThread, merge_pause};
-use crate::store::objects::names::{BUNDLES, bundle_object, event_object, partition_dir};
-use crate::store::objects::object::{ObjectFormat, encode_one, encode_range};
+use crate::store::objects::names::{
+    BUNDLES, EventKey, bundle_object, event_object_at, partition_dir,
+};
+use crate::store::objects::object::{ObjectFormat, encode_mark, encode_one, encode_range};
 use crate::store::objects::range::EventRange;
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{
@@ -298,11 +300,7 @@ impl ObjectPlog {
             return Ok(());
         }
         let sh = &self.shared;
-        if sh.access == Access::ReadOnly {
-            return Err(AppendError::Storage(StorageError(
-                "object store: opened read-only".into(),
-            )));
-        }
+        refuse_read_only(sh)?;
         let part = sh.part(partition);
         let mut st = lock(&part);
         if batch.first() != st.next {
@@ -322,12 +320,15 @@ impl ObjectPlog {
         let created = self.create_objects(partition, batch, &st, epoch);
         // What was written is kept (a dense prefix) once synced: each object, then the
         // directory once.
-        let firsts: Vec<PLogOffset> = created.written.iter().map(|o| o.first).collect();
-        if let Err(e) = sh.sync_events(partition, &firsts) {
+        if let Err(e) = sh.sync_events(partition, &created.keys) {
             st.in_doubt = true;
             return Err(e.into());
         }
-        for obj in &created.written {
+        for (obj, key) in created.written.iter().zip(&created.keys) {
+            if let Some(after) = key.1 {
+                st.renamed.insert(obj.first, after);
+            }
+            st.next_after = None;
             st.tail.insert(obj.first, obj.last());
             st.next = obj.last() + 1;
             st.last_hash = obj.last_hash();
@@ -387,6 +388,7 @@ impl ObjectPlog {
         let mut prev = st.last_hash;
         let mut out = Objects {
             written: Vec::new(),
+            keys: Vec::new(),
             failed: None,
             fresh: !sh.delete_delay.is_zero(),
             seen: st.tail_seen,
@@ -398,8 +400,10 @@ impl ObjectPlog {
                 ObjectFormat::OneEvent => encode_one(first, prev, &writer, events[range.start]),
                 ObjectFormat::Ranges => encode_range(first, prev, &writer, &events[range]),
             });
+            // The first object follows the takeover mark at the PLog's end, if one is there.
+            let key = (first, st.next_after.filter(|_| first == st.next));
             let sent = Instant::now();
-            let created = sh.create(&event_object(partition, first), obj.bytes());
+            let created = sh.create(&event_object_at(partition, key), obj.bytes());
             // The object landed before its answer came, however long the request took (a slow
             // network, retries after timeouts): timed from when it was sent, a create that
             // landed after a merger deleted the name would pass for fresh.
@@ -410,6 +414,7 @@ impl ObjectPlog {
                     out.seen = (created == Created::Now).then_some(sent);
                     prev = obj.last_hash();
                     out.written.push(obj);
+                    out.keys.push(key);
                 }
                 Err(e) => {
                     out.failed = Some((first, e));
@@ -454,7 +459,7 @@ impl ObjectPlog {
         let names = |objects: &[&Arc<EventRange>]| -> Vec<String> {
             objects
                 .iter()
-                .map(|o| event_object(partition, o.first))
+                .map(|o| event_object_at(partition, st.key(o.first)))
                 .collect()
         };
         match under {
@@ -524,6 +529,53 @@ impl ObjectPlog {
         let part = self.shared.part(partition);
         let mut st = lock(&part);
         self.shared.rescan(partition, &mut st)
+    }
+
+    /// Places the takeover mark of the owner at `epoch` (a successor that has just acquired
+    /// the partition) at the PLog's next offset, after reading the partition's objects again:
+    /// a stale owner's next create at that offset collides with it, and its rescan finds the
+    /// higher epoch, so it is refused (`NotOwner`) even where nothing else is written yet. The
+    /// owner's next append names its object after the mark. Nothing is written when the tail
+    /// is this epoch's already; refused with `NotOwner` when a higher epoch wrote it. A stale
+    /// owner that takes the offset first has its object kept (the PLog continues from it, as
+    /// it always did) and the mark goes after it, a few times at most.
+    pub fn place_mark(&self, partition: PartitionId, epoch: u64) -> Result<(), AppendError> {
+        let sh = &self.shared;
+        refuse_read_only(sh)?;
+        let part = sh.part(partition);
+        let mut st = lock(&part);
+        sh.rescan(partition, &mut st)?;
+        for _ in 0..MARK_TRIES {
+            superseded(partition, &st, Some(epoch))?;
+            if st.tail_epoch == Some(epoch) {
+                return Ok(());
+            }
+            let key = (st.next, st.next_after);
+            let writer = writer_at(&sh.writer, Some(epoch));
+            let mark = encode_mark(st.next, st.last_hash, &writer);
+            sh.ensure_dirs(partition)?;
+            match sh.create(&event_object_at(partition, key), mark.bytes()) {
+                Ok(_) => {
+                    if let Err(e) = sh.sync_events(partition, &[key]) {
+                        st.in_doubt = true;
+                        return Err(e.into());
+                    }
+                    st.marks.insert(key);
+                    st.next_after = Some(epoch);
+                    st.tail_epoch = Some(epoch);
+                    sh.stats.marks.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(CreateError::Taken) => sh.rescan(partition, &mut st)?,
+                Err(CreateError::Storage(e)) => {
+                    st.in_doubt = true;
+                    return Err(AppendError::Storage(e));
+                }
+            }
+        }
+        Err(AppendError::Storage(StorageError(format!(
+            "object store: partition {partition}: the takeover mark of epoch {epoch} lost its offset to another writer {MARK_TRIES} times"
+        ))))
     }
 
     /// [`read`](Self::read), handing each event's bytes to `f` without copying them.
@@ -616,6 +668,9 @@ impl ObjectPlog {
     }
 }
 
+/// How often a takeover mark is placed again after another writer took its offset.
+const MARK_TRIES: u32 = 8;
+
 /// Why [`ObjectPlog::put_bundle`] wrote no bundle.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum PutBundleError {
@@ -662,6 +717,8 @@ fn object_parts(
 struct Objects {
     /// The objects created (or found to be its own earlier attempts), in order.
     written: Vec<Arc<EventRange>>,
+    /// Their names.
+    keys: Vec<EventKey>,
     /// The first create that failed, with the offset it was for.
     failed: Option<(PLogOffset, CreateError)>,
     /// Whether each create was answered within half the delete delay of this handle seeing
@@ -695,6 +752,16 @@ fn bundles_hold(
     Ok(Some(under))
 }
 
+/// Refuses a write (an append, a mark) through a handle opened read-only.
+fn refuse_read_only(sh: &Shared) -> Result<(), AppendError> {
+    match sh.access {
+        Access::ReadOnly => Err(AppendError::Storage(StorageError(
+            "object store: opened read-only".into(),
+        ))),
+        Access::Write => Ok(()),
+    }
+}
+
 /// Refuses an append under `epoch` to a partition whose tail (`st`) a higher epoch wrote.
 fn superseded(partition: PartitionId, st: &Part, epoch: Option<u64>) -> Result<(), AppendError> {
     match (epoch, st.tail_epoch) {
@@ -702,7 +769,7 @@ fn superseded(partition: PartitionId, st: &Part, epoch: Option<u64>) -> Result<(
             partition,
             epoch: mine,
             why: format!(
-                "the PLog's tail (to offset {}) was appended at epoch {tail}: a successor owns it",
+                "the PLog's tail (to offset {}) was written at epoch {tail}: a successor owns it",
                 st.next - 1
             ),
         }),

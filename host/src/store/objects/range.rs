@@ -75,7 +75,7 @@ impl EventRange {
             spans.push((at, end));
             at = end;
         }
-        (at == b.len() && n > 0).then_some(Self {
+        (at == b.len()).then_some(Self {
             first,
             prev,
             hashes,
@@ -86,12 +86,18 @@ impl EventRange {
         })
     }
 
-    /// How many events it holds (at least one).
+    /// How many events it holds (at least one, but none in a takeover mark).
     pub(super) fn len(&self) -> usize {
         self.spans.len()
     }
 
-    /// The offset of its last event.
+    /// Whether it is a takeover mark: an event object of no events, which holds its name for
+    /// the epoch in its writer id (`names`).
+    pub(super) fn is_mark(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The offset of its last event (the one before `first` for a takeover mark).
     pub(super) fn last(&self) -> PLogOffset {
         self.first + self.len() as u64 - 1
     }

@@ -6,7 +6,7 @@
 //! objects for one offset with offsets and object names. With write access it removes the leftovers of an interrupted merge (and a stale
 //! writer's objects under a bundle).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
 use futures::executor::block_on;
@@ -15,8 +15,8 @@ use object_store::path::Path as ObjPath;
 use sequencer::PLogOffset;
 
 use crate::store::objects::names::{
-    BUNDLES, EVENTS, event_object, parse_bundle_name, parse_event_name, parse_partition,
-    partition_dir,
+    BUNDLES, EVENTS, EventKey, event_object, event_object_at, parse_bundle_name, parse_event_name,
+    parse_partition, partition_dir,
 };
 use crate::store::objects::range::EventRange;
 use crate::store::objects::shared::{Access, Part, Shared, os_err, writer_epoch};
@@ -54,11 +54,11 @@ const SCAN_TRIES: u32 = 5;
 const SCAN_CHUNK: usize = 256;
 
 impl Shared {
-    /// Deletes the event object named `first` that a bundle also holds, counting it as a
+    /// Deletes the event object named `key` that a bundle also holds, counting it as a
     /// leftover removed. One already gone is fine and not counted: a merger (this handle's
     /// thread, or another host's) deleted it first.
-    fn remove_leftover(&self, p: PartitionId, first: PLogOffset) -> Result<(), StorageError> {
-        let name = event_object(p, first);
+    fn remove_leftover(&self, p: PartitionId, key: EventKey) -> Result<(), StorageError> {
+        let name = event_object_at(p, key);
         match block_on(self.objects.delete(&ObjPath::from(name.as_str()))) {
             Ok(()) => {
                 self.stats.leftovers_removed.fetch_add(1, Ordering::Relaxed);
@@ -136,11 +136,11 @@ impl Shared {
         let listed = std::time::Instant::now();
         // Events are listed before bundles: a merger writes a bundle before it deletes the
         // events it holds, so an event missing from this listing is in a bundle listed next.
-        let mut events: BTreeSet<PLogOffset> = BTreeSet::new();
+        let mut events: BTreeSet<EventKey> = BTreeSet::new();
         for name in self.list_names(EVENTS, p)? {
             match parse_event_name(&name) {
-                Some(o) => {
-                    events.insert(o);
+                Some(key) => {
+                    events.insert(key);
                 }
                 None => tracing::warn!("object store: ignoring events/{p:05}/{name}"),
             }
@@ -175,8 +175,8 @@ impl Shared {
                     part.last_hash
                 ))));
             }
-            for &o in events.range(first..=last) {
-                self.leftover_under_bundle(p, o, name)?;
+            for &key in events.range((*first, None)..=(*last, Some(u64::MAX))) {
+                self.leftover_under_bundle(p, key, name)?;
             }
             part.next = last + 1;
             part.last_hash = last_hash;
@@ -184,12 +184,26 @@ impl Shared {
             part.merged_hash = part.last_hash;
             used += 1;
         }
-        self.walk_tail(p, &events, &mut part)?;
-        let mut after: Vec<String> = events
-            .range(part.next..)
-            .take(3)
-            .map(|&o| event_object(p, o))
-            .collect();
+        let walked = self.walk_tail(p, &events, &mut part)?;
+        let start = (part.merged_to + 1, None);
+        let mut after: Vec<String> = Vec::new();
+        for &key in events.range(start..).filter(|k| !walked.contains(k)) {
+            if key.0 < part.next {
+                // Listed, not on the walk, inside what the walk holds.
+                let (holder, last) =
+                    (part.tail.range(..=key.0).next_back()).map_or((0, 0), |(a, b)| (*a, *b));
+                return Err(Scan::Failed(StorageError(format!(
+                    "object store: partition {p}: two objects hold offset {}: {} holds {holder}..={last}, and {} starts at {}",
+                    key.0,
+                    event_object_at(p, part.key(holder)),
+                    event_object_at(p, key),
+                    key.0
+                ))));
+            }
+            if after.len() < 3 {
+                after.push(event_object_at(p, key));
+            }
+        }
         after.extend(
             bundles[used..]
                 .iter()
@@ -200,45 +214,42 @@ impl Shared {
             return Err(Scan::Vanished(StorageError(format!(
                 "object store: partition {p}: hole at offset {}: neither {} nor a bundle holds it, yet objects exist after it: {}",
                 part.next,
-                event_object(p, part.next),
+                event_object_at(p, (part.next, part.next_after)),
                 after.join(", ")
             ))));
         }
         Ok(part)
     }
 
-    /// The event object named `first`, listed under the bundle `name` (which holds its
-    /// offsets): the same events are an interrupted merge's leftover, other events a stale
-    /// writer's unacknowledged object; either is deleted with write access, kept by a reader.
-    fn leftover_under_bundle(
-        &self,
-        p: PartitionId,
-        first: PLogOffset,
-        name: &str,
-    ) -> Result<(), Scan> {
+    /// The event object `key`, listed under the bundle `name` (which holds its offsets): the
+    /// same events are an interrupted merge's leftover, other events a stale writer's
+    /// unacknowledged object, and a takeover mark one the merger had not deleted yet; each is
+    /// deleted with write access, kept by a reader.
+    fn leftover_under_bundle(&self, p: PartitionId, key: EventKey, name: &str) -> Result<(), Scan> {
         if !self.delete_delay.is_zero() {
             // A store shared by many hosts (S3) keeps merged objects for a while, so many are
             // found here: they go after the delete delay, unread (whatever they hold, the
             // bundle over them was written first and holds the PLog's events).
             if self.access == Access::Write {
-                let added = self.delete_later(vec![event_object(p, first)])?;
+                let added = self.delete_later(vec![event_object_at(p, key)])?;
                 self.stats
                     .leftovers_removed
                     .fetch_add(added, Ordering::Relaxed);
             }
             return Ok(());
         }
+        let first = key.0;
         let b = self
             .get_bundle(p, first)?
             .ok_or_else(|| StorageError(format!("object store: bundles/{p:05}/{name} vanished")))?;
-        let Some(e) = self.get_object(p, first)? else {
+        let Some(e) = self.get_object(p, key)? else {
             return Ok(());
         };
         if e.last() > b.last() {
             // Every writer cuts its objects at bundle boundaries: one that crosses is foreign.
             return Err(Scan::Failed(StorageError(format!(
                 "object store: partition {p}: {} (writer {}) holds offsets {}..={}, across the end of bundles/{p:05}/{name}",
-                event_object(p, first),
+                event_object_at(p, key),
                 e.writer,
                 e.first,
                 e.last()
@@ -254,7 +265,7 @@ impl Shared {
             // holding it was never acknowledged.
             tracing::warn!(
                 "object store: partition {p}: {} (writer {}) differs from bundles/{p:05}/{name}, which was written before it: a stale writer's unacknowledged object{}",
-                event_object(p, first),
+                event_object_at(p, key),
                 e.writer,
                 if self.access == Access::Write {
                     "; removed"
@@ -264,74 +275,75 @@ impl Shared {
             );
         }
         if self.access == Access::Write {
-            self.remove_leftover(p, first)?;
+            self.remove_leftover(p, key)?;
         }
         Ok(())
     }
 
-    /// Follows the event objects listed in `events` from `part.next` on, each named by the
-    /// offset after the one before it, verifying links; stops at the first offset no object
-    /// is named by (the end, or a hole the caller reports).
+    /// Follows the event objects from `part.next` on, each named by the offset after the one
+    /// before it (after a takeover mark, by the mark's epoch too), verifying links; stops at
+    /// the first name no object has (the end, or a hole the caller reports). Returns the
+    /// names it followed.
     ///
-    /// A listing is not a snapshot (a directory's, or an S3 listing's pages): one that ran
-    /// while a writer appended can miss an object and show the next one. Where the listing
-    /// skips the offset the walk is at, that object is read by its name, so a writer's tail
-    /// never looks like a hole; only an object that is not there stops the walk.
+    /// The objects `events` lists are read a chunk at a time. A listing is not a snapshot (a
+    /// directory's, or an S3 listing's pages): one that ran while a writer appended can miss
+    /// an object and show the next one. Where the listing skips the name the walk is at while
+    /// it lists later ones, that object is read by its name, so a writer's tail never looks
+    /// like a hole; only an object that is not there stops the walk.
     fn walk_tail(
         &self,
         p: PartitionId,
-        events: &BTreeSet<PLogOffset>,
+        events: &BTreeSet<EventKey>,
         part: &mut Part,
-    ) -> Result<(), Scan> {
-        let names: Vec<PLogOffset> = events.range(part.next..).copied().collect();
-        for chunk in names.chunks(SCAN_CHUNK) {
+    ) -> Result<BTreeSet<EventKey>, Scan> {
+        let keys: Vec<EventKey> = events.range((part.next, None)..).copied().collect();
+        let mut walked = BTreeSet::new();
+        for chunk in keys.chunks(SCAN_CHUNK) {
             // Read a chunk at once (from a few threads); only those named by the walk count.
-            let read = self.get_objects(p, chunk)?;
-            for (&first, obj) in chunk.iter().zip(read) {
-                while first > part.next {
-                    // The listing skipped `part.next`: read it by name.
-                    match self.get_object(p, part.next)? {
-                        Some(e) => self.follow(p, part.next, e, part)?,
-                        None => return Ok(()),
-                    }
+            let mut read: HashMap<EventKey, Option<EventRange>> = chunk
+                .iter()
+                .copied()
+                .zip(self.get_objects(p, chunk, false)?)
+                .collect();
+            let last_listed = *chunk.last().unwrap_or(&(0, None));
+            loop {
+                let key = (part.next, part.next_after);
+                if key > last_listed {
+                    // Past this chunk: the next one, or the end of the listing.
+                    break;
                 }
-                if first < part.next {
-                    let (holder, last) = part
-                        .tail
-                        .range(..=first)
-                        .next_back()
-                        .map_or((0, 0), |(a, b)| (*a, *b));
-                    if holder == first {
-                        // Read by name above, after the listing skipped the one before it.
-                        continue;
+                let obj = match read.remove(&key) {
+                    Some(Some(e)) => e,
+                    Some(None) => {
+                        return Err(Scan::Vanished(StorageError(format!(
+                            "object store: {} vanished",
+                            event_object_at(p, key)
+                        ))));
                     }
-                    return Err(Scan::Failed(StorageError(format!(
-                        "object store: partition {p}: two objects hold offset {first}: {} holds {holder}..={last}, and {} starts at {first}",
-                        event_object(p, holder),
-                        event_object(p, first)
-                    ))));
-                }
-                let e = obj.ok_or_else(|| {
-                    Scan::Vanished(StorageError(format!(
-                        "object store: {} vanished",
-                        event_object(p, first)
-                    )))
-                })?;
-                self.follow(p, first, e, part)?;
+                    // The listing skipped it: read it by name.
+                    None => match self.get_object(p, key)? {
+                        Some(e) => e,
+                        None => return Ok(walked),
+                    },
+                };
+                self.follow(p, key, obj, part)?;
+                walked.insert(key);
             }
         }
-        Ok(())
+        Ok(walked)
     }
 
-    /// The event object named `first` (at the walk's next offset) verified and taken into
-    /// `part`: its link to the PLog before it, and its events' checksums.
+    /// The event object named `key` (at the walk's next offset) verified and taken into
+    /// `part`: its link to the PLog before it, and its events' checksums; a takeover mark
+    /// names the next object and holds the tail for its epoch.
     fn follow(
         &self,
         p: PartitionId,
-        first: PLogOffset,
+        key: EventKey,
         e: EventRange,
         part: &mut Part,
     ) -> Result<(), Scan> {
+        let first = key.0;
         if let Some(o) = e.damaged {
             // A writer refuses it before it appends anything; a reader goes on, so that
             // `check` names every damaged event.
@@ -343,13 +355,24 @@ impl Shared {
         if e.prev != part.last_hash {
             return Err(Scan::Failed(StorageError(format!(
                 "object store: partition {p}: broken link at offset {first}: {} (writer {}) does not follow offset {} (its previous hash {:016x}, the PLog's {:016x})",
-                event_object(p, first),
+                event_object_at(p, key),
                 e.writer,
                 first - 1,
                 e.prev,
                 part.last_hash
             ))));
         }
+        if e.is_mark() {
+            // `get_object` refuses a mark without an epoch.
+            part.marks.insert(key);
+            part.next_after = writer_epoch(&e.writer);
+            part.tail_epoch = part.next_after;
+            return Ok(());
+        }
+        if let Some(after) = key.1 {
+            part.renamed.insert(first, after);
+        }
+        part.next_after = None;
         part.tail.insert(first, e.last());
         part.next = e.last() + 1;
         part.last_hash = e.last_hash();

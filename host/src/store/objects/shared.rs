@@ -16,7 +16,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use sequencer::PLogOffset;
 
 use crate::store::objects::bundle;
-use crate::store::objects::names::{BUNDLES, EVENTS, bundle_object, event_object, partition_dir};
+use crate::store::objects::names::{
+    BUNDLES, EVENTS, EventKey, bundle_object, event_object_at, partition_dir,
+};
 use crate::store::objects::object::{self, ObjectFormat};
 use crate::store::objects::range::EventRange;
 use crate::store::storage::{PartitionId, StorageError};
@@ -58,6 +60,15 @@ pub(super) struct Part {
     /// The first event the scan found damaged in an event object of the tail (it fails its
     /// checksum while its links hold), and the first offset of the object holding it.
     pub(super) damaged: Option<(PLogOffset, PLogOffset)>,
+    /// The epoch of the takeover mark at `next`, if one is there: the next object is named
+    /// after it (`<next>_<epoch>`).
+    pub(super) next_after: Option<u64>,
+    /// The event objects of the tail named after a takeover mark: first offset to the mark's
+    /// epoch (every other one has the plain name).
+    pub(super) renamed: BTreeMap<PLogOffset, u64>,
+    /// The takeover marks after `merged_to`, by name (the merger deletes them with the objects
+    /// of their bundle's range).
+    pub(super) marks: BTreeSet<EventKey>,
 }
 
 /// The owner's epoch a writer id records (`"<writer> epoch=<E>"`, the id of an append made
@@ -78,6 +89,11 @@ pub(super) fn writer_at(writer: &str, epoch: Option<u64>) -> String {
 pub(super) const CACHE_BYTES: usize = 8 << 20;
 
 impl Part {
+    /// The name of the tail's object whose first offset is `first`.
+    pub(super) fn key(&self, first: PLogOffset) -> EventKey {
+        (first, self.renamed.get(&first).copied())
+    }
+
     /// Keeps `obj` (just created by this handle, or read) for later reads and the merger, if
     /// there is room.
     pub(super) fn cache(&mut self, obj: Arc<EventRange>) {
@@ -97,6 +113,8 @@ impl Part {
         self.merged_to = last;
         self.merged_hash = last_hash;
         self.tail = self.tail.split_off(&(last + 1));
+        self.renamed = self.renamed.split_off(&(last + 1));
+        self.marks = self.marks.split_off(&(last + 1, None));
         let kept = self.cache.split_off(&(last + 1));
         for o in self.cache.values() {
             self.cache_bytes -= o.bytes().len();
@@ -157,6 +175,8 @@ pub struct ObjectStats {
     pub own_retries: AtomicU64,
     /// Appends refused by the fence.
     pub fenced: AtomicU64,
+    /// Takeover marks placed ([`ObjectPlog::place_mark`](super::ObjectPlog::place_mark)).
+    pub marks: AtomicU64,
 }
 
 /// Whether a handle may change the store (append, merge, clean up) or only read it.
@@ -272,45 +292,62 @@ impl Shared {
         }
     }
 
-    /// The event object named `first` (holding the events from `first` on), decoded and
-    /// verified; `None` if there is none.
+    /// The event object named `key` (holding the events from its first offset on, or a
+    /// takeover mark), decoded and verified; `None` if there is none.
     pub(super) fn get_object(
         &self,
         p: PartitionId,
-        first: PLogOffset,
+        key: EventKey,
     ) -> Result<Option<EventRange>, StorageError> {
-        let name = event_object(p, first);
+        let name = event_object_at(p, key);
         let Some(bytes) = self.get(&name)? else {
             return Ok(None);
         };
+        let first = key.0;
         match object::decode(bytes) {
-            Some(e) if e.first == first => Ok(Some(e)),
+            Some(e) if e.first == first && (!e.is_mark() || writer_epoch(&e.writer).is_some()) => {
+                Ok(Some(e))
+            }
             _ => Err(StorageError(format!(
                 "object store: {name} is corrupt: not a sound event object from offset {first} (partition {p})"
             ))),
         }
     }
 
-    /// The event objects named `firsts` of partition `p`, in order (`None` for one not found):
-    /// from the partition's cache when this handle created them, the others read from a few
-    /// threads at once.
+    /// The event object of events named `key`, or the one after the takeover marks there (each
+    /// names the next by its epoch); `None` if there is none (the marks end the PLog).
+    pub(super) fn get_events_object(
+        &self,
+        p: PartitionId,
+        mut key: EventKey,
+    ) -> Result<Option<EventRange>, StorageError> {
+        loop {
+            match self.get_object(p, key)? {
+                Some(e) if e.is_mark() => key = (key.0, writer_epoch(&e.writer)),
+                found => return Ok(found),
+            }
+        }
+    }
+
+    /// The event objects of events from `firsts` on of partition `p`, in order (`None` for one
+    /// not found), past any takeover mark there: from the partition's cache when this handle
+    /// created them, the others read from a few threads at once.
     pub(super) fn objects_for(
         &self,
         p: PartitionId,
         firsts: &[PLogOffset],
     ) -> Result<Vec<Option<Arc<EventRange>>>, StorageError> {
-        let cached: Vec<Option<Arc<EventRange>>> = {
+        let (cached, missing): (Vec<Option<Arc<EventRange>>>, Vec<EventKey>) = {
             let part = self.part(p);
             let st = lock(&part);
-            firsts.iter().map(|f| st.cache.get(f).cloned()).collect()
+            let cached: Vec<_> = firsts.iter().map(|f| st.cache.get(f).cloned()).collect();
+            let missing = (firsts.iter().zip(&cached))
+                .filter(|(_, c)| c.is_none())
+                .map(|(f, _)| st.key(*f))
+                .collect();
+            (cached, missing)
         };
-        let missing: Vec<PLogOffset> = firsts
-            .iter()
-            .zip(&cached)
-            .filter(|(_, c)| c.is_none())
-            .map(|(f, _)| *f)
-            .collect();
-        let mut read = self.get_objects(p, &missing)?.into_iter();
+        let mut read = self.get_objects(p, &missing, true)?.into_iter();
         Ok(cached
             .into_iter()
             .map(|c| c.or_else(|| read.next().flatten().map(Arc::new)))
@@ -382,21 +419,27 @@ impl Shared {
         }
     }
 
-    /// The event objects named `firsts`, read from a few threads at once, in order (`None` for
-    /// one not found).
+    /// The event objects named `keys`, read from a few threads at once, in order (`None` for
+    /// one not found); past the takeover marks there with `past_marks`
+    /// ([`get_events_object`](Self::get_events_object)), else a mark as it is.
     pub(super) fn get_objects(
         &self,
         p: PartitionId,
-        firsts: &[PLogOffset],
+        keys: &[EventKey],
+        past_marks: bool,
     ) -> Result<Vec<Option<EventRange>>, StorageError> {
-        if firsts.len() <= 1 {
-            return firsts.iter().map(|&o| self.get_object(p, o)).collect();
+        let get = |&key: &EventKey| match past_marks {
+            true => self.get_events_object(p, key),
+            false => self.get_object(p, key),
+        };
+        if keys.len() <= 1 {
+            return keys.iter().map(get).collect();
         }
-        let chunk = firsts.len().div_ceil(READ_THREADS);
+        let chunk = keys.len().div_ceil(READ_THREADS);
         let parts: Vec<Result<Vec<Option<EventRange>>, StorageError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = firsts
+            let handles: Vec<_> = keys
                 .chunks(chunk)
-                .map(|c| s.spawn(move || c.iter().map(|&o| self.get_object(p, o)).collect()))
+                .map(|c| s.spawn(move || c.iter().map(get).collect()))
                 .collect();
             handles
                 .into_iter()
@@ -406,7 +449,7 @@ impl Shared {
                 })
                 .collect()
         });
-        let mut out = Vec::with_capacity(firsts.len());
+        let mut out = Vec::with_capacity(keys.len());
         for part in parts {
             out.extend(part?);
         }
@@ -573,13 +616,13 @@ impl Shared {
         self.sync_path(&root.join(dir))
     }
 
-    /// Makes the event objects named `firsts` durable: each file, then their directory once.
+    /// Makes the event objects named `keys` durable: each file, then their directory once.
     pub(super) fn sync_events(
         &self,
         p: PartitionId,
-        firsts: &[PLogOffset],
+        keys: &[EventKey],
     ) -> Result<(), StorageError> {
-        let names: Vec<String> = firsts.iter().map(|&o| event_object(p, o)).collect();
+        let names: Vec<String> = keys.iter().map(|&k| event_object_at(p, k)).collect();
         self.sync_objects(&partition_dir(EVENTS, p), &names)
     }
 }

@@ -308,7 +308,7 @@ impl<V: LiveViewFile> Storage for Objects<V, Live> {
         max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
-        read_plog_page(read, self.label(), (partition, from, max_events), false)
+        read_plog_page(read, self.label(), (partition, from, max_events), None)
     }
 
     fn append_events(&self, partition: PartitionId, batch: &EventBatch) -> Result<(), AppendError> {
