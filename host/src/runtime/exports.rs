@@ -4,7 +4,7 @@
 //! wasmtime's generated bindings look every export up and type-check it each time an instance
 //! is made (`…Indices::load`): 63 functions, about a third of what creating an on-demand
 //! instance costs (W6). The types are the component's, not the instance's, so here they are
-//! checked against the calls below on a component's first instance ([`ExportIndices::load`])
+//! checked against the calls below on a component's first instance (`ExportIndices::load`)
 //! and every later instance only packages the already-known export indices.
 //!
 //! An instance looks each function up on its first call, not when it is made: since wasmtime

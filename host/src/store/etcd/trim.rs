@@ -17,7 +17,7 @@ const TRIM_KEYS: i64 = 512;
 
 impl Trim for EtcdStorage {
     /// Deletes the PLog keys (packs) of a partition whose events all lie below `below`, the
-    /// stored next offset and the PLog's last event, at most [`TRIM_KEYS`] per request (one
+    /// stored next offset and the PLog's last event, at most 512 keys (`TRIM_KEYS`) per request (one
     /// range delete); a pack holding any event at or past those stays whole.
     fn trim_below(
         &self,

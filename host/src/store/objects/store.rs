@@ -31,8 +31,8 @@ use crate::store::storage::{
 };
 use crate::store::view_file::{Live, LiveViewFile, ReadOnly, ViewFile};
 
-/// An object store root: its PLog's objects and its view `V`, opened as `V` is: [`Live`]
-/// (appends, merges, writes to the view) or [`ReadOnly`] (nothing changes). See
+/// An object store root: its PLog's objects and its view `V`, opened as `V` is: `Live`
+/// (appends, merges, writes to the view) or `ReadOnly` (nothing changes). See
 /// [`ObjectStorage`](crate::store::ObjectStorage) (the live store) and
 /// [`ObjectReader`](crate::store::ObjectReader) (read without writing).
 #[derive(Clone)]

@@ -44,7 +44,7 @@ pub enum OpenError {
         /// The URL.
         url: String,
     },
-    /// An event as large as [`OpenOptions::largest_event`] does not fit in one write.
+    /// An event as large as [`OpenOptions::largest_event`](super::OpenOptions::largest_event) does not fit in one write.
     #[error(
         "an event of up to {largest} bytes does not fit in one write of this store (at most {max} bytes)"
     )]

@@ -44,7 +44,7 @@ use crate::store::reader::StoreReader;
 
 /// Opens the store at `url` for numbering: validates the options and the store's records
 /// (layout, archive) without writing, then opens or creates it, records the layout in a store
-/// that has none, and opens its archive. See the [module](self).
+/// that has none, and opens its archive. See the [module](crate::store::open).
 pub fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Store, OpenError> {
     let opened = match url {
         StoreUrl::Memory => memory::open(options)?,

@@ -12,7 +12,7 @@ use super::error::OpenError;
 pub enum StoreUrl {
     /// In memory: nothing is kept after the process ends.
     Memory,
-    /// redb in a data directory: the options' ([`OpenOptions::data`]), or its own.
+    /// redb in a data directory: the options' ([`OpenOptions::data`](super::OpenOptions::data)), or its own.
     Redb(Option<PathBuf>),
     /// The PLog on object storage in a local directory (the options' data directory, or its
     /// own), one object per append merged into bundles, the view in redb beside it.

@@ -1,10 +1,11 @@
-//! The backend contract suite: every promise of [`Storage`] and [`StoreReader`] that can be
+//! The backend contract suite: every promise of [`Storage`](crate::Storage) and
+//! [`StoreReader`](crate::StoreReader) that can be
 //! observed from outside a store, checked on stores you make, each check on a fresh store.
 //!
 //! Every backend of this crate runs it (`host/tests/contract.rs`), and so can a `Storage` of
 //! your own: implement [`StoreMaker`] (how to make a fresh, empty store; for a durable store,
 //! how to close one and open it again; and, if it has one, how to read it through a
-//! [`StoreReader`]), then call [`check_contract`] (a [`Report`], or the first
+//! [`StoreReader`](crate::StoreReader)), then call [`check_contract`] (a [`Report`], or the first
 //! [`ContractFailure`]: the promise broken and what was seen) or, in a test,
 //! [`assert_contract`], which panics with that message.
 //!
