@@ -9,7 +9,7 @@ use crate::types::{Instant, PLogOffset, SeqId};
 use crate::work::{PLOG_WORDS_PER_VALUE, PageValues, PlogPage, PlogWords, ReplayProgress, Ticket};
 
 impl Sequencer {
-    /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`] (0 if none). A
+    /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`](crate::Work::ReadNextOffset) (0 if none). A
     /// probe's offset is not used: that storage answered is all it says (docs/DESIGN.md §4.4).
     pub fn complete_next_offset(
         &mut self,
@@ -43,7 +43,7 @@ impl Sequencer {
         }
     }
 
-    /// Reports a page read for [`Work::ReadPlog`]. Consumes the page's events in order until
+    /// Reports a page read for [`Work::ReadPlog`](crate::Work::ReadPlog). Consumes the page's events in order until
     /// `max_unflushed_values` values wait; the rest is asked for again by a later `ReadPlog`.
     pub fn complete_plog_read(
         &mut self,
