@@ -18,7 +18,8 @@
 # runs keep the PLog: etcd, the default, or dir: the composite store, the PLog in a local
 # directory), BENCH_PLOGS (where the throughput
 # runs keep the PLog: "etcd s3", the default, or either), BENCH_HOST (a built sequencer-host with
-# the etcd and s3 features, to skip the build), and the FAILOVER_* knobs of the bench.
+# the etcd and s3 features, to skip the build), BENCH_KEEP (set: the work folder, the hosts'
+# logs and the PLogs, is kept for a look afterwards), and the FAILOVER_* knobs of the bench.
 # Builds the host (release, features etcd and s3; protoc, etcd and SeaweedFS come into the
 # project's tool cache).
 set -euo pipefail
@@ -52,7 +53,11 @@ cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   [[ -n "$s3dir" ]] && bash scripts/seaweedfs-server.sh stop "$s3dir" >/dev/null 2>&1 || true
   [[ -n "$cluster" ]] && bash scripts/etcd-cluster.sh stop "$cluster" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  if [[ -n "${BENCH_KEEP:-}" ]]; then
+    echo "kept the hosts' logs and PLogs in $work" >&2
+  else
+    rm -rf "$work"
+  fi
 }
 trap cleanup EXIT
 
