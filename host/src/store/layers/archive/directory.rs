@@ -138,6 +138,13 @@ impl Archive {
         self.plog.bounds(partition).0 - 1
     }
 
+    /// [`end`](Self::end) as the archive holds it now: the partition's bundles listed again
+    /// (another process may have archived since this handle looked), and known from then on.
+    pub fn end_now(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
+        self.plog.rescan(partition)?;
+        Ok(self.end(partition))
+    }
+
     /// Up to `max` archived events of a partition from `from` on, in order, every link
     /// verified; a corrupt bundle is an error naming it. An event that fails its checksum is
     /// returned flagged ([`StoredEvent::read`]).

@@ -92,6 +92,28 @@ fn a_reader_whose_archive_grew_and_trimmed_since_it_opened_reads_the_events_betw
 }
 
 #[test]
+fn an_archive_opened_before_another_process_archived_and_trimmed_still_lines_up() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let hot = store(tmp.path(), 100, 90);
+    let root = tmp.path().join("a");
+    let archive = Archive::create_or_open(&root, 16).expect("archive");
+    archive_pass(&hot, &archive, |_| {}).expect("pass");
+    // A run's final check opens the archive as it is (it ends at 80) ...
+    let opened = Archive::open(&root).expect("open");
+    // ... and before it reads the store, an archive pass beside it writes bundles and trims.
+    let mut batch = EventBatch::new(101);
+    for o in 101..=140 {
+        batch.push(&[SeqValue::new(1, 1, o)], b"payload");
+    }
+    hot.append_events(0, &batch).expect("append");
+    futures::executor::block_on(hot.write(0, vec![SeqValue::new(1, 1, 139)], 140)).expect("write");
+    archive_pass(&hot, &archive, |_| {}).expect("pass");
+    assert!(hot.plog_bounds(0).expect("bounds").expect("a PLog").0 > 81);
+    let both = WithArchive::new(hot.clone(), Some(opened)).expect("lines up");
+    assert_eq!(both.plog_bounds(0).expect("bounds"), Some((1, 140)));
+}
+
+#[test]
 fn an_archive_that_ends_before_the_store_begins_is_refused_naming_the_missing_bundle() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let hot = store(tmp.path(), 100, 90);
