@@ -65,6 +65,18 @@ fn a_pass_archives_whole_bundles_trims_below_them_and_a_replay_from_one_reads_th
     assert_eq!(hot.trim(0, 1_000).expect("trim").first_kept, 90);
 }
 
+/// What another process does beside a reader: appends events 101..=140 to `hot`, flushes
+/// them, then archives and trims.
+fn grow_and_archive(hot: &RedbStorage, archive: &Archive) {
+    let mut batch = EventBatch::new(101);
+    for o in 101..=140 {
+        batch.push(&[SeqValue::new(1, 1, o)], b"payload");
+    }
+    hot.append_events(0, &batch).expect("append");
+    futures::executor::block_on(hot.write(0, vec![SeqValue::new(1, 1, 139)], 140)).expect("write");
+    archive_pass(hot, archive, |_| {}).expect("pass");
+}
+
 #[test]
 fn a_reader_whose_archive_grew_and_trimmed_since_it_opened_reads_the_events_between() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -76,13 +88,7 @@ fn a_reader_whose_archive_grew_and_trimmed_since_it_opened_reads_the_events_betw
     let reader =
         WithArchive::new(hot.clone(), Some(Archive::open(&root).expect("open"))).expect("lines up");
     // Another process appends, flushes, archives and trims meanwhile.
-    let mut batch = EventBatch::new(101);
-    for o in 101..=140 {
-        batch.push(&[SeqValue::new(1, 1, o)], b"payload");
-    }
-    hot.append_events(0, &batch).expect("append");
-    futures::executor::block_on(hot.write(0, vec![SeqValue::new(1, 1, 139)], 140)).expect("write");
-    archive_pass(&hot, &archive, |_| {}).expect("pass");
+    grow_and_archive(&hot, &archive);
     let (hot_first, _) = hot.plog_bounds(0).expect("bounds").expect("a PLog");
     assert!(hot_first > 81, "trimmed past the reader's archive end");
     let events = reader.events(0, 81, 1000).expect("events");
@@ -101,13 +107,7 @@ fn an_archive_opened_before_another_process_archived_and_trimmed_still_lines_up(
     // A run's final check opens the archive as it is (it ends at 80) ...
     let opened = Archive::open(&root).expect("open");
     // ... and before it reads the store, an archive pass beside it writes bundles and trims.
-    let mut batch = EventBatch::new(101);
-    for o in 101..=140 {
-        batch.push(&[SeqValue::new(1, 1, o)], b"payload");
-    }
-    hot.append_events(0, &batch).expect("append");
-    futures::executor::block_on(hot.write(0, vec![SeqValue::new(1, 1, 139)], 140)).expect("write");
-    archive_pass(&hot, &archive, |_| {}).expect("pass");
+    grow_and_archive(&hot, &archive);
     assert!(hot.plog_bounds(0).expect("bounds").expect("a PLog").0 > 81);
     let both = WithArchive::new(hot.clone(), Some(opened)).expect("lines up");
     assert_eq!(both.plog_bounds(0).expect("bounds"), Some((1, 140)));
