@@ -186,8 +186,9 @@ impl RedbStorage {
         f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
     ) -> StorageFuture<T> {
         let (tx, rx) = oneshot::channel();
+        let stats = self.inner.stats.clone();
         let job: ReadJob = Box::new(move |db| {
-            let _ = tx.send(f(db));
+            let _ = tx.send(f(db).map_err(|e| with_cause(&stats, e)));
         });
         let sent = lock(&self.inner.reads)
             .as_ref()
@@ -210,7 +211,34 @@ impl RedbStorage {
             keys.map(|(w, seq)| Ok(t.get((partition, w, seq))?.map_or(0, |v| v.value())))
                 .collect()
         })()
-        .map_err(|e| err(&self.inner.path, "cannot read numbers", e))
+        .map_err(|e| {
+            with_cause(
+                &self.inner.stats,
+                err(&self.inner.path, "cannot read numbers", e),
+            )
+        })
+    }
+}
+
+/// `e`, naming the I/O error after which redb refuses every operation if one happened: a
+/// read that fails after it says only "Previous I/O error occurred", which hides the cause (a
+/// full disk, say) from the line a stopped run ends with.
+fn with_cause(stats: &StoreStats, e: StorageError) -> StorageError {
+    let mut cause = stats.failure();
+    // The writer records the error that poisoned the database as soon as its commit returns:
+    // a read failing at that moment waits for it a little (only ever on this failure path).
+    for _ in 0..50 {
+        if cause.is_some() || !e.0.contains("Previous I/O error") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        cause = stats.failure();
+    }
+    match cause {
+        Some(cause) if !e.0.contains(&cause) => {
+            StorageError(format!("{} (after an earlier error: {cause})", e.0))
+        }
+        _ => e,
     }
 }
 
@@ -375,5 +403,33 @@ impl crate::store::reader::StoreReader for RedbStorage {
 
     fn view(&self, partition: PartitionId) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
         read_view(self.inner.db.as_ref(), &self.inner.path, partition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_refused_after_redb_was_poisoned_names_the_io_error_that_poisoned_it() {
+        let stats = StoreStats::default();
+        let refused = || {
+            StorageError(
+                "s.redb: cannot read numbers: Previous I/O error occurred. Please close and re-open the database."
+                    .into(),
+            )
+        };
+        // No error recorded (yet): the message stays as it is, after a short wait.
+        let started = std::time::Instant::now();
+        assert_eq!(with_cause(&stats, refused()), refused());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        stats.failed("I/O error: No space left on device (os error 28)".into());
+        let named = with_cause(&stats, refused());
+        assert!(named.0.contains("Previous I/O error"), "{named}");
+        assert!(named.0.contains("No space left on device"), "{named}");
+        // An error that names it already is left alone.
+        let commit =
+            StorageError("commit failed: I/O error: No space left on device (os error 28)".into());
+        assert_eq!(with_cause(&stats, commit.clone()), commit);
     }
 }
