@@ -38,8 +38,7 @@ bucket_answers() {
 }
 
 start() {
-  local dir=$1 drives=${2:-1} weed endpoint dirs i
-  local -a ports
+  local dir=$1 drives=${2:-1} weed dirs i attempt began
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   [[ -z "$(server_pid "$dir" "$(match "$dir")")" ]] || die "a server of $dir is already running"
@@ -48,6 +47,23 @@ start() {
   dirs="$dir/data/drive-1"
   for ((i = 2; i <= drives; i++)); do dirs+=",$dir/data/drive-$i"; done
   for ((i = 1; i <= drives; i++)); do mkdir -p "$dir/data/drive-$i"; done
+  # A port picked free can be taken by another test's server before weed binds it: weed then
+  # exits at once, and starts again on other ports (3 tries, a jittered pause between).
+  for attempt in 1 2 3; do
+    began=$SECONDS
+    launch "$dir" "$drives" "$weed" "$dirs" && return 0
+    ((SECONDS - began < READY_TIMEOUT_S && attempt < 3)) || break
+    echo "seaweedfs-server: weed exited at start (try $attempt of 3); again on other ports" >&2
+    sleep "0.$((2 + RANDOM % 6))"
+  done
+  die "SeaweedFS did not start"
+}
+
+# launch DIR DRIVES WEED DIRS: one start of weed mini on free ports; prints the endpoint once
+# the bucket answers, fails if weed exits or does not answer in time.
+launch() {
+  local dir=$1 drives=$2 weed=$3 dirs=$4 endpoint
+  local -a ports
   # master, volume, filer, S3 and the admin server (it runs without its UI), each an HTTP and
   # a gRPC port: none left to a fixed default, so servers of several tests run side by side.
   mapfile -t ports < <(pick_ports 10)
@@ -69,7 +85,7 @@ start() {
   echo $! >"$dir/pid"
   endpoint="http://127.0.0.1:${ports[6]}"
   wait_ready "weed mini" "$dir" "$(match "$dir")" "$READY_TIMEOUT_S" bucket_answers "$endpoint" ||
-    die "SeaweedFS did not start"
+    return 1
   echo "$endpoint" >"$dir/endpoint"
   echo "$endpoint"
 }
