@@ -366,6 +366,46 @@ fn a_create_sent_within_the_delete_delay_that_lands_after_it_still_looks_for_a_b
 }
 
 #[test]
+fn objects_a_writer_left_under_its_bundles_when_it_stopped_are_swept_by_the_next_writer() {
+    let store = Arc::new(FaultyObjects::default());
+    let delay = Duration::from_secs(3);
+    let a = open_delayed(&store, delay);
+    a.append(0, &batch(1, 2, 1)).expect("1..=2");
+    append_to_20_and_merge(&a);
+    // Its queue of deletes goes with it (a host killed within the delay of its merges).
+    drop(a);
+    assert!(
+        exists(&store, &event_object(0, 1)),
+        "left under the bundles"
+    );
+    assert!(
+        exists(&store, &event_object(0, 19)),
+        "left under the bundles"
+    );
+    std::thread::sleep(delay);
+    // The next writer's scan lists from the bundles' end on; its merger's sweep (a third of
+    // the delay after it meets the partition) finds the objects under bundles older than the
+    // delay by the store's clock, and deletes them at once: well before the delay has passed
+    // again, which is when a queue of deletes made at the open would let them go.
+    let b = open_delayed(&store, delay);
+    let opened = std::time::Instant::now();
+    assert_eq!(b.bounds(0), (21, 20));
+    b.append(0, &batch(21, 2, 3)).expect("21..=22");
+    while (1..=19)
+        .step_by(2)
+        .any(|o| exists(&store, &event_object(0, o)))
+    {
+        assert!(opened.elapsed() < delay * 5 / 6, "not swept at once");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(exists(&store, &event_object(0, 21)), "the tail stays");
+    let mut tags = vec![1; 20];
+    tags.extend([3, 3]);
+    holds(&reader(&store, 4), 1, &tags);
+    holds(&b, 1, &tags);
+}
+
+#[test]
 fn a_fresh_writer_collides_with_a_retried_append_that_another_host_merged() {
     let store = Arc::new(FaultyObjects::default());
     let delay = Duration::from_secs(2);

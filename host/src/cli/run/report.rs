@@ -237,7 +237,7 @@ fn store_rows(rows: &mut Vec<(String, String)>, s: &StoreStats, events: u64) {
         rows.push((
             "merger".into(),
             format!(
-                "{bundles} bundles written, {} events merged (their objects deleted); {} leftovers of an interrupted merge removed at open",
+                "{bundles} bundles written, {} events merged (their objects deleted); {} leftovers of interrupted merges removed (at open, or swept)",
                 s.count(Counter::MergedEvents),
                 s.count(Counter::LeftoversRemoved)
             ),

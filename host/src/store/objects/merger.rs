@@ -25,6 +25,7 @@ use crate::store::objects::names::{
 };
 use crate::store::objects::scan::damaged;
 use crate::store::objects::shared::{CreateError, Shared, lock};
+use crate::store::objects::sweep::{first_sweep, sweep_every};
 use crate::store::retry::{RetryPolicy, WarnLimiter};
 use crate::store::storage::{PartitionId, StorageError};
 
@@ -106,8 +107,10 @@ struct Retrying {
 /// merging stops with the store's error.
 fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
     let mut retrying: HashMap<PartitionId, Retrying> = HashMap::new();
+    let mut sweeps = Sweeps::default();
     let warnings = WarnLimiter::new(Duration::from_secs(5));
     loop {
+        sweeps.run_due(shared, &warnings);
         let wait = match shared.delete_due() {
             Some(at) => at
                 .saturating_duration_since(std::time::Instant::now())
@@ -157,6 +160,38 @@ fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// When the merger next sweeps each partition it knows ([`Shared::sweep_leftovers`]).
+#[derive(Default)]
+struct Sweeps(HashMap<PartitionId, Instant>);
+
+impl Sweeps {
+    /// Sweeps the partitions whose time has come: a partition met for the first time
+    /// [`first_sweep`] later, then every [`sweep_every`]. A failed sweep is tried at the next.
+    fn run_due(&mut self, shared: &Shared, warnings: &WarnLimiter) {
+        if shared.delete_delay.is_zero() {
+            return;
+        }
+        let (first, every) = (
+            first_sweep(shared.delete_delay),
+            sweep_every(shared.delete_delay),
+        );
+        let now = Instant::now();
+        let known: Vec<PartitionId> = lock(&shared.parts).keys().copied().collect();
+        for p in known {
+            let due = self.0.entry(p).or_insert(now + first);
+            if *due > now {
+                continue;
+            }
+            *due = now + every;
+            if let Err(e) = shared.sweep_leftovers(p) {
+                warnings.warn("sweep", || {
+                    format!("{e}; the objects left under partition {p}'s bundles stay until the next sweep")
+                });
             }
         }
     }

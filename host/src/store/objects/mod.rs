@@ -20,7 +20,8 @@
 //! events in one object, decoded: a bundle or an event object alike), `object` (the event
 //! objects of either format), `bundle` (the bundle format), `shared` (a handle's state
 //! and object I/O), `scan` (opening and rescanning a partition; holes and broken links), `read`
-//! (events in order), `merger` (the merger thread), `plog` ([`ObjectPlog`]: open, append,
+//! (events in order), `merger` (the merger thread), `sweep` (what no merger deleted, under the bundles of a
+//! shared PLog), `plog` ([`ObjectPlog`]: open, append,
 //! read, bundles). The store: `marker` (the root's `FORMAT`), `remote` (a PLog elsewhere),
 //! `pages` (replay pages, read ahead), `store` ([`Objects`]). `s3`: the PLog on S3.
 
@@ -40,6 +41,7 @@ pub mod s3;
 mod scan;
 mod shared;
 mod store;
+mod sweep;
 
 pub use chain::event_hash;
 pub use marker::{OBJECTS_FORMAT_FILE, VIEW_DB_FILE};

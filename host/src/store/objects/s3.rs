@@ -458,21 +458,19 @@ impl ObjectStore for OnRuntime {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        let this = self.clone_handle();
         let prefix = prefix.cloned();
-        stream::once(async move {
-            this.call(
-                format!("list {}", prefix.clone().unwrap_or_default()),
-                move |s| {
-                    let prefix = prefix.clone();
-                    async move { s.list(prefix.as_ref()).try_collect::<Vec<_>>().await }
-                },
-            )
-            .await
-        })
-        .map_ok(|v| stream::iter(v.into_iter().map(Ok)))
-        .try_flatten()
-        .boxed()
+        let what = format!("list {}", prefix.clone().unwrap_or_default());
+        self.listing(what, move |s| s.list(prefix.as_ref()))
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let (prefix, offset) = (prefix.cloned(), offset.clone());
+        let what = format!("list {} after {offset}", prefix.clone().unwrap_or_default());
+        self.listing(what, move |s| s.list_with_offset(prefix.as_ref(), &offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
@@ -505,6 +503,33 @@ impl ObjectStore for OnRuntime {
 impl OnRuntime {
     /// A second handle on the same client, runtime and warnings (for streams that outlive
     /// the borrow of `self`).
+    /// A listing `list` makes of the inner store, collected whole under the retries of
+    /// [`call`](Self::call) (a page that failed is not half-delivered), then streamed.
+    fn listing<L>(
+        &self,
+        what: String,
+        list: L,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>>
+    where
+        L: Fn(Arc<dyn ObjectStore>) -> BoxStream<'static, object_store::Result<ObjectMeta>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let this = self.clone_handle();
+        let list = Arc::new(list);
+        stream::once(async move {
+            this.call(what, move |s| {
+                let list = list.clone();
+                async move { list(s).try_collect::<Vec<_>>().await }
+            })
+            .await
+        })
+        .map_ok(|v| stream::iter(v.into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
+    }
+
     fn clone_handle(&self) -> Arc<Self> {
         Arc::new(Self {
             inner: self.inner.clone(),

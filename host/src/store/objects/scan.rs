@@ -3,12 +3,15 @@
 //! event objects (each named by the offset after the previous one's last), verifying every
 //! link and every event's checksum, and reports a hole with objects after it (once listing
 //! again has not closed it), a broken link, a damaged event (to a writer) or two different
-//! objects for one offset with offsets and object names. With write access it removes the leftovers of an interrupted merge (and a stale
-//! writer's objects under a bundle).
+//! objects for one offset with offsets and object names. With write access it removes the
+//! leftovers of an interrupted merge (and a stale writer's objects under a bundle). On a PLog
+//! shared by many hosts (a delete delay) it lists event objects from the bundles' end on only,
+//! and what lies under the bundles is the sweep's (`sweep`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
+use futures::TryStreamExt;
 use futures::executor::block_on;
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjPath;
@@ -45,6 +48,22 @@ pub(super) fn damaged(p: PartitionId, o: PLogOffset, first: PLogOffset) -> Stora
         "object store: partition {p}: event at offset {o} fails its checksum ({} is damaged)",
         event_object(p, first)
     ))
+}
+
+/// A bundle as a listing names it: its first and last offsets, and its file name.
+pub(super) type Bundled = (PLogOffset, PLogOffset, String);
+
+/// The last offset of the bundles (first, last; ascending) that follow each other from offset
+/// 1 on, 0 when none starts at 1: where a partition's event objects take over.
+pub(super) fn chain_end(bundles: impl IntoIterator<Item = (PLogOffset, PLogOffset)>) -> PLogOffset {
+    let mut end = 0;
+    for (first, last) in bundles {
+        if first != end + 1 {
+            break;
+        }
+        end = last;
+    }
+    end
 }
 
 /// Scans of a partition tried when objects vanish under them or a listing raced a writer.
@@ -86,14 +105,61 @@ impl Shared {
 
     /// Names (file names) under `dir/partition`.
     fn list_names(&self, dir: &str, p: PartitionId) -> Result<Vec<String>, StorageError> {
+        Ok(self
+            .list_meta(dir, p)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect())
+    }
+
+    /// Names (file names) under `dir/partition`, with when each object was last written by
+    /// the store's clock.
+    pub(super) fn list_meta(
+        &self,
+        dir: &str,
+        p: PartitionId,
+    ) -> Result<Vec<(String, std::time::SystemTime)>, StorageError> {
         let prefix = ObjPath::from(partition_dir(dir, p));
         let listed = block_on(self.objects.list_with_delimiter(Some(&prefix)))
             .map_err(|e| os_err(format!("list {prefix}/"), e))?;
-        Ok(listed
-            .objects
-            .into_iter()
+        Ok((listed.objects.into_iter())
+            .filter_map(|m| Some((m.location.filename()?.to_string(), m.last_modified.into())))
+            .collect())
+    }
+
+    /// The names of the event objects of partition `p` after the name of offset `after`: those
+    /// from `after + 1` on, and the takeover marks' followers at `after`. The store skips the
+    /// others (S3's start-after; a directory's entries are compared before they are read), so
+    /// the listing costs what the tail holds, not what lies under the bundles.
+    fn list_events_after(
+        &self,
+        p: PartitionId,
+        after: PLogOffset,
+    ) -> Result<Vec<String>, StorageError> {
+        let prefix = ObjPath::from(partition_dir(EVENTS, p));
+        let offset = ObjPath::from(event_object(p, after));
+        let listed: Vec<_> = block_on(
+            self.objects
+                .list_with_offset(Some(&prefix), &offset)
+                .try_collect(),
+        )
+        .map_err(|e| os_err(format!("list {prefix}/ after {offset}"), e))?;
+        Ok((listed.into_iter())
             .filter_map(|m| m.location.filename().map(str::to_string))
             .collect())
+    }
+
+    /// The bundles of partition `p` (first, last, file name), ascending.
+    pub(super) fn list_bundles(&self, p: PartitionId) -> Result<Vec<Bundled>, StorageError> {
+        let mut bundles = Vec::new();
+        for name in self.list_names(BUNDLES, p)? {
+            match parse_bundle_name(&name) {
+                Some((first, last)) => bundles.push((first, last, name)),
+                None => tracing::warn!("object store: ignoring bundles/{p:05}/{name}"),
+            }
+        }
+        bundles.sort();
+        Ok(bundles)
     }
 
     /// Reads a partition's PLog from its objects: bundles from offset 1 until a hole, then
@@ -134,10 +200,25 @@ impl Shared {
         // No object that this listing misses starts at the PLog's end found below: one created
         // later continues an object this scan sees (see `Part::tail_seen`).
         let listed = std::time::Instant::now();
-        // Events are listed before bundles: a merger writes a bundle before it deletes the
-        // events it holds, so an event missing from this listing is in a bundle listed next.
+        // Where merged objects go at once, events are listed before bundles: a merger writes
+        // a bundle before it deletes the events it holds, so an event missing from this
+        // listing is in a bundle listed next. Where they go after the delete delay, an event
+        // a merger bundles after the bundles' listing is still there for the events' listing,
+        // so the bundles come first and the events are listed from the bundles' end on only:
+        // the objects left under the bundles (many, on a store shared by many hosts) are the
+        // sweep's (`Shared::sweep_leftovers`), not each scan's.
+        let (names, bundles) = if self.delete_delay.is_zero() {
+            let names = self.list_names(EVENTS, p)?;
+            (names, self.list_bundles(p)?)
+        } else {
+            let bundles = self.list_bundles(p)?;
+            (
+                self.list_events_after(p, chain_end(bundles.iter().map(|b| (b.0, b.1))))?,
+                bundles,
+            )
+        };
         let mut events: BTreeSet<EventKey> = BTreeSet::new();
-        for name in self.list_names(EVENTS, p)? {
+        for name in names {
             match parse_event_name(&name) {
                 Some(key) => {
                     events.insert(key);
@@ -145,14 +226,6 @@ impl Shared {
                 None => tracing::warn!("object store: ignoring events/{p:05}/{name}"),
             }
         }
-        let mut bundles: Vec<(PLogOffset, PLogOffset, String)> = Vec::new();
-        for name in self.list_names(BUNDLES, p)? {
-            match parse_bundle_name(&name) {
-                Some((first, last)) => bundles.push((first, last, name)),
-                None => tracing::warn!("object store: ignoring bundles/{p:05}/{name}"),
-            }
-        }
-        bundles.sort();
         let mut part = Part {
             next: 1,
             tail_seen: Some(listed),

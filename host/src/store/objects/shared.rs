@@ -168,7 +168,8 @@ pub struct ObjectStats {
     pub bundles_written: AtomicU64,
     /// Events the merger bundled (their event objects deleted).
     pub merged_events: AtomicU64,
-    /// Leftovers removed at open: of an interrupted merge (identical to their bundle's), or a
+    /// Leftovers removed (at open, or by the sweep of a shared PLog; there, some are queued
+    /// for the delete delay): of an interrupted merge (identical to their bundle's), or a
     /// stale writer's object under a bundle (created after the merge deleted the name).
     pub leftovers_removed: AtomicU64,
     /// Creates that found their object there already and were found to be their own.
