@@ -418,6 +418,28 @@ mod tests {
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
+    /// `line`, a sample, holds a number and belongs to the family of `families` (name to type)
+    /// that its name starts with, under a suffix that family's type allows.
+    fn sample_of_a_described_family(line: &str, families: &BTreeMap<String, String>) {
+        let (series, value) = line.rsplit_once(' ').expect("name value");
+        value
+            .parse::<f64>()
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        let name = series.split('{').next().unwrap_or_default();
+        let (family, kind) = (families.iter())
+            .filter(|(f, _)| name.starts_with(f.as_str()))
+            .max_by_key(|(f, _)| f.len())
+            .unwrap_or_else(|| panic!("sample of no family: {line}"));
+        let suffix = &name[family.len()..];
+        let allowed: &[&str] = match kind.as_str() {
+            "counter" => &["_total"],
+            "gauge" => &[""],
+            "histogram" => &["_bucket", "_sum", "_count"],
+            other => panic!("unexpected type {other}"),
+        };
+        assert!(allowed.contains(&suffix), "{line} in a {kind}");
+    }
+
     /// The text follows OpenMetrics' shape: each family is described once (`# HELP`, `# TYPE`,
     /// `# UNIT` for seconds) before its samples, which carry the suffixes its type allows,
     /// and `# EOF` ends it.
@@ -451,25 +473,7 @@ mod tests {
                     assert_eq!(unit, "seconds");
                     assert!(name.ends_with("_seconds"), "{line}");
                 }
-                _ => {
-                    let (series, value) = line.rsplit_once(' ').expect("name value");
-                    value
-                        .parse::<f64>()
-                        .unwrap_or_else(|e| panic!("{line}: {e}"));
-                    let name = series.split('{').next().unwrap_or_default();
-                    let (family, kind) = (families.iter())
-                        .filter(|(f, _)| name.starts_with(f.as_str()))
-                        .max_by_key(|(f, _)| f.len())
-                        .unwrap_or_else(|| panic!("sample of no family: {line}"));
-                    let suffix = &name[family.len()..];
-                    let allowed: &[&str] = match kind.as_str() {
-                        "counter" => &["_total"],
-                        "gauge" => &[""],
-                        "histogram" => &["_bucket", "_sum", "_count"],
-                        other => panic!("unexpected type {other}"),
-                    };
-                    assert!(allowed.contains(&suffix), "{line} in a {kind}");
-                }
+                _ => sample_of_a_described_family(line, &families),
             }
         }
         assert!(text.ends_with("# EOF\n"));
