@@ -216,6 +216,8 @@ impl Rounds {
             })
             .collect();
         let placed = placement_keeping(self.config.partitions, &live, &current);
+        // Another live host owns partitions: a deployment running, not one starting.
+        let running = (current.iter()).any(|o| o.is_some_and(|h| h != me));
         for p in 0..self.config.partitions {
             let preferred = placed[p as usize];
             match owners.owners.get(&p) {
@@ -247,10 +249,14 @@ impl Rounds {
                     // The first round interval only looks at partitions never seen owned:
                     // hosts started together see each other before anyone takes one. A
                     // partition seen owned and free now was let go (handed over to this host
-                    // that just joined, or its owner's lease expired): taken as usual.
+                    // that just joined, or its owner's lease expired): taken as usual. So is
+                    // one placed here while other hosts own partitions: this host joined a
+                    // running deployment, whose owner may have let it go before this host's
+                    // first look at the owners.
                     let looking =
                         (self.first_round).is_some_and(|f| f.elapsed() < self.config.round());
-                    if looking && !self.last_owner.contains_key(&p) {
+                    let handed_here = running && preferred == Some(me.as_str());
+                    if looking && !self.last_owner.contains_key(&p) && !handed_here {
                         continue;
                     }
                     let delay = if preferred == Some(me.as_str()) {
