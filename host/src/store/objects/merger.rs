@@ -165,9 +165,13 @@ fn merger_loop(shared: &Shared, rx: &mpsc::Receiver<PartitionId>) {
     }
 }
 
-/// When the merger next sweeps each partition it knows ([`Shared::sweep_leftovers`]).
+/// When the merger next sweeps each partition it knows ([`Shared::sweep_leftovers`]), and
+/// when it next looks (an append's wake-up does not cost a pass over the partitions).
 #[derive(Default)]
-struct Sweeps(HashMap<PartitionId, Instant>);
+struct Sweeps {
+    due: HashMap<PartitionId, Instant>,
+    next_look: Option<Instant>,
+}
 
 impl Sweeps {
     /// Sweeps the partitions whose time has come: a partition met for the first time
@@ -181,9 +185,13 @@ impl Sweeps {
             sweep_every(shared.delete_delay),
         );
         let now = Instant::now();
+        if self.next_look.is_some_and(|at| now < at) {
+            return;
+        }
+        self.next_look = Some(now + MERGE_POLL);
         let known: Vec<PartitionId> = lock(&shared.parts).keys().copied().collect();
         for p in known {
-            let due = self.0.entry(p).or_insert(now + first);
+            let due = self.due.entry(p).or_insert(now + first);
             if *due > now {
                 continue;
             }

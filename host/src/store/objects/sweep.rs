@@ -38,22 +38,10 @@ pub(super) fn first_sweep(delete_delay: Duration) -> Duration {
     sweep_every(delete_delay).min(Duration::from_secs(2))
 }
 
-/// What one sweep of a partition did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Swept {
-    /// Objects deleted at once: under a bundle older than the delete delay.
-    pub(super) now: u64,
-    /// Objects queued for deletion after the delay (newly: one queued already is not counted).
-    pub(super) later: u64,
-}
-
 impl Shared {
     /// Deletes the event objects under partition `p`'s bundles (see the module's documentation);
-    /// nothing on a store that deletes at once (its scans remove leftovers).
-    pub(super) fn sweep_leftovers(&self, p: PartitionId) -> Result<Swept, StorageError> {
-        if self.delete_delay.is_zero() {
-            return Ok(Swept::default());
-        }
+    /// returns how many it deleted or queued.
+    pub(super) fn sweep_leftovers(&self, p: PartitionId) -> Result<u64, StorageError> {
         // Bundles first: an event object under a bundle listed later is not under one now.
         let bundles = self.list_meta(BUNDLES, p)?;
         let events = self.list_meta(EVENTS, p)?;
@@ -78,15 +66,8 @@ impl Shared {
                 false => later.push(event_object_at(p, key)),
             }
         }
-        let swept = Swept {
-            now: if now.is_empty() {
-                0
-            } else {
-                self.delete_now(&now)?
-            },
-            later: self.delete_later(later)?,
-        };
-        (self.stats.leftovers_removed).fetch_add(swept.now + swept.later, Ordering::Relaxed);
+        let swept = self.delete_now(&now)? + self.delete_later(later)?;
+        (self.stats.leftovers_removed).fetch_add(swept, Ordering::Relaxed);
         Ok(swept)
     }
 }
