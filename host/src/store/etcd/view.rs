@@ -53,9 +53,8 @@ fn view_rows(key: &[u8], value: &[u8]) -> Option<Vec<(WsId, SeqId, Number)>> {
 pub(super) struct WsView {
     /// Its numbers, the largest of every key that names them.
     pub(super) numbers: BTreeMap<SeqId, Number>,
-    /// The workspace key's value and revision (0 if it does not exist).
+    /// The workspace key's value (empty if it does not exist).
     pub(super) value: Vec<u8>,
-    pub(super) revision: i64,
     /// Keys of the earlier layout exist.
     pub(super) old_rows: bool,
 }
@@ -68,7 +67,6 @@ impl WsView {
             let rows = view_rows(kv.key(), kv.value())?;
             if kv.key().iter().filter(|&&b| b == b'/').count() == 2 {
                 v.value = kv.value().to_vec();
-                v.revision = kv.mod_revision();
             } else {
                 v.old_rows = true;
             }

@@ -53,14 +53,14 @@ struct ChunkWrite {
 }
 
 impl ChunkWrite {
-    /// The write of `chunk` over what the view holds of it (`views`), and of `offset` as the
-    /// next offset, if given and above the `stored` one: the offset only ever rises, and a
-    /// write that would raise it applies only if the stored offset did not change since it
-    /// was read.
+    /// The write of `chunk` over what the view holds of it (`views`, read at `read_revision`),
+    /// and of `offset` as the next offset, if given and above the `stored` one: the offset
+    /// only ever rises, and a write that would raise it applies only if the stored offset did
+    /// not change since it was read.
     fn merged(
         partition: PartitionId,
         chunk: &[WsNumbers],
-        views: &[WsView],
+        (views, read_revision): (&[WsView], i64),
         offset: Option<PLogOffset>,
         stored: StoredOffset,
     ) -> Self {
@@ -76,11 +76,13 @@ impl ChunkWrite {
             if value == stored.value && !stored.old_rows {
                 continue;
             }
-            w.compares.push(Compare::mod_revision(
-                key.clone(),
-                CompareOp::Equal,
-                stored.revision,
-            ));
+            // Nothing in the workspace's range (its key, rows of the earlier layout) changed
+            // since the read: a read served by a member that lags misses what came after its
+            // revision, and this compare, made by the leader, sees it.
+            w.compares.push(
+                Compare::mod_revision(key.clone(), CompareOp::Less, read_revision + 1)
+                    .with_range(prefix_end(&key)),
+            );
             if stored.old_rows {
                 // The earlier layout's rows of this workspace: merged above, gone now.
                 let rows = format!("{key}/");
@@ -150,11 +152,12 @@ impl EtcdStorage {
     ) -> Result<(), StorageError> {
         let mut delay = Duration::from_millis(2);
         for attempt in 0..VIEW_WRITE_ATTEMPTS {
-            let (views, stored) = self
+            let (views, read_revision, stored) = self
                 .clone()
                 .chunk_views(partition, chunk, offset.is_some(), attempt)
                 .await?;
-            let write = ChunkWrite::merged(partition, chunk, &views, offset, stored);
+            let write =
+                ChunkWrite::merged(partition, chunk, (&views, read_revision), offset, stored);
             if write.ops.is_empty() && write.compares.is_empty() {
                 return Ok(());
             }
@@ -178,8 +181,8 @@ impl EtcdStorage {
         ))
     }
 
-    /// What the view holds of `chunk`'s workspaces, and the stored next offset if `with_offset`
-    /// (else the default). The first attempt's read is served by the member the client talks
+    /// What the view holds of `chunk`'s workspaces, the revision it was read at, and the stored
+    /// next offset if `with_offset` (else the default). The first attempt's read is served by the member the client talks
     /// to, without asking the leader (no read index round): if that member lags, the write's
     /// compares fail and the next read is linearizable.
     async fn chunk_views(
@@ -188,7 +191,7 @@ impl EtcdStorage {
         chunk: &[WsNumbers],
         with_offset: bool,
         attempt: u32,
-    ) -> Result<(Vec<WsView>, StoredOffset), StorageError> {
+    ) -> Result<(Vec<WsView>, i64, StoredOffset), StorageError> {
         let stats = &self.inner.stats;
         let serializable = |opts: GetOptions| {
             if attempt == 0 {
@@ -252,7 +255,11 @@ impl EtcdStorage {
         if views.len() != chunk.len() {
             return Err(self.err("write the view", "the reply misses workspaces"));
         }
-        Ok((views, stored))
+        let revision = resp
+            .header()
+            .map(|h| h.revision())
+            .ok_or_else(|| self.err("write the view", "a reply without its revision"))?;
+        Ok((views, revision, stored))
     }
 
     /// Sends `write` under the partition's fence: `true` once it applied, `false` if a key
