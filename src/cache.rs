@@ -67,9 +67,7 @@ impl NumberCache {
     /// `ws` sat in, spares the lookup while it still holds `ws`.
     #[inline]
     pub(crate) fn get_at(
-        &mut self,
-        hint: Option<CacheSlot>,
-        ws: WsId,
+        &mut self, hint: Option<CacheSlot>, ws: WsId,
     ) -> Option<(CacheSlot, &WsNumbers)> {
         let i = self.find(hint, ws)?;
         self.touch(i);
@@ -117,9 +115,7 @@ impl NumberCache {
     /// Raises the numbers of `ws` to at least `values`, marking it most recently used, then
     /// evicts other workspaces while over capacity. Returns where the numbers sit.
     pub(crate) fn raise(
-        &mut self,
-        ws: WsId,
-        values: impl Iterator<Item = (SeqId, Number)>,
+        &mut self, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>,
     ) -> CacheSlot {
         self.raise_at(None, ws, values)
     }
@@ -128,10 +124,7 @@ impl NumberCache {
     /// spares the lookup while it still holds `ws` (as it does unless `ws` was evicted since).
     #[inline]
     pub(crate) fn raise_at(
-        &mut self,
-        slot: Option<CacheSlot>,
-        ws: WsId,
-        values: impl Iterator<Item = (SeqId, Number)>,
+        &mut self, slot: Option<CacheSlot>, ws: WsId, values: impl Iterator<Item = (SeqId, Number)>,
     ) -> CacheSlot {
         let i = match self.find(slot, ws) {
             Some(i) => i,

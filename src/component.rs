@@ -115,8 +115,7 @@ fn read(r: Result<Vec<Number>, String>) -> Read {
 
 impl Seq {
     fn with<R>(
-        &self,
-        f: impl FnOnce(&mut Shell, &mut Imports) -> Result<R, Error>,
+        &self, f: impl FnOnce(&mut Shell, &mut Imports) -> Result<R, Error>,
     ) -> Result<R, wit::Error> {
         f(&mut self.0.borrow_mut(), &mut Imports).map_err(to_wit_error)
     }
@@ -287,9 +286,7 @@ impl Seq {
     }
 
     fn start_status(
-        &self,
-        kind: u16,
-        ws: u64,
+        &self, kind: u16, ws: u64,
     ) -> Result<(wit::StartOutcome, wit::Status), wit::Error> {
         self.with(|s, h| {
             let (start, status) = s.start_status(kind, ws, h)?;
@@ -364,11 +361,7 @@ impl Seq {
     }
 
     fn deliver_plog_words(
-        &self,
-        op: u64,
-        words: Vec<u64>,
-        next: u64,
-        end: bool,
+        &self, op: u64, words: Vec<u64>, next: u64, end: bool,
     ) -> Result<(), wit::Error> {
         // Read in place: the list is the guest's own buffer, written by the host's one copy.
         let page = PlogWords {
@@ -380,10 +373,7 @@ impl Seq {
     }
 
     fn start_next(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: Vec<u16>,
+        &self, kind: u16, ws: u64, seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
         let mut numbers = vec![0; seqs.len()];
         let outcome = self.with(|s, h| {
@@ -394,10 +384,7 @@ impl Seq {
     }
 
     fn flush_start_next(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: Vec<u16>,
+        &self, kind: u16, ws: u64, seqs: Vec<u16>,
     ) -> Result<(wit::StartOutcome, Vec<u64>), wit::Error> {
         let mut numbers = vec![0; seqs.len()];
         let outcome = self.with(|s, h| {
@@ -408,10 +395,7 @@ impl Seq {
     }
 
     fn start_next_quad(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        &self, kind: u16, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut n = [0; 4];
@@ -423,10 +407,7 @@ impl Seq {
     }
 
     fn flush_start_next_quad(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        &self, kind: u16, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit::QuadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut n = [0; 4];
@@ -442,10 +423,7 @@ impl Seq {
     }
 
     fn start_batch(
-        &self,
-        kind: u16,
-        ws: Vec<u64>,
-        seqs: wit::SeqQuad,
+        &self, kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad,
     ) -> Result<wit::BatchNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut numbers = Vec::new();
@@ -454,10 +432,7 @@ impl Seq {
     }
 
     fn flush_start_batch(
-        &self,
-        kind: u16,
-        ws: Vec<u64>,
-        seqs: wit::SeqQuad,
+        &self, kind: u16, ws: Vec<u64>, seqs: wit::SeqQuad,
     ) -> Result<wit::BatchNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut numbers = Vec::new();
@@ -467,10 +442,7 @@ impl Seq {
     }
 
     fn start_ahead(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        &self, kind: u16, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit::AheadNumbers, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut n = [0; 4];
@@ -479,11 +451,7 @@ impl Seq {
     }
 
     fn take_flush_start_ahead(
-        &self,
-        taken: wit::SeqQuad,
-        kind: u16,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        &self, taken: wit::SeqQuad, kind: u16, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit::AheadNumbers, wit::Error> {
         let (taken, taken_count) = quad_seqs(&taken)?;
         let (seqs, count) = quad_seqs(&seqs)?;
@@ -531,8 +499,7 @@ fn event_ahead(start: wit_events::EventStart, n: [u64; 4]) -> wit_events::EventA
 /// The reply of `start-ahead` (and `take-flush-start-ahead`): the start and status, and the
 /// numbers ahead.
 fn ahead_numbers(
-    (start, status): (Start, Status),
-    n: [u64; 4],
+    (start, status): (Start, Status), n: [u64; 4],
 ) -> Result<wit::AheadNumbers, wit::Error> {
     Ok(wit::AheadNumbers {
         outcome: start_outcome(start).map_err(to_wit_error)?,
@@ -560,8 +527,7 @@ fn not_answered() -> Error {
 
 /// `start-next`'s reply: the numbers only if it started.
 fn numbers_unless_not_now(
-    outcome: wit::StartOutcome,
-    mut numbers: Vec<u64>,
+    outcome: wit::StartOutcome, mut numbers: Vec<u64>,
 ) -> (wit::StartOutcome, Vec<u64>) {
     if !matches!(outcome, wit::StartOutcome::Started(_)) {
         numbers.clear();
@@ -702,9 +668,7 @@ impl GuestEvents for Component {
     }
 
     fn start_event_ahead(
-        s: SequencerBorrow<'_>,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        s: SequencerBorrow<'_>, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit_events::EventAhead, wit::Error> {
         let (seqs, count) = quad_seqs(&seqs)?;
         let mut n = [0; 4];
@@ -715,10 +679,7 @@ impl GuestEvents for Component {
     }
 
     fn take_flush_start_event_ahead(
-        s: SequencerBorrow<'_>,
-        taken: wit::SeqQuad,
-        ws: u64,
-        seqs: wit::SeqQuad,
+        s: SequencerBorrow<'_>, taken: wit::SeqQuad, ws: u64, seqs: wit::SeqQuad,
     ) -> Result<wit_events::EventAhead, wit::Error> {
         let (taken, taken_count) = quad_seqs(&taken)?;
         let (seqs, count) = quad_seqs(&seqs)?;

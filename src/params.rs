@@ -168,8 +168,7 @@ impl Params {
     /// initial values. A kind may repeat (its sequences are merged); a kind without sequences
     /// is kept, so that [`Params::validate`] refuses it rather than it vanishing.
     pub fn from_contract<'a>(
-        limits: ContractLimits,
-        kinds: impl IntoIterator<Item = (WsKind, &'a [(SeqId, Number)])>,
+        limits: ContractLimits, kinds: impl IntoIterator<Item = (WsKind, &'a [(SeqId, Number)])>,
     ) -> Self {
         let mut params = Params::new()
             .with_max_unflushed_values(limits.max_unflushed_values as usize)

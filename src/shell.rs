@@ -64,10 +64,7 @@ pub trait Host {
     /// checked: a host that stores them on another thread can keep the words and decode them
     /// there. By default they are decoded now and handed to [`begin`](Self::begin).
     fn begin_write_words(
-        &mut self,
-        ticket: Ticket,
-        words: CheckedWords,
-        next_plog_offset: PLogOffset,
+        &mut self, ticket: Ticket, words: CheckedWords, next_plog_offset: PLogOffset,
     ) {
         self.begin(words.write_work(ticket, next_plog_offset));
     }
@@ -165,10 +162,7 @@ impl Shell {
     /// answers later gets [`Start::Load`]. A failed read is [`Error::Storage`]: no transaction
     /// began.
     pub fn start<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, host: &mut H,
     ) -> Result<Start, Error> {
         let r = self.start_core(kind, ws, host);
         self.report(host);
@@ -188,10 +182,7 @@ impl Shell {
     /// needs reading now too). A refused report ([`Error::UnknownTicket`] once a start,
     /// `actualize` or `cleanup` dropped the load) changes nothing and starts nothing.
     pub fn complete_numbers_start<H: Host + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        numbers: &[Number],
-        host: &mut H,
+        &mut self, ticket: Ticket, numbers: &[Number], host: &mut H,
     ) -> Result<Start, Error> {
         let (kind, ws, slot) = self.core.complete_load_at(ticket, numbers)?;
         let r = self.start_core_at(kind, ws, Some(slot), host);
@@ -210,10 +201,7 @@ impl Shell {
     /// Reports the numbers read for a [`BatchStop::LoadMany`] (`seqs.len()` per workspace of
     /// `ws`, in order). They are kept in memory; call the batch again to use them.
     pub fn complete_numbers_many(
-        &mut self,
-        kind: WsKind,
-        ws: &[WsId],
-        numbers: &[Number],
+        &mut self, kind: WsKind, ws: &[WsId], numbers: &[Number],
     ) -> Result<(), Error> {
         let per = self.core.kind_seqs(kind)?.count();
         if numbers.len() != ws.len() * per {
@@ -245,10 +233,7 @@ impl Shell {
     /// of reported through [`Host::status_changed`] (a host that keeps the status from the
     /// result needs no import call). A refused start reports a change as `start` does.
     pub fn start_status<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, host: &mut H,
     ) -> Result<(Start, Status), Error> {
         self.with_status(host, |s, h| s.start_core(kind, ws, h))
     }
@@ -271,12 +256,7 @@ impl Shell {
     /// `next` if it reports it with its next call ([`take_next`](Self::take_next),
     /// [`take_flush`](Self::take_flush), [`take`](Self::take); see [`crate::ahead`]).
     pub fn start_ahead<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<(Start, Status), Error> {
         let r = self.with_status(host, |s, h| s.start_core(kind, ws, h))?;
         Ok(self.ahead_of(r, seqs, numbers))
@@ -288,12 +268,7 @@ impl Shell {
     /// everything as it was; any other comes from the start, the flush done.
     #[allow(clippy::too_many_arguments)]
     pub fn take_flush_start_ahead<H: Host + ?Sized>(
-        &mut self,
-        taken: &[SeqId],
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
+        &mut self, taken: &[SeqId], kind: WsKind, ws: WsId, seqs: &[SeqId], numbers: &mut [Number],
         host: &mut H,
     ) -> Result<(Start, Status), Error> {
         self.core.next_each(taken)?;
@@ -305,10 +280,7 @@ impl Shell {
 
     /// A start's answer with, if it started, the numbers ahead of `seqs` in `numbers`.
     fn ahead_of(
-        &self,
-        r: (Start, Status),
-        seqs: &[SeqId],
-        numbers: &mut [Number],
+        &self, r: (Start, Status), seqs: &[SeqId], numbers: &mut [Number],
     ) -> (Start, Status) {
         if let (Start::Started(_), _) = r {
             self.peek_into(seqs, numbers);
@@ -340,9 +312,7 @@ impl Shell {
     /// `take-flush`: `next` of each of `taken`, then [`flush_status`](Self::flush_status); a
     /// refused take changes nothing.
     pub fn take_flush<H: Host + ?Sized>(
-        &mut self,
-        taken: &[SeqId],
-        host: &mut H,
+        &mut self, taken: &[SeqId], host: &mut H,
     ) -> Result<Status, Error> {
         self.core.next_each(taken)?;
         self.flush_status(host)
@@ -392,10 +362,7 @@ impl Shell {
     /// `deliver`: reports the outcome of the storage work under `ticket`, then begins any work
     /// now due.
     pub fn deliver<H: Host + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        outcome: Outcome<'_>,
-        host: &mut H,
+        &mut self, ticket: Ticket, outcome: Outcome<'_>, host: &mut H,
     ) -> Result<(), Error> {
         let result = match outcome {
             Outcome::Written => self.core.complete_write(ticket),
@@ -428,12 +395,7 @@ impl Shell {
     /// `start-next`: `start`, then `next` of each of `seqs` into the same places of `numbers`
     /// (untouched unless started). A refused `next` drops the whole transaction.
     pub fn start_next<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<Start, Error> {
         let r = self.start_next_core(kind, ws, seqs, numbers, host);
         self.report(host);
@@ -444,12 +406,7 @@ impl Shell {
     /// (after the start). Errors [`Error::NoTransaction`] and [`Error::CleanedUp`] come from
     /// the flush and mean nothing was done; any other comes from the start.
     pub fn flush_start_next<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<Start, Error> {
         self.flush_then(host, |s, h| s.start_next_core(kind, ws, seqs, numbers, h))
     }
@@ -459,11 +416,7 @@ impl Shell {
     /// event), until one is "not now". See [`BatchStop`] for the ways it stops early.
     /// Refusals before the first event change nothing; a later one drops the transaction.
     pub fn start_batch<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: &[WsId],
-        seqs: &[SeqId],
-        numbers: &mut Vec<Number>,
+        &mut self, kind: WsKind, ws: &[WsId], seqs: &[SeqId], numbers: &mut Vec<Number>,
         host: &mut H,
     ) -> Result<Batch, Error> {
         let r = self.start_batch_core(kind, ws, seqs, numbers, host);
@@ -475,11 +428,7 @@ impl Shell {
     /// begun. Errors [`Error::NoTransaction`] and [`Error::CleanedUp`] come from the flush
     /// and mean nothing was done.
     pub fn flush_start_batch<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: &[WsId],
-        seqs: &[SeqId],
-        numbers: &mut Vec<Number>,
+        &mut self, kind: WsKind, ws: &[WsId], seqs: &[SeqId], numbers: &mut Vec<Number>,
         host: &mut H,
     ) -> Result<Batch, Error> {
         self.flush_then(host, |s, h| s.start_batch_core(kind, ws, seqs, numbers, h))
@@ -489,9 +438,7 @@ impl Shell {
     /// `ws` of [`facade::SYSTEM_KIND`] and takes its WLog offset. Never waits: while recovering it
     /// says "not now" at once. A refused WLog offset drops the event.
     pub fn start_event<H: Host + ?Sized>(
-        &mut self,
-        ws: WsId,
-        host: &mut H,
+        &mut self, ws: WsId, host: &mut H,
     ) -> Result<EventStart, Error> {
         let mut wlog = [0];
         let r = self
@@ -523,11 +470,7 @@ impl Shell {
     /// ahead of `seqs` into the same places of `numbers`, as
     /// [`start_ahead`](Self::start_ahead) gives them.
     pub fn start_event_ahead<H: Host + ?Sized>(
-        &mut self,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<EventStart, Error> {
         let r = self.start_event(ws, host)?;
         if let EventStart::Started(_) = r {
@@ -540,12 +483,7 @@ impl Shell {
     /// handed out before it, then [`start_event_ahead`](Self::start_event_ahead), as
     /// [`take_flush_start_ahead`](Self::take_flush_start_ahead) does for `start-ahead`.
     pub fn take_flush_start_event_ahead<H: Host + ?Sized>(
-        &mut self,
-        taken: &[SeqId],
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, taken: &[SeqId], ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<EventStart, Error> {
         self.core.next_each(taken)?;
         self.flush_then(host, |s, h| s.start_event_ahead(ws, seqs, numbers, h))
@@ -583,9 +521,7 @@ impl Shell {
     /// so the write the flush made due carries nothing the start changed. A refused flush does
     /// nothing more.
     fn flush_then<H: Host + ?Sized, R>(
-        &mut self,
-        host: &mut H,
-        start: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
+        &mut self, host: &mut H, start: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
     ) -> Result<R, Error> {
         self.core.flush()?;
         let r = start(self, host);
@@ -595,10 +531,7 @@ impl Shell {
 
     /// `start`, reading numbers through the host when the core asks for them.
     fn start_core<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, host: &mut H,
     ) -> Result<Start, Error> {
         self.start_core_at(kind, ws, None, host)
     }
@@ -606,11 +539,7 @@ impl Shell {
     /// [`start_core`](Self::start_core) with where the workspace's numbers sat in the cache.
     #[inline(always)]
     fn start_core_at<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        hint: Option<CacheSlot>,
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, hint: Option<CacheSlot>, host: &mut H,
     ) -> Result<Start, Error> {
         match self.core.start_at(kind, ws, hint)? {
             Start::Load(read) => self.load_and_start(read, host),
@@ -623,9 +552,7 @@ impl Shell {
     #[cold]
     #[inline(never)]
     fn load_and_start<H: Host + ?Sized>(
-        &mut self,
-        read: ReadNumbers,
-        host: &mut H,
+        &mut self, read: ReadNumbers, host: &mut H,
     ) -> Result<Start, Error> {
         let mut outcome = Start::Load(read);
         // A load completes the start; a second load cannot follow because loaded numbers stay
@@ -654,12 +581,7 @@ impl Shell {
     /// `start`, then `next` of each of `seqs` into the same places of `numbers`; a refused
     /// `next` drops the transaction.
     fn start_next_core<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
-        numbers: &mut [Number],
-        host: &mut H,
+        &mut self, kind: WsKind, ws: WsId, seqs: &[SeqId], numbers: &mut [Number], host: &mut H,
     ) -> Result<Start, Error> {
         let outcome = self.start_core(kind, ws, host)?;
         if let Start::Started(_) = outcome {
@@ -675,11 +597,7 @@ impl Shell {
     }
 
     fn start_batch_core<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: &[WsId],
-        seqs: &[SeqId],
-        numbers: &mut Vec<Number>,
+        &mut self, kind: WsKind, ws: &[WsId], seqs: &[SeqId], numbers: &mut Vec<Number>,
         host: &mut H,
     ) -> Result<Batch, Error> {
         self.core.check_seqs(kind, seqs)?;
@@ -734,10 +652,7 @@ impl Shell {
     /// rounds, 2026-12-02); Chicory's, the same within the noise.
     #[inline(never)]
     fn preload<H: Host + ?Sized>(
-        &mut self,
-        kind: WsKind,
-        ws: &[WsId],
-        host: &mut H,
+        &mut self, kind: WsKind, ws: &[WsId], host: &mut H,
     ) -> Result<Option<ReadNumbersMany>, Error> {
         let mut ahead = core::mem::take(&mut self.ahead);
         ahead.clear();
@@ -766,9 +681,7 @@ impl Shell {
     /// Runs `call` without reporting the status through the host; on success the status after
     /// it is returned (and counts as reported), on a refusal it is reported as usual.
     fn with_status<H: Host + ?Sized, R>(
-        &mut self,
-        host: &mut H,
-        call: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
+        &mut self, host: &mut H, call: impl FnOnce(&mut Self, &mut H) -> Result<R, Error>,
     ) -> Result<(R, Status), Error> {
         self.quiet = true;
         let r = call(self, host);

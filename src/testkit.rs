@@ -26,9 +26,7 @@ pub fn plog_next(plog: &Plog) -> PLogOffset {
 /// Up to `max_events` events of `plog` from `from` on, flattened as a [`PlogPage`] wants them:
 /// the values, the offset after the last event read, and whether the PLog ends there.
 pub fn plog_page(
-    plog: &Plog,
-    from: PLogOffset,
-    max_events: usize,
+    plog: &Plog, from: PLogOffset, max_events: usize,
 ) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
     let mut values = Vec::new();
     let mut next = from;
@@ -45,9 +43,7 @@ pub fn plog_page(
 /// number of a key, 0 if none) lacks, if any: a restart would skip replaying it and hand its
 /// numbers out again.
 pub fn offset_ahead_of_values(
-    plog: &Plog,
-    next_offset: PLogOffset,
-    stored: impl Fn(&NumberKey) -> Number,
+    plog: &Plog, next_offset: PLogOffset, stored: impl Fn(&NumberKey) -> Number,
 ) -> Option<(PLogOffset, SeqValue)> {
     plog.range(..next_offset).find_map(|(&offset, event)| {
         event
@@ -178,9 +174,7 @@ impl MemStorage {
     /// Up to `max_events` events from `from` on, flattened as a [`PlogPage`] wants them:
     /// the values, the offset after the last event read, and whether the PLog ends there.
     pub fn read_plog(
-        &self,
-        from: PLogOffset,
-        max_events: usize,
+        &self, from: PLogOffset, max_events: usize,
     ) -> (Vec<(PLogOffset, SeqValue)>, PLogOffset, bool) {
         plog_page(&self.plog, from, max_events)
     }
@@ -343,10 +337,7 @@ impl Driver {
     /// A whole command: start, one number per entry of `seqs`, append the event to the PLog,
     /// flush. `Ok(None)` when start said "not now".
     pub fn event(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        seqs: &[SeqId],
+        &mut self, kind: WsKind, ws: WsId, seqs: &[SeqId],
     ) -> Result<Option<(PLogOffset, Vec<Number>)>, Error> {
         let Start::Started(offset) = self.start(kind, ws)? else {
             return Ok(None);

@@ -15,10 +15,7 @@ use crate::ws_numbers::WsNumbers;
 /// way (inlined: a flush would otherwise spend a call on it).
 #[inline(always)]
 fn entry<'a>(
-    by_ws: &'a mut HashTable<(WsId, WsNumbers)>,
-    hasher: &DefaultHashBuilder,
-    hash: u64,
-    ws: WsId,
+    by_ws: &'a mut HashTable<(WsId, WsNumbers)>, hasher: &DefaultHashBuilder, hash: u64, ws: WsId,
 ) -> &'a mut WsNumbers {
     match by_ws.entry(hash, |e| e.0 == ws, |e| hasher.hash_one(e.0)) {
         Entry::Occupied(o) => &mut o.into_mut().1,
@@ -32,12 +29,8 @@ fn entry<'a>(
 /// once per write (a replay's more often, but its work per key is larger).
 #[inline(never)]
 fn raise_to_flying<'a>(
-    nums: &mut WsNumbers,
-    flying: Option<&'a ValueSet>,
-    memo: &mut Option<Option<&'a WsNumbers>>,
-    (hash, ws): (u64, WsId),
-    at: usize,
-    seq: SeqId,
+    nums: &mut WsNumbers, flying: Option<&'a ValueSet>, memo: &mut Option<Option<&'a WsNumbers>>,
+    (hash, ws): (u64, WsId), at: usize, seq: SeqId,
 ) -> bool {
     let of_ws = *memo.get_or_insert_with(|| flying.and_then(|f| f.find(hash, ws)));
     // The write in flight recorded the keys in the same order, most likely at the same place.
@@ -75,9 +68,7 @@ impl ValueSet {
     /// Raises several values of one workspace with one lookup.
     #[inline]
     fn raise_ws(
-        &mut self,
-        hasher: &DefaultHashBuilder,
-        ws: WsId,
+        &mut self, hasher: &DefaultHashBuilder, ws: WsId,
         values: impl Iterator<Item = (SeqId, Number)>,
     ) {
         let nums = entry(&mut self.by_ws, hasher, hasher.hash_one(ws), ws);
@@ -232,10 +223,7 @@ impl Unflushed {
     /// staged) at `offset` apart until [`Unflushed::commit_staged`], which raises the offset to
     /// write as `raise_offset` would. Returns where they are kept, for the node to remember.
     pub(crate) fn stage_new(
-        &mut self,
-        ws: WsId,
-        slot: CacheSlot,
-        values: impl Iterator<Item = (SeqId, Number)>,
+        &mut self, ws: WsId, slot: CacheSlot, values: impl Iterator<Item = (SeqId, Number)>,
         offset: PLogOffset,
     ) -> u32 {
         let at = self.staged.entries.len();
@@ -258,10 +246,7 @@ impl Unflushed {
     /// [`stage_new`](Self::stage_new) for a workspace already staged, its values kept at
     /// `staged` (see [`is_staged_at`](Self::is_staged_at)).
     pub(crate) fn stage_at(
-        &mut self,
-        staged: u32,
-        values: impl Iterator<Item = (SeqId, Number)>,
-        offset: PLogOffset,
+        &mut self, staged: u32, values: impl Iterator<Item = (SeqId, Number)>, offset: PLogOffset,
     ) {
         self.staged.raise(staged as usize, values);
         self.raise_staged_offset(offset);
@@ -334,9 +319,7 @@ impl Unflushed {
     /// Moves everything waiting into a batch under `ticket`, returning its values and offset.
     /// `fallback_offset` is written when nothing raised the offset since the last write.
     pub(crate) fn begin_write(
-        &mut self,
-        ticket: Ticket,
-        fallback_offset: PLogOffset,
+        &mut self, ticket: Ticket, fallback_offset: PLogOffset,
     ) -> (Vec<SeqValue>, PLogOffset) {
         debug_assert!(self.in_flight.is_none());
         let empty = ValueSet::new();

@@ -47,11 +47,7 @@ impl Side {
     }
 
     fn deliver(
-        &mut self,
-        ticket: Ticket,
-        values: &[(u64, SeqValue)],
-        next: u64,
-        end: bool,
+        &mut self, ticket: Ticket, values: &[(u64, SeqValue)], next: u64, end: bool,
     ) -> Result<ReplayProgress, Error> {
         let now = Instant::default();
         if self.flat {

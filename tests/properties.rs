@@ -140,11 +140,7 @@ fn check_memory(d: &Driver) -> Result<(), TestCaseError> {
 
 /// Numbers one event of a batch (start, `nexts`, stage); its offset and values if it started.
 fn stage_event(
-    d: &mut Driver,
-    model: &Model,
-    kind: u16,
-    ws: u64,
-    nexts: &[u8],
+    d: &mut Driver, model: &Model, kind: u16, ws: u64, nexts: &[u8],
     local: &mut HashMap<NumberKey, u64>,
 ) -> Result<Option<(u64, Vec<SeqValue>)>, TestCaseError> {
     let offset = match d.start(kind, ws).unwrap() {

@@ -103,11 +103,7 @@ impl Harness {
     /// One whole command: start, a number per sequence, append to the PLog, flush. Returns the
     /// offset and numbers, or `None` if start said "not now".
     pub fn event(
-        &self,
-        seq: &PartitionSequencer,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
+        &self, seq: &PartitionSequencer, kind: u16, ws: u64, seqs: &[u16],
     ) -> Option<(u64, Vec<u64>)> {
         let (outcome, numbers) = seq.start_next(kind, ws, seqs).expect("start");
         let StartOutcome::Started(offset) = outcome else {

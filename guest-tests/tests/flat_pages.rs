@@ -51,9 +51,7 @@ fn random_plog(rng: &mut Rng, events: u64) -> Vec<(u64, Vec<SeqValue>)> {
 /// The values of up to `max_events` events from `from` on, flattened, the offset after them,
 /// and whether the PLog ends there.
 fn page(
-    plog: &[(u64, Vec<SeqValue>)],
-    from: u64,
-    max_events: usize,
+    plog: &[(u64, Vec<SeqValue>)], from: u64, max_events: usize,
 ) -> (Vec<(u64, SeqValue)>, u64, bool) {
     let rest: Vec<_> = plog.iter().filter(|(o, _)| *o >= from).collect();
     let taken = &rest[..rest.len().min(max_events)];

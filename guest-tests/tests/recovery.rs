@@ -30,10 +30,7 @@ fn down() -> Faults {
 /// Moves the manual clock through `span` in small steps, letting the driver do what is due
 /// after each, and checks that `start` says "not now" for `reason` all along.
 fn refused_throughout(
-    h: &Harness,
-    seq: &sequencer_host::PartitionSequencer,
-    span: Duration,
-    reason: NotNowReason,
+    h: &Harness, seq: &sequencer_host::PartitionSequencer, span: Duration, reason: NotNowReason,
 ) {
     let mut waited = Duration::ZERO;
     while waited < span {
@@ -50,9 +47,7 @@ fn refused_throughout(
 /// How long after storage came back (the clock moving in small steps, the driver doing what
 /// is due) `start` first succeeded; panics if it did not within `limit`.
 fn started_within(
-    h: &Harness,
-    seq: &sequencer_host::PartitionSequencer,
-    limit: Duration,
+    h: &Harness, seq: &sequencer_host::PartitionSequencer, limit: Duration,
 ) -> Duration {
     let mut waited = Duration::ZERO;
     loop {

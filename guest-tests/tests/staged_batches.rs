@@ -88,20 +88,14 @@ impl Counting {
 
 impl Storage for Counting {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.single.fetch_add(1, Ordering::SeqCst);
         self.inner.read_numbers(partition, ws, seqs)
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.many.lock().unwrap().push(ws.to_vec());
         let mut out = Vec::new();

@@ -30,11 +30,7 @@ fn env(name: &str, default: u64) -> u64 {
 
 /// One partition's appends and flusher writes; returns the events appended.
 fn partition(
-    store: &EtcdStorage,
-    p: u32,
-    workspaces: u64,
-    events: u64,
-    per_append: u64,
+    store: &EtcdStorage, p: u32, workspaces: u64, events: u64, per_append: u64,
 ) -> Result<u64, StorageError> {
     let payload = vec![b'.'; 128];
     let mut last: BTreeMap<(u64, u16), Number> = BTreeMap::new();

@@ -48,10 +48,7 @@ impl MapStorage {
 
 impl Storage for MapStorage {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         Ok(self.with(partition, |p| {
             seqs.iter()
@@ -66,10 +63,7 @@ impl Storage for MapStorage {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         self.with(partition, |p| {
             for v in &values {
@@ -87,10 +81,7 @@ impl Storage for MapStorage {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let page = self.with(partition, |p| {
             PlogPage::collect(from, max_events, p.plog.range(from..).map(|(&o, v)| (o, v)))
@@ -107,10 +98,7 @@ impl Storage for MapStorage {
 impl MapStorage {
     /// Appends one event's values at exactly `offset`.
     fn append_one(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
+        &self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue],
     ) -> Result<(), AppendError> {
         self.with(partition, |p| {
             // The fence: only the PLog's next offset is accepted.

@@ -178,8 +178,7 @@ fn params() -> Params {
 /// Numbers and stages the events of commands `commands` (command `i` on workspace
 /// `1 + i % 3`), returning the batch and their numbers.
 fn number_batch(
-    seq: &PartitionSequencer,
-    commands: std::ops::Range<u64>,
+    seq: &PartitionSequencer, commands: std::ops::Range<u64>,
 ) -> (EventBatch, Vec<(u64, u64)>) {
     let mut b = EventBatch::new(0);
     let mut issued = Vec::new();

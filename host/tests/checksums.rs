@@ -184,11 +184,7 @@ fn a_flipped_bit_in_a_number_is_listed_by_check_with_every_other_and_refused_by_
 /// The object store in `root` after a completed run: `events` per partition over 2
 /// partitions, bundles of `bundle` events, with `args` and `env` added.
 fn objects_run_with(
-    root: &Path,
-    events: u64,
-    bundle: u64,
-    args: &[&str],
-    env: &[(&str, &str)],
+    root: &Path, events: u64, bundle: u64, args: &[&str], env: &[(&str, &str)],
 ) -> std::process::Output {
     let component = component_path();
     let mut cmd = host();
@@ -246,10 +242,7 @@ fn event_start(bytes: &[u8], i: usize) -> usize {
 /// `run` on the object store in `root` is refused at the damaged event (partition, offset)
 /// `at`, naming the event object that holds it (named by `first`), and writes nothing.
 fn refused_writing_nothing(
-    root: &Path,
-    at: (u32, u64),
-    first: u64,
-    run: impl FnOnce() -> std::process::Output,
+    root: &Path, at: (u32, u64), first: u64, run: impl FnOnce() -> std::process::Output,
 ) {
     let before = common::snapshot(root);
     let out = run();

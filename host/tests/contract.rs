@@ -81,8 +81,7 @@ impl StoreMaker for Memory {
     }
 
     fn reader<'s>(
-        &'s self,
-        store: &'s MemoryStorage,
+        &'s self, store: &'s MemoryStorage,
     ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         Some(Ok(Box::new(store)))
     }
@@ -206,8 +205,7 @@ impl StoreMaker for RedbWithArchive {
     }
 
     fn reopen(
-        &mut self,
-        store: WithArchive<RedbStorage>,
+        &mut self, store: WithArchive<RedbStorage>,
     ) -> Option<Result<WithArchive<RedbStorage>, StorageError>> {
         let file = store.hot().path().to_path_buf();
         let root = store.archive()?.root().to_path_buf();
@@ -222,8 +220,7 @@ impl StoreMaker for RedbWithArchive {
     }
 
     fn reader<'s>(
-        &'s self,
-        store: &'s WithArchive<RedbStorage>,
+        &'s self, store: &'s WithArchive<RedbStorage>,
     ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         Some(Ok(Box::new(store)))
     }
@@ -288,8 +285,7 @@ impl StoreMaker for Redb {
     }
 
     fn reader<'s>(
-        &'s self,
-        store: &'s RedbStorage,
+        &'s self, store: &'s RedbStorage,
     ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         match (self.in_data_dir, store.path().parent()) {
             (true, Some(dir)) => Some(
@@ -338,8 +334,7 @@ impl StoreMaker for LocalObjects {
     }
 
     fn reader<'s>(
-        &'s self,
-        store: &'s ObjectStorage,
+        &'s self, store: &'s ObjectStorage,
     ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         Some(ObjectReader::open(store.root()).map(|r| Box::new(r) as Box<dyn StoreReader>))
     }
@@ -399,8 +394,7 @@ mod s3 {
         }
 
         fn reader<'s>(
-            &'s self,
-            store: &'s ObjectStorage,
+            &'s self, store: &'s ObjectStorage,
         ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
             let remote = self.server.remote(&prefix(store.root()));
             Some(
@@ -462,8 +456,7 @@ mod etcd {
         }
 
         fn reader<'s>(
-            &'s self,
-            store: &'s EtcdStorage,
+            &'s self, store: &'s EtcdStorage,
         ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
             Some(Ok(Box::new(store)))
         }
@@ -518,8 +511,7 @@ mod etcd {
         }
 
         fn reader<'s>(
-            &'s self,
-            store: &'s EtcdObjects,
+            &'s self, store: &'s EtcdObjects,
         ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
             Some(Ok(Box::new(store)))
         }
@@ -578,10 +570,7 @@ impl sequencer_host::Storage for Flawed {
     }
 
     fn write(
-        &self,
-        p: u32,
-        values: Vec<sequencer::SeqValue>,
-        next_offset: u64,
+        &self, p: u32, values: Vec<sequencer::SeqValue>, next_offset: u64,
     ) -> StorageFuture<()> {
         let next_offset = match self.flaw {
             Flaw::ForgetsTheOffset => 0,
@@ -591,10 +580,7 @@ impl sequencer_host::Storage for Flawed {
     }
 
     fn read_plog(
-        &self,
-        p: u32,
-        from: u64,
-        max_events: usize,
+        &self, p: u32, from: u64, max_events: usize,
     ) -> StorageFuture<sequencer_host::PlogPage> {
         let max_events = match self.flaw {
             Flaw::PagesWithoutLimit => usize::MAX,
@@ -604,9 +590,7 @@ impl sequencer_host::Storage for Flawed {
     }
 
     fn append_events(
-        &self,
-        p: u32,
-        batch: &sequencer_host::EventBatch,
+        &self, p: u32, batch: &sequencer_host::EventBatch,
     ) -> Result<(), sequencer_host::AppendError> {
         match self.flaw {
             Flaw::NoFence => batch.append_each(|offset, values, _| {

@@ -311,11 +311,7 @@ fn run_objects(root: &Path, events: u64, bundle: u64) -> std::process::Output {
 
 /// [`run_objects`] with more arguments and environment variables.
 fn run_objects_with(
-    root: &Path,
-    events: u64,
-    bundle: u64,
-    args: &[&str],
-    env: &[(&str, &str)],
+    root: &Path, events: u64, bundle: u64, args: &[&str], env: &[(&str, &str)],
 ) -> std::process::Output {
     let component = component_path();
     let mut cmd = host();

@@ -147,10 +147,7 @@ struct LostAnswers(MemoryStorage);
 
 impl Storage for LostAnswers {
     fn read_numbers(
-        &self,
-        p: PartitionId,
-        ws: u64,
-        seqs: &[u16],
+        &self, p: PartitionId, ws: u64, seqs: &[u16],
     ) -> Result<Vec<u64>, StorageError> {
         self.0.read_numbers(p, ws, seqs)
     }

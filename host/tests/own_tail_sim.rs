@@ -72,10 +72,7 @@ struct Shared {
 
 impl Storage for Shared {
     fn read_numbers(
-        &self,
-        p: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, p: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.m.read_numbers(p, ws, seqs)
     }
@@ -133,10 +130,7 @@ struct Host {
 
 impl Host {
     fn open(
-        name: &'static str,
-        m: &MemoryStorage,
-        view: &Arc<Mutex<()>>,
-        runtime: &Runtime,
+        name: &'static str, m: &MemoryStorage, view: &Arc<Mutex<()>>, runtime: &Runtime,
         rng: &mut Rng,
     ) -> Self {
         let shared = Arc::new(Shared {

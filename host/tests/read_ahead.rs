@@ -169,19 +169,13 @@ struct Hooked {
 
 impl Storage for Hooked {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.inner.read_numbers(partition, ws, seqs)
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let read = self.inner.read_numbers_many(partition, ws, seqs);
         let hook = self.hook.lock().expect("hook").take();
@@ -196,19 +190,13 @@ impl Storage for Hooked {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         self.inner.write(partition, values, next_offset)
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         self.inner.read_plog(partition, from, max_events)
     }

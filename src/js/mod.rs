@@ -448,14 +448,8 @@ impl SequencerCore {
     #[wasm_bindgen(js_name = completePlogRead)]
     #[allow(clippy::too_many_arguments)]
     pub fn complete_plog_read(
-        &mut self,
-        ticket: f64,
-        offsets: &[f64],
-        ws: &[f64],
-        seqs: &[f64],
-        values: &[f64],
-        next: f64,
-        end: bool,
+        &mut self, ticket: f64, offsets: &[f64], ws: &[f64], seqs: &[f64], values: &[f64],
+        next: f64, end: bool,
     ) -> i32 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);
@@ -690,9 +684,7 @@ impl SequencerCore {
     }
 
     fn deliver(
-        &mut self,
-        ticket: f64,
-        outcome: impl FnOnce() -> Result<Outcome<'static>, Error>,
+        &mut self, ticket: f64, outcome: impl FnOnce() -> Result<Outcome<'static>, Error>,
     ) -> i32 {
         let r = (|| {
             let ticket = Ticket(to_u64("ticket", ticket)?);

@@ -12,9 +12,7 @@ impl Sequencer {
     /// Reports the stored next PLog offset read for [`Work::ReadNextOffset`](crate::Work::ReadNextOffset) (0 if none). A
     /// probe's offset is not used: that storage answered is all it says (docs/DESIGN.md §4.4).
     pub fn complete_next_offset(
-        &mut self,
-        ticket: Ticket,
-        offset: PLogOffset,
+        &mut self, ticket: Ticket, offset: PLogOffset,
     ) -> Result<(), Error> {
         self.check_alive()?;
         if self.probe.in_flight == Some(ticket) {
@@ -46,10 +44,7 @@ impl Sequencer {
     /// Reports a page read for [`Work::ReadPlog`](crate::Work::ReadPlog). Consumes the page's events in order until
     /// `max_unflushed_values` values wait; the rest is asked for again by a later `ReadPlog`.
     pub fn complete_plog_read(
-        &mut self,
-        ticket: Ticket,
-        page: PlogPage<'_>,
-        now: Instant,
+        &mut self, ticket: Ticket, page: PlogPage<'_>, now: Instant,
     ) -> Result<ReplayProgress, Error> {
         let from = self.replay_from(ticket)?;
         validate_offsets(from, page.next, page.values.iter().map(|&(o, _)| o))?;
@@ -62,10 +57,7 @@ impl Sequencer {
     /// [`Error::MalformedPlogPage`], like any other broken promise of a page, and changes
     /// nothing.
     pub fn complete_plog_words(
-        &mut self,
-        ticket: Ticket,
-        page: PlogWords<'_>,
-        now: Instant,
+        &mut self, ticket: Ticket, page: PlogWords<'_>, now: Instant,
     ) -> Result<ReplayProgress, Error> {
         let from = self.replay_from(ticket)?;
         let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
@@ -108,12 +100,7 @@ impl Sequencer {
     /// Replays a validated page read from `from`: consumes its events in order until
     /// `max_unflushed_values` values wait.
     fn replay<P: PageValues + ?Sized>(
-        &mut self,
-        from: PLogOffset,
-        values: &P,
-        next: PLogOffset,
-        end: bool,
-        now: Instant,
+        &mut self, from: PLogOffset, values: &P, next: PLogOffset, end: bool, now: Instant,
     ) -> ReplayProgress {
         self.storage_answered();
         let len = values.count();
@@ -215,9 +202,7 @@ impl Sequencer {
 /// Checks a page's promises: `next` not before `from`, value offsets within `[from, next)` and
 /// never going backwards.
 fn validate_offsets(
-    from: PLogOffset,
-    next: PLogOffset,
-    offsets: impl Iterator<Item = PLogOffset>,
+    from: PLogOffset, next: PLogOffset, offsets: impl Iterator<Item = PLogOffset>,
 ) -> Result<(), Error> {
     let bad = |reason| Err(Error::MalformedPlogPage { from, reason });
     if next < from {

@@ -19,10 +19,7 @@ use crate::work::{NotNowReason, ReadNumbers, Start, Ticket, continue_from};
 /// else one waiting or being written.
 #[inline]
 fn unwritten(
-    unflushed: &Unflushed,
-    orphan: Option<u32>,
-    of_ws: &UnwrittenWs<'_>,
-    seq: SeqId,
+    unflushed: &Unflushed, orphan: Option<u32>, of_ws: &UnwrittenWs<'_>, seq: SeqId,
 ) -> Option<Number> {
     orphan
         .and_then(|staged| unflushed.staged_get(staged, seq))
@@ -35,10 +32,8 @@ fn unwritten(
 /// Takes the fields it touches, so that a caller may hold others.
 #[inline]
 fn settle(
-    behind: &mut Option<(WsId, WsKind)>,
-    cache: &mut NumberCache,
-    last_slot: &mut Option<CacheSlot>,
-    slots: &[Slot],
+    behind: &mut Option<(WsId, WsKind)>, cache: &mut NumberCache,
+    last_slot: &mut Option<CacheSlot>, slots: &[Slot],
 ) {
     if let Some((ws, _)) = behind.take() {
         *last_slot = Some(settle_node(cache, *last_slot, ws, slots));
@@ -49,10 +44,7 @@ fn settle(
 /// workspace needs it only when another one starts).
 #[inline(never)]
 fn settle_node(
-    cache: &mut NumberCache,
-    at: Option<CacheSlot>,
-    ws: WsId,
-    slots: &[Slot],
+    cache: &mut NumberCache, at: Option<CacheSlot>, ws: WsId, slots: &[Slot],
 ) -> CacheSlot {
     cache.raise_at(at, ws, slots.iter().map(|s| (s.seq, s.last)))
 }
@@ -73,10 +65,7 @@ impl Sequencer {
     /// [`loads_ahead_at`](Self::loads_ahead_at) looked (checked before use): no second lookup.
     #[inline]
     pub(crate) fn start_at(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        hint: Option<CacheSlot>,
+        &mut self, kind: WsKind, ws: WsId, hint: Option<CacheSlot>,
     ) -> Result<Start, Error> {
         self.check_alive()?;
         if self.tx.is_some() {
@@ -134,10 +123,7 @@ impl Sequencer {
     /// usually finds every number cached.
     #[inline(never)]
     fn start_searching(
-        &mut self,
-        kind: WsKind,
-        ws: WsId,
-        slot: Option<CacheSlot>,
+        &mut self, kind: WsKind, ws: WsId, slot: Option<CacheSlot>,
     ) -> Result<Start, Error> {
         let seqs = self.kinds.get(kind).ok_or(Error::UnknownWsKind(kind))?;
         let orphan = self.cache.orphan(ws);
@@ -169,11 +155,7 @@ impl Sequencer {
     /// The transaction of a start that found every number: it numbers the next offset.
     #[inline]
     fn begin_transaction(
-        &mut self,
-        ws: WsId,
-        kind: WsKind,
-        cached: Option<CacheSlot>,
-        in_order: bool,
+        &mut self, ws: WsId, kind: WsKind, cached: Option<CacheSlot>, in_order: bool,
     ) -> Start {
         self.tx = Some(Transaction {
             ws,
@@ -232,9 +214,7 @@ impl Sequencer {
     /// [`complete_numbers`](Self::complete_numbers) does, without retrying the start: they
     /// are kept in memory for it. Returns the load's kind and workspace.
     pub fn complete_load(
-        &mut self,
-        ticket: Ticket,
-        numbers: &[Number],
+        &mut self, ticket: Ticket, numbers: &[Number],
     ) -> Result<(WsKind, WsId), Error> {
         self.complete_load_at(ticket, numbers)
             .map(|(kind, ws, _)| (kind, ws))
@@ -243,9 +223,7 @@ impl Sequencer {
     /// [`complete_load`](Self::complete_load), also telling where the numbers now sit in the
     /// cache (a hint for [`start_at`](Self::start_at)).
     pub(crate) fn complete_load_at(
-        &mut self,
-        ticket: Ticket,
-        numbers: &[Number],
+        &mut self, ticket: Ticket, numbers: &[Number],
     ) -> Result<(WsKind, WsId, CacheSlot), Error> {
         self.check_alive()?;
         let Some(load) = self.pending_load.take_if(|l| l.ticket == ticket) else {
@@ -376,10 +354,7 @@ impl Sequencer {
     /// [`start_at`](Self::start_at). `slots` is left empty unless the sequencer is ready with
     /// no event open.
     pub(crate) fn loads_ahead_at(
-        &self,
-        kind: WsKind,
-        ws: &[WsId],
-        out: &mut Vec<WsId>,
+        &self, kind: WsKind, ws: &[WsId], out: &mut Vec<WsId>,
         mut slots: Option<&mut Vec<Option<CacheSlot>>>,
     ) {
         if let Some(slots) = slots.as_deref_mut() {

@@ -145,8 +145,7 @@ fn wit_params(p: &ParamsJson) -> GuestParams {
 }
 
 fn link_kind(
-    kind: u16,
-    sequences: &[(u16, u64)],
+    kind: u16, sequences: &[(u16, u64)],
 ) -> sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences {
     sequencer_host::runtime::bindings::sequencer::plugin::types::KindSequences {
         kind,

@@ -88,10 +88,7 @@ impl fmt::Display for Failure {
 /// One run of `seed` with at most `budget` steps: its stats, or the violation with the step
 /// it happened at and the trace (when `trace`).
 fn simulate(
-    seed: u64,
-    cfg: &SimConfig,
-    budget: usize,
-    trace: bool,
+    seed: u64, cfg: &SimConfig, budget: usize, trace: bool,
 ) -> Result<Stats, (usize, Violation, Vec<String>)> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut world = world::World::new(seed, cfg, trace);
@@ -168,10 +165,7 @@ pub struct Batch {
 /// Runs seeds from `first` on: `count` of them, or, with `budget`, as many as fit in it (at
 /// least one). Stops at the first failure.
 pub fn run_seeds(
-    first: u64,
-    count: Option<u64>,
-    budget: Option<Duration>,
-    cfg: &SimConfig,
+    first: u64, count: Option<u64>, budget: Option<Duration>, cfg: &SimConfig,
 ) -> Result<Batch, Box<Failure>> {
     let started = Instant::now();
     let mut stats = Stats::default();

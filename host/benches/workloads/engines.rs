@@ -245,8 +245,7 @@ impl Drop for Native {
 /// `interval` after it began (group commit, as `Driver::with_min_write_interval`).
 #[allow(clippy::type_complexity)]
 fn spawn_writer(
-    storage: &BenchStorage,
-    interval: Duration,
+    storage: &BenchStorage, interval: Duration,
 ) -> (
     mpsc::Sender<(StdInstant, WriteRequest)>,
     mpsc::Receiver<Ticket>,
@@ -505,10 +504,7 @@ pub struct Component {
 
 impl Component {
     pub fn open(
-        runtime: &Runtime,
-        storage: &BenchStorage,
-        page_events: usize,
-        interval: Duration,
+        runtime: &Runtime, storage: &BenchStorage, page_events: usize, interval: Duration,
     ) -> Self {
         let driver = Driver::spawn(
             Arc::new(storage.clone()),

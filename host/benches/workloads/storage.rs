@@ -140,19 +140,13 @@ fn apply(data: &Mutex<Data>, partition: PartitionId, values: &[SeqValue], next_o
 
 impl Storage for BenchStorage {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         Ok(self.numbers(partition, ws, seqs))
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let d = self.lock();
         let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
@@ -166,10 +160,7 @@ impl Storage for BenchStorage {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let this = self.clone();
         match self.write_delay {
@@ -197,21 +188,14 @@ impl Storage for BenchStorage {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         futures::future::ready(Ok(self.page(partition, from, max_events))).boxed()
     }
 
     /// Kept beside the batched append so that a step appends without encoding its event.
     fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        _payload: &[u8],
+        &self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue], _payload: &[u8],
     ) -> Result<(), AppendError> {
         self.append_one(partition, offset, values)
     }
@@ -224,10 +208,7 @@ impl Storage for BenchStorage {
 impl BenchStorage {
     /// The fenced append of one event.
     fn append_one(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
+        &self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue],
     ) -> Result<(), AppendError> {
         let mut d = self.lock();
         let expected = d.plog.len() as u64 + 1;

@@ -32,11 +32,7 @@ pub fn workspace_w1(i: u64) -> WsId {
 
 impl Bench {
     pub fn native_tx(
-        &self,
-        n: u64,
-        storage: &BenchStorage,
-        ws: fn(u64) -> WsId,
-        interval: Duration,
+        &self, n: u64, storage: &BenchStorage, ws: fn(u64) -> WsId, interval: Duration,
     ) -> f64 {
         let mut e = Native::new(storage, self.cfg.page_events, interval);
         // Warm-up outside the clock: the workspaces' first loads.
@@ -54,12 +50,7 @@ impl Bench {
 
     /// `path`'s calls on the native shell (see [`NativeShell`]).
     pub fn native_shell_tx(
-        &self,
-        n: u64,
-        storage: &BenchStorage,
-        ws: fn(u64) -> WsId,
-        path: Path,
-        interval: Duration,
+        &self, n: u64, storage: &BenchStorage, ws: fn(u64) -> WsId, path: Path, interval: Duration,
     ) -> f64 {
         let mut e = NativeShell::new(storage, self.cfg.page_events, interval);
         e.run(Path::PerStep, 1000.min(n), ws);
@@ -73,12 +64,7 @@ impl Bench {
     /// Nanoseconds for `n` transactions along `path`, and the guest calls they made (the
     /// path's own and the task driver's deliveries, until every write is done).
     pub fn component_tx(
-        &self,
-        rt: &Runtime,
-        n: u64,
-        storage: &BenchStorage,
-        ws: fn(u64) -> WsId,
-        path: Path,
+        &self, rt: &Runtime, n: u64, storage: &BenchStorage, ws: fn(u64) -> WsId, path: Path,
         interval: Duration,
     ) -> (f64, u64) {
         let c = Component::open(rt, storage, self.cfg.page_events, interval);
@@ -98,13 +84,8 @@ impl Bench {
     /// W1, W2, W5: transactions over workspaces `ws(i)`. W1 and W2 (`with_bound`) also run
     /// without fuel, the two-call batched path, and without group commit.
     pub fn tx_workload(
-        &mut self,
-        name: &'static str,
-        full: u64,
-        ws: fn(u64) -> WsId,
-        delay: Option<Duration>,
-        targets: (f64, Option<f64>),
-        with_bound: bool,
+        &mut self, name: &'static str, full: u64, ws: fn(u64) -> WsId, delay: Option<Duration>,
+        targets: (f64, Option<f64>), with_bound: bool,
     ) {
         let n = self.cfg.n(full);
         let runs = self.cfg.runs;

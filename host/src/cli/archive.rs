@@ -70,10 +70,7 @@ pub fn archive(args: &ArchiveArgs, progress: &Progress) -> CliResult<ExitCode> {
 
 /// Runs one pass, or one every `--every` seconds.
 fn passes(
-    args: &ArchiveArgs,
-    hot: &dyn Trim,
-    archive: &Archive,
-    progress: &Progress,
+    args: &ArchiveArgs, hot: &dyn Trim, archive: &Archive, progress: &Progress,
 ) -> CliResult<ExitCode> {
     let mut round = 0u64;
     loop {
@@ -94,9 +91,7 @@ fn passes(
 
 /// One pass with a progress bar of the events copied and trimmed.
 pub fn pass_with_bar(
-    hot: &dyn Trim,
-    archive: &Archive,
-    progress: &Progress,
+    hot: &dyn Trim, archive: &Archive, progress: &Progress,
 ) -> CliResult<ArchivePass> {
     let bar = progress.multi.add(ProgressBar::new(0));
     bar.set_style(style(

@@ -93,10 +93,7 @@ fn refuse_corrupt(store: &dyn StoreReader) -> CliResult<()> {
 /// Refuses partition `p` unless it exists: the recorded layout has it, or (a store made before
 /// layouts were recorded) the store holds its PLog.
 fn refuse_unknown(
-    store: &dyn StoreReader,
-    layout: Option<&Layout>,
-    partitions: &[u32],
-    p: u32,
+    store: &dyn StoreReader, layout: Option<&Layout>, partitions: &[u32], p: u32,
 ) -> CliResult<()> {
     let known = match layout {
         Some(l) => p < l.partitions,
@@ -117,9 +114,7 @@ fn refuse_unknown(
 
 /// The store, its figures and layout, and a line per partition.
 fn print_partitions(
-    store: &dyn StoreReader,
-    layout: Option<&Layout>,
-    partitions: &[u32],
+    store: &dyn StoreReader, layout: Option<&Layout>, partitions: &[u32],
 ) -> CliResult<()> {
     println!("{}", store.describe());
     for (name, value) in store.statistics() {
@@ -157,9 +152,7 @@ fn print_partitions(
 /// The partition's PLog events asked for (its tail, or from `--from`); `None` if its PLog is
 /// empty, else the offset of the first damaged event shown, if any.
 fn print_plog(
-    store: &dyn StoreReader,
-    layout: Option<&Layout>,
-    args: &InspectArgs,
+    store: &dyn StoreReader, layout: Option<&Layout>, args: &InspectArgs,
 ) -> CliResult<Option<Option<u64>>> {
     let p = args.partition;
     let Some((first, last)) = store.plog_bounds(p)? else {
@@ -217,9 +210,7 @@ fn print_plog(
 /// The partition's sequences view (of `--ws` only, if given, at most `--rows` rows); how many
 /// rows it holds.
 fn print_view(
-    store: &dyn StoreReader,
-    layout: Option<&Layout>,
-    args: &InspectArgs,
+    store: &dyn StoreReader, layout: Option<&Layout>, args: &InspectArgs,
 ) -> CliResult<usize> {
     let p = args.partition;
     let view = store.view(p)?;

@@ -114,10 +114,7 @@ impl Driver {
 
     /// Opens the sequencer of `partition` in a new instance of `runtime`; it starts actualizing.
     pub fn open(
-        &self,
-        runtime: &Runtime,
-        partition: PartitionId,
-        params: &Params,
+        &self, runtime: &Runtime, partition: PartitionId, params: &Params,
     ) -> Result<PartitionSequencer, HostError> {
         let shared = Shared::new(
             partition,
@@ -348,9 +345,7 @@ impl LoopState {
     /// cores, the one making the next instance's memory: `runtime::memory`); else up to
     /// [`CALLER_GRACE`].
     fn grace(
-        &mut self,
-        rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
-        cx: &mut std::task::Context<'_>,
+        &mut self, rx: &mut mpsc::UnboundedReceiver<DriverMsg>, cx: &mut std::task::Context<'_>,
         opened: bool,
     ) -> bool {
         let try_rx = || match rx.poll_next_unpin(cx) {
@@ -472,10 +467,7 @@ impl LoopState {
     }
 
     fn work(
-        &mut self,
-        partition: PartitionId,
-        generation: u64,
-        ops: Vec<Op>,
+        &mut self, partition: PartitionId, generation: u64, ops: Vec<Op>,
         wake: Option<Option<Instant>>,
     ) {
         let Some(part) = self.parts.get_mut(&partition) else {
@@ -702,10 +694,7 @@ impl LoopState {
 }
 
 fn abortable_read(
-    part: &mut Part,
-    partition: PartitionId,
-    generation: u64,
-    op: u64,
+    part: &mut Part, partition: PartitionId, generation: u64, op: u64,
     read: BoxFuture<'static, Delivery>,
 ) -> BoxFuture<'static, Done> {
     let (handle, registration) = AbortHandle::new_pair();

@@ -32,8 +32,7 @@ impl PartitionSequencer {
     /// The sequencer of `shared`'s partition: its first instance created, then `register`
     /// (which tells the driver about the partition).
     pub(crate) fn open(
-        shared: Shared,
-        register: impl FnOnce(&Arc<Shared>),
+        shared: Shared, register: impl FnOnce(&Arc<Shared>),
     ) -> Result<Self, HostError> {
         let shared = Arc::new(shared);
         if let Some(m) = &shared.metrics {
@@ -98,10 +97,7 @@ impl PartitionSequencer {
     /// sequences `start-next-quad` (no list crosses the boundary), else `start-next`. The
     /// numbers are `seqs`' in order, none unless it started.
     pub fn start_next(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
+        &self, kind: u16, ws: u64, seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
         by_quad_or_lists(
             seqs,
@@ -120,10 +116,7 @@ impl PartitionSequencer {
     /// start: the flush is done and no transaction is open. Up to four sequences go through
     /// `flush-start-next-quad`, more through `flush-start-next` (as in `start_next`).
     pub fn flush_start_next(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
+        &self, kind: u16, ws: u64, seqs: &[u16],
     ) -> Result<(StartOutcome, Vec<u64>), HostError> {
         by_quad_or_lists(
             seqs,
@@ -139,10 +132,7 @@ impl PartitionSequencer {
     /// [`flush_start_next`](Self::flush_start_next) for up to four sequences, with no list
     /// crossing the boundary (the fast path of one event per call).
     pub fn flush_start_next_quad(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: SeqQuad,
+        &self, kind: u16, ws: u64, seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_flush_start_next_quad(kind, ws, seqs)))
@@ -152,10 +142,7 @@ impl PartitionSequencer {
     /// [`start_next`](Self::start_next) for up to four sequences, with no list crossing the
     /// boundary.
     pub fn start_next_quad(
-        &self,
-        kind: u16,
-        ws: u64,
-        seqs: SeqQuad,
+        &self, kind: u16, ws: u64, seqs: SeqQuad,
     ) -> Result<QuadNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_start_next_quad(kind, ws, seqs)))
@@ -172,10 +159,7 @@ impl PartitionSequencer {
     /// now"): append them to the PLog, then [`flush`](Self::flush) or
     /// [`flush_start_batch`](Self::flush_start_batch).
     pub fn start_batch(
-        &self,
-        kind: u16,
-        ws: &[u64],
-        seqs: SeqQuad,
+        &self, kind: u16, ws: &[u64], seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_start_batch(kind, ws, seqs)))
@@ -185,10 +169,7 @@ impl PartitionSequencer {
     /// `flush`, then [`start_batch`](Self::start_batch), in one guest call (one crossing per
     /// batch). An error `NoTransaction` or `CleanedUp` comes from the flush: nothing was done.
     pub fn flush_start_batch(
-        &self,
-        kind: u16,
-        ws: &[u64],
-        seqs: SeqQuad,
+        &self, kind: u16, ws: &[u64], seqs: SeqQuad,
     ) -> Result<BatchNumbers, HostError> {
         self.shared
             .call(|i| sequencer_call!(i, call_flush_start_batch(kind, ws, seqs)))
@@ -349,10 +330,7 @@ impl PartitionSequencer {
     /// offset, or `None` if the sequencer still says "not now" once `wait` has passed. It
     /// waits for the task driver's steps (woken at each), never polls.
     pub fn start_within(
-        &self,
-        wait: Duration,
-        kind: u16,
-        ws: u64,
+        &self, wait: Duration, kind: u16, ws: u64,
     ) -> Result<Option<u64>, HostError> {
         self.until_started(wait, || {
             Ok(match self.start(kind, ws)? {
@@ -365,9 +343,7 @@ impl PartitionSequencer {
     /// Calls `attempt` until it starts (`Some`), woken by the driver's steps, for up to `wait`
     /// on the host's clock; `None` if it has not started by then.
     fn until_started<T>(
-        &self,
-        wait: Duration,
-        mut attempt: impl FnMut() -> Result<Option<T>, HostError>,
+        &self, wait: Duration, mut attempt: impl FnMut() -> Result<Option<T>, HostError>,
     ) -> Result<Option<T>, HostError> {
         let deadline = self.shared.clock.now().saturating_add(wait);
         let mut changed: Option<oneshot::Receiver<()>> = None;
@@ -480,10 +456,7 @@ impl PartitionSequencer {
     /// Appends an event with its sequence values and a payload at exactly `offset` to this
     /// partition's PLog (the command processor's side).
     pub fn append_event(
-        &self,
-        offset: PLogOffset,
-        values: &[sequencer::SeqValue],
-        payload: &[u8],
+        &self, offset: PLogOffset, values: &[sequencer::SeqValue], payload: &[u8],
     ) -> Result<(), crate::store::storage::AppendError> {
         self.shared
             .storage
@@ -492,9 +465,7 @@ impl PartitionSequencer {
 
     /// Appends an event at `offset` to this partition's PLog (the command processor's side).
     pub fn append(
-        &self,
-        offset: PLogOffset,
-        values: &[sequencer::SeqValue],
+        &self, offset: PLogOffset, values: &[sequencer::SeqValue],
     ) -> Result<(), crate::store::storage::AppendError> {
         self.shared
             .storage
@@ -510,8 +481,7 @@ fn question(i: &Instance) -> SeqQuad {
 /// A slice call's one rule: up to four sequences go as a `seq-quad` through `quad` (no list
 /// crosses the boundary), more through `lists`; the answer is the same either way.
 fn by_quad_or_lists(
-    seqs: &[u16],
-    quad: impl FnOnce(SeqQuad) -> Result<QuadNumbers, HostError>,
+    seqs: &[u16], quad: impl FnOnce(SeqQuad) -> Result<QuadNumbers, HostError>,
     lists: impl FnOnce() -> Result<(StartOutcome, Vec<u64>), HostError>,
 ) -> Result<(StartOutcome, Vec<u64>), HostError> {
     match SeqQuad::of(seqs) {

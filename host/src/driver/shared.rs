@@ -208,12 +208,8 @@ pub(super) struct Slot {
 impl Shared {
     /// A partition's shared state with no instance yet, sending to the loop on `events`.
     pub(super) fn new(
-        partition: PartitionId,
-        runtime: Arc<RuntimeInner>,
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
-        params: GuestParams,
-        events: UnboundedSender<DriverMsg>,
+        partition: PartitionId, runtime: Arc<RuntimeInner>, storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>, params: GuestParams, events: UnboundedSender<DriverMsg>,
         metrics: Option<Arc<PartitionMetrics>>,
     ) -> Self {
         Self {
@@ -277,8 +273,7 @@ impl Shared {
     /// [`PartitionSequencer::next`]: super::PartitionSequencer::next
     /// [`PartitionSequencer::flush`]: super::PartitionSequencer::flush
     pub(super) fn call<R>(
-        &self,
-        f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
+        &self, f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         let mut slot = self.lock();
         let result = self.call_reporting(&mut slot, f);
@@ -289,8 +284,7 @@ impl Shared {
     /// [`call`](Self::call) on the instance already held: what was done without a call is
     /// reported first.
     pub(super) fn call_reporting<R>(
-        &self,
-        slot: &mut Slot,
+        &self, slot: &mut Slot,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         self.call_locked(slot, |i| {
@@ -340,8 +334,7 @@ impl Shared {
 
     /// [`call`](Self::call) on the instance already held, with nothing reported first.
     pub(super) fn call_locked<R>(
-        &self,
-        slot: &mut Slot,
+        &self, slot: &mut Slot,
         f: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<R, GuestError>>,
     ) -> Result<R, HostError> {
         if slot.closed {
@@ -408,9 +401,7 @@ impl Shared {
     /// instantiation and again after it; and a partition whose instance cannot be created is
     /// never registered.
     pub(super) fn create_first_instance(
-        &self,
-        slot: &mut Slot,
-        register: impl FnOnce(),
+        &self, slot: &mut Slot, register: impl FnOnce(),
     ) -> Result<(), HostError> {
         self.create_instance(slot)?;
         register();

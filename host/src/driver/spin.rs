@@ -20,16 +20,13 @@ pub(crate) fn spin_for<T>(within: Duration, attempt: impl FnMut() -> Option<T>) 
 /// (if any) after each 32 tries: for a wait long enough that the thread it waits for may need
 /// this core meanwhile, or a third thread doing work for it (on two cores, the memory stock's).
 pub(crate) fn spin_yielding_for<T>(
-    within: Duration,
-    attempt: impl FnMut() -> Option<T>,
+    within: Duration, attempt: impl FnMut() -> Option<T>,
 ) -> Option<T> {
     try_for(within, true, attempt)
 }
 
 fn try_for<T>(
-    within: Duration,
-    yielding: bool,
-    mut attempt: impl FnMut() -> Option<T>,
+    within: Duration, yielding: bool, mut attempt: impl FnMut() -> Option<T>,
 ) -> Option<T> {
     let until = Instant::now() + within;
     loop {

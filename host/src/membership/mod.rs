@@ -69,8 +69,7 @@ impl Membership {
     /// a killed process) and starts taking its share of the partitions; the events come on
     /// the returned stream.
     pub fn open(
-        parts: MembershipParts,
-        config: MembershipConfig,
+        parts: MembershipParts, config: MembershipConfig,
     ) -> Result<(Self, mpsc::UnboundedReceiver<MembershipEvent>), OwnershipError> {
         let lease =
             parts

@@ -72,11 +72,8 @@ pub(super) struct Rounds {
 
 impl Rounds {
     pub(super) fn new(
-        parts: MembershipParts,
-        config: MembershipConfig,
-        lease: HostLease,
-        events: UnboundedSender<MembershipEvent>,
-        shared: Arc<Mutex<Shared>>,
+        parts: MembershipParts, config: MembershipConfig, lease: HostLease,
+        events: UnboundedSender<MembershipEvent>, shared: Arc<Mutex<Shared>>,
     ) -> Self {
         let seed = config
             .host_name

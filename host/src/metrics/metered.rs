@@ -38,10 +38,7 @@ impl Metered {
     /// `append`, an append of `n` events ending before `next`: timed, and counted by its
     /// answer.
     fn appended(
-        &self,
-        p: PartitionId,
-        n: usize,
-        next: PLogOffset,
+        &self, p: PartitionId, n: usize, next: PLogOffset,
         append: impl FnOnce() -> Result<(), AppendError>,
     ) -> Result<(), AppendError> {
         let began = Instant::now();
@@ -68,8 +65,7 @@ impl Metered {
 
     /// `read`, a read of numbers: timed, or counted as failed.
     fn numbers_read(
-        &self,
-        read: impl FnOnce() -> Result<Vec<Number>, StorageError>,
+        &self, read: impl FnOnce() -> Result<Vec<Number>, StorageError>,
     ) -> Result<Vec<Number>, StorageError> {
         let began = Instant::now();
         let r = read();
@@ -92,19 +88,13 @@ fn storage_error(metrics: &Metrics, op: &'static str) {
 
 impl Storage for Metered {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.numbers_read(|| self.inner.read_numbers(partition, ws, seqs))
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.numbers_read(|| self.inner.read_numbers_many(partition, ws, seqs))
     }
@@ -122,10 +112,7 @@ impl Storage for Metered {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let metrics = self.metrics.clone();
         let rows = values.len() as u64;
@@ -145,10 +132,7 @@ impl Storage for Metered {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let metrics = self.metrics.clone();
         (self.inner.read_plog(partition, from, max_events))

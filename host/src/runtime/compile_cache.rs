@@ -105,9 +105,7 @@ impl ComponentCache {
     /// these bytes and this engine is there and whole, else compiled (and the entry written).
     /// Fails only when the bytes do not compile.
     pub fn load_or_compile(
-        &self,
-        engine: &Engine,
-        bytes: &[u8],
+        &self, engine: &Engine, bytes: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let key = key(engine, bytes);
         let path = self.entry_path(engine, bytes);

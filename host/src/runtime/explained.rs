@@ -12,9 +12,7 @@ pub trait Explained: Sized {
     /// `self`, with a refusal explained by `plugin`'s `last-error` in `store`; an error if that
     /// call traps, or if the guest refused without keeping an error (a broken guest).
     fn explained(
-        self,
-        plugin: &Exports,
-        store: impl wasmtime::AsContextMut,
+        self, plugin: &Exports, store: impl wasmtime::AsContextMut,
     ) -> wasmtime::Result<Self::Full>;
 }
 
@@ -22,9 +20,7 @@ impl<T> Explained for Result<T, Refusal> {
     type Full = Result<T, GuestError>;
 
     fn explained(
-        self,
-        plugin: &Exports,
-        store: impl wasmtime::AsContextMut,
+        self, plugin: &Exports, store: impl wasmtime::AsContextMut,
     ) -> wasmtime::Result<Self::Full> {
         match self {
             Ok(answer) => Ok(Ok(answer)),

@@ -343,9 +343,7 @@ impl ExportIndices {
     /// On the component's first instance every function's type is checked first (an error
     /// names the first that differs from its table); later instances skip the check.
     pub(crate) fn load<T: 'static>(
-        &self,
-        mut store: impl AsContextMut<Data = T>,
-        instance: &Instance,
+        &self, mut store: impl AsContextMut<Data = T>, instance: &Instance,
     ) -> wasmtime::Result<Exports> {
         let mut store = store.as_context_mut();
         if !self.checked.load(Ordering::Acquire) {
@@ -364,8 +362,7 @@ impl ExportIndices {
 
 /// The index of the exported interface `name` in `component`.
 pub(crate) fn interface_index(
-    component: &Component,
-    name: &str,
+    component: &Component, name: &str,
 ) -> wasmtime::Result<ComponentExportIndex> {
     let full = format!("{PACKAGE}/{name}@{VERSION}");
     component
@@ -375,10 +372,7 @@ pub(crate) fn interface_index(
 
 /// The index of function `name` in the exported interface `iface` (at `interface`).
 pub(crate) fn function_index(
-    component: &Component,
-    interface: &ComponentExportIndex,
-    iface: &str,
-    name: &str,
+    component: &Component, interface: &ComponentExportIndex, iface: &str, name: &str,
 ) -> wasmtime::Result<ComponentExportIndex> {
     component
         .get_export_index(Some(interface), name)
@@ -390,12 +384,8 @@ pub(crate) fn function_index(
 #[cold]
 #[inline(never)]
 pub(crate) fn first_call<T: 'static>(
-    store: &mut StoreContextMut<'_, T>,
-    instance: &Instance,
-    cell: &Cell<Option<Func>>,
-    index: &ComponentExportIndex,
-    iface: &str,
-    name: &str,
+    store: &mut StoreContextMut<'_, T>, instance: &Instance, cell: &Cell<Option<Func>>,
+    index: &ComponentExportIndex, iface: &str, name: &str,
 ) -> wasmtime::Result<Func> {
     let func = instance.get_func(&mut *store, index).ok_or_else(|| {
         wasmtime::format_err!("the component's `{iface}` export `{name}` is not a function")

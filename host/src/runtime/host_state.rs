@@ -64,9 +64,7 @@ pub struct HostState {
 
 impl HostState {
     pub(crate) fn new(
-        partition: PartitionId,
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
+        partition: PartitionId, storage: Arc<dyn Storage>, clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             partition,
@@ -105,10 +103,7 @@ impl Host for HostState {
     }
 
     fn begin_write_words(
-        &mut self,
-        ticket: Ticket,
-        words: CheckedWords,
-        next_plog_offset: PLogOffset,
+        &mut self, ticket: Ticket, words: CheckedWords, next_plog_offset: PLogOffset,
     ) {
         self.outbox.push(Op::WriteWords {
             ticket,

@@ -95,8 +95,7 @@ pub fn component_path() -> PathBuf {
 /// Reads the component file at `path` and hands its bytes to `load`; an error of either names
 /// the file.
 pub(crate) fn load_file<T>(
-    path: &Path,
-    load: impl FnOnce(&[u8]) -> Result<T, HostError>,
+    path: &Path, load: impl FnOnce(&[u8]) -> Result<T, HostError>,
 ) -> Result<T, HostError> {
     let bytes = std::fs::read(path).map_err(|e| {
         HostError::Component(format!("cannot read component {}: {e}", path.display()))
@@ -121,20 +120,14 @@ impl<H> StoreData<H> {
 
 impl<H: Send> ResourceLimiter for StoreData<H> {
     fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
+        &mut self, _current: usize, desired: usize, _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         self.peak_memory = self.peak_memory.max(desired);
         Ok(desired <= self.max_memory)
     }
 
     fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
+        &mut self, _current: usize, desired: usize, _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
@@ -161,10 +154,7 @@ impl<H: Host> storage::Host for StoreData<H> {
     /// Words that are not a write's values trap the guest call that sent them (only a broken
     /// guest sends them): the caller gets a `Trapped` error and a fresh instance.
     fn begin_write(
-        &mut self,
-        op: u64,
-        words: Vec<u64>,
-        next_plog_offset: u64,
+        &mut self, op: u64, words: Vec<u64>, next_plog_offset: u64,
     ) -> wasmtime::Result<()> {
         // Checked in the call (a broken guest's words trap it), decoded where the host likes.
         let words = WriteWords::check(words)
@@ -271,9 +261,7 @@ impl<H: Host + Send + 'static> Linked<H> {
     /// [`from_bytes`](Self::from_bytes), with `tune` given the engine configuration last (for
     /// example to turn a profiler on).
     pub fn with_config(
-        bytes: &[u8],
-        limits: Limits,
-        tune: impl FnOnce(&mut Config),
+        bytes: &[u8], limits: Limits, tune: impl FnOnce(&mut Config),
     ) -> Result<Self, HostError> {
         Self::build(bytes, limits, None, tune).map(|(linked, _)| linked)
     }
@@ -282,9 +270,7 @@ impl<H: Host + Send + 'static> Linked<H> {
     /// holds one for these bytes and this engine (and filing it there otherwise); the second
     /// value says which it was (`None` without a cache).
     pub fn build(
-        bytes: &[u8],
-        limits: Limits,
-        cache: Option<&ComponentCache>,
+        bytes: &[u8], limits: Limits, cache: Option<&ComponentCache>,
         tune: impl FnOnce(&mut Config),
     ) -> Result<(Self, Option<CacheOutcome>), HostError> {
         let mut config = Config::new();
@@ -425,9 +411,7 @@ impl<H: Host + Send + 'static> Linked<H> {
     /// A fresh instance over `host` with a sequencer created from `params` (`create`, which
     /// begins its first storage work through `host`); the inner error is `create`'s refusal.
     pub fn create(
-        &self,
-        host: H,
-        params: &GuestParams,
+        &self, host: H, params: &GuestParams,
     ) -> wasmtime::Result<Result<Instance<H>, GuestError>> {
         let (mut store, plugin) = self.instantiate(host)?;
         let created = plugin

@@ -180,10 +180,7 @@ impl Runtime {
 impl RuntimeInner {
     /// A new instance for `partition` with a sequencer created from `params`.
     pub(crate) fn instantiate(
-        &self,
-        partition: PartitionId,
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
+        &self, partition: PartitionId, storage: Arc<dyn Storage>, clock: Arc<dyn Clock>,
         params: &GuestParams,
     ) -> Result<Result<Instance, GuestError>, wasmtime::Error> {
         self.linked

@@ -294,8 +294,7 @@ const CHECK_PAGE: usize = 16_384;
 /// checked only up to the first of them) and, once every partition is read, are the error
 /// ([`CheckError::Damaged`]); a broken numbering rule is the error at once.
 pub fn check_store(
-    store: &dyn StoreReader,
-    layout: Option<&Layout>,
+    store: &dyn StoreReader, layout: Option<&Layout>,
     fallback_initial: impl Fn(SeqId) -> Option<Number>,
     mut each: impl FnMut(PartitionId, &CheckReport),
 ) -> Result<StoreCheck, CheckError> {

@@ -83,10 +83,7 @@ pub fn encoded_len(values: usize, payload: usize) -> usize {
 
 /// [`encode_event`] appended to `out` (no allocation when `out` has room).
 pub fn encode_event_into(
-    out: &mut Vec<u8>,
-    offset: PLogOffset,
-    values: &[SeqValue],
-    payload: &[u8],
+    out: &mut Vec<u8>, offset: PLogOffset, values: &[SeqValue], payload: &[u8],
 ) {
     out.reserve(encoded_len(values.len(), payload.len()));
     let start = out.len();
@@ -236,8 +233,7 @@ pub fn event_checksum(offset: PLogOffset, bytes: &[u8]) -> Option<Checksum> {
 /// its checksum: its values and payload, or why it cannot be used (never a damaged event's
 /// values).
 pub fn decode_event(
-    offset: PLogOffset,
-    bytes: &[u8],
+    offset: PLogOffset, bytes: &[u8],
 ) -> Result<(Vec<SeqValue>, &[u8]), EventError> {
     let parts = parse(bytes).ok_or(EventError::Malformed(offset))?;
     if parts.checksum(offset) == Checksum::Mismatch {

@@ -278,9 +278,7 @@ pub enum Settled {
 /// records none may take `wanted` unless it holds the PLog of a partition `wanted` does not
 /// have (`held`: the store's partitions; a larger count cannot be told from the store).
 pub fn settle(
-    recorded: Option<&Layout>,
-    wanted: &Layout,
-    held: &[PartitionId],
+    recorded: Option<&Layout>, wanted: &Layout, held: &[PartitionId],
 ) -> Result<Settled, LayoutRefusal> {
     match recorded {
         Some(r) => r.refusal(wanted).map_or(Ok(Settled::Recorded), Err),

@@ -24,17 +24,13 @@ pub trait StoreReader {
 
     /// The first and last offsets of a partition's PLog, `None` if it is empty.
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError>;
 
     /// Up to `max` events of a partition's PLog from `from` on, in offset order (a backend may
     /// return fewer than `max` while more exist; an empty answer means none is left).
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError>;
 
     /// The stored next PLog offset of a partition (replay starts there), 0 if none.
@@ -71,8 +67,7 @@ pub trait StoreReader {
 /// view): those of either, ascending, each once.
 #[cfg(any(feature = "redb", feature = "etcd"))]
 pub(crate) fn partitions_of(
-    mut first: Vec<PartitionId>,
-    second: impl IntoIterator<Item = PartitionId>,
+    mut first: Vec<PartitionId>, second: impl IntoIterator<Item = PartitionId>,
 ) -> Vec<PartitionId> {
     first.extend(second);
     first.sort_unstable();
@@ -91,17 +86,13 @@ impl<T: StoreReader + ?Sized> StoreReader for &T {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         (**self).plog_bounds(partition)
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         (**self).events(partition, from, max)
     }

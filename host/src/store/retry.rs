@@ -121,10 +121,7 @@ impl WarnLimiter {
 
     /// [`line`](Self::line) at a given time.
     pub fn line_at(
-        &self,
-        kind: &'static str,
-        now: Instant,
-        message: impl FnOnce() -> String,
+        &self, kind: &'static str, now: Instant, message: impl FnOnce() -> String,
     ) -> Option<String> {
         let mut kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
         let held_back = match kinds.get_mut(kind) {

@@ -99,9 +99,7 @@ impl PlogPage {
     /// (in offset order, each with its values), and `end` when `events` holds nothing more, so a
     /// backend reads one event beyond the page to tell whether the PLog ends with it.
     pub fn collect<V: AsRef<[SeqValue]>>(
-        from: PLogOffset,
-        max_events: usize,
-        events: impl IntoIterator<Item = (PLogOffset, V)>,
+        from: PLogOffset, max_events: usize, events: impl IntoIterator<Item = (PLogOffset, V)>,
     ) -> Self {
         let mut page = Self {
             values: Vec::new(),
@@ -121,9 +119,7 @@ impl PlogPage {
     /// [`collect`](Self::collect) of events a backend read: refuses the first of the page
     /// that fails its checksum (a damaged event is never replayed) with its offset.
     pub fn of_stored(
-        from: PLogOffset,
-        max_events: usize,
-        events: Vec<StoredEvent>,
+        from: PLogOffset, max_events: usize, events: Vec<StoredEvent>,
     ) -> Result<Self, EventError> {
         if let Some(bad) =
             (events.iter().take(max_events)).find(|e| e.checksum == Checksum::Mismatch)
@@ -284,8 +280,7 @@ impl EventBatch {
     /// first failure: the PLog then holds a dense prefix of the batch (the parts before the
     /// one that failed, if their writes succeeded), never a hole.
     pub fn append_in_parts(
-        &self,
-        limits: AppendLimits,
+        &self, limits: AppendLimits,
         mut append_part: impl FnMut(BatchPart<'_>) -> Result<(), AppendError>,
     ) -> Result<(), AppendError> {
         self.parts(limits).try_for_each(&mut append_part)
@@ -392,20 +387,14 @@ pub trait Storage: Send + Sync + 'static {
     /// The stored last numbers of `seqs` in `ws`, in order, 0 for a key never stored. Called
     /// inside a guest's `start`, so it must answer promptly.
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError>;
 
     /// [`read_numbers`](Self::read_numbers) for each workspace of `ws`: `seqs.len()` numbers
     /// per workspace, workspace after workspace. Called inside a guest's `start-batch`; a
     /// backend that can read them together should.
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let mut out = Vec::with_capacity(ws.len() * seqs.len());
         for &w in ws {
@@ -426,18 +415,12 @@ pub trait Storage: Send + Sync + 'static {
     /// event's offset, not the one after it; after a replay, the offset after the last event
     /// replayed). The values must be durable before the offset.
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()>;
 
     /// Up to `max_events` PLog events from `from` on.
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage>;
 
     /// Appends an event with its sequence values and its payload at exactly `offset` (the
@@ -446,21 +429,14 @@ pub trait Storage: Send + Sync + 'static {
     /// stale writer) and nothing is written. A batch of one for
     /// [`append_events`](Self::append_events), the one append a backend implements.
     fn append_event(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
-        payload: &[u8],
+        &self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue], payload: &[u8],
     ) -> Result<(), AppendError> {
         self.append_events(partition, &EventBatch::single(offset, values, payload))
     }
 
     /// [`append_event`](Self::append_event) with an empty payload.
     fn append(
-        &self,
-        partition: PartitionId,
-        offset: PLogOffset,
-        values: &[SeqValue],
+        &self, partition: PartitionId, offset: PLogOffset, values: &[SeqValue],
     ) -> Result<(), AppendError> {
         self.append_event(partition, offset, values, &[])
     }

@@ -23,9 +23,7 @@ pub trait Trim: StoreReader + Send + Sync {
     /// or past the stored next offset nor the partition's last event; returns what it did
     /// (0 deleted when nothing more can go).
     fn trim_below(
-        &self,
-        partition: PartitionId,
-        below: PLogOffset,
+        &self, partition: PartitionId, below: PLogOffset,
     ) -> Result<Trimmed, StorageError>;
 
     /// Work after a pass that trimmed something (etcd: compacting its history).

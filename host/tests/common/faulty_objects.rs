@@ -147,10 +147,7 @@ fn failed(what: &str) -> object_store::Error {
 #[async_trait::async_trait]
 impl ObjectStore for FaultyObjects {
     async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
+        &self, location: &Path, payload: PutPayload, opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         let fault = self.fault_for(location);
         if self.slow.load(Ordering::SeqCst) {
@@ -178,17 +175,13 @@ impl ObjectStore for FaultyObjects {
     }
 
     async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
+        &self, location: &Path, opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         self.inner.put_multipart_opts(location, opts).await
     }
 
     async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
+        &self, location: &Path, options: GetOptions,
     ) -> object_store::Result<GetResult> {
         if options.head {
             self.heads.fetch_add(1, Ordering::SeqCst);
@@ -204,8 +197,7 @@ impl ObjectStore for FaultyObjects {
     }
 
     fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
+        &self, locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
         self.inner.delete_stream(locations)
     }
@@ -230,10 +222,7 @@ impl ObjectStore for FaultyObjects {
     }
 
     async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
+        &self, from: &Path, to: &Path, options: CopyOptions,
     ) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await
     }

@@ -155,19 +155,14 @@ pub fn ready(driver: &sequencer_host::Driver, seq: &sequencer_host::PartitionSeq
 /// for the caller's assertions), or `None` when the program cannot be had outside CI (the test
 /// then skips, saying so); under `CI=true` a missing program is not skipped but fails.
 pub fn start_service(
-    what: &str,
-    ensure: &str,
-    script: &str,
+    what: &str, ensure: &str, script: &str,
 ) -> Option<(tempfile::TempDir, Output)> {
     start_service_with(what, ensure, script, &[])
 }
 
 /// [`start_service`], with `args` after `start DIR`.
 pub fn start_service_with(
-    what: &str,
-    ensure: &str,
-    script: &str,
-    args: &[String],
+    what: &str, ensure: &str, script: &str, args: &[String],
 ) -> Option<(tempfile::TempDir, Output)> {
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
     let have = Command::new("bash")
@@ -199,10 +194,7 @@ pub fn start_service_with(
 /// The child must still be running then: one that ended by itself fails the test, with its log
 /// (`log`, where it writes one). Returns its exit status.
 pub fn sigkill_after(
-    child: &mut Child,
-    delay: Duration,
-    round: impl std::fmt::Display,
-    log: Option<&Path>,
+    child: &mut Child, delay: Duration, round: impl std::fmt::Display, log: Option<&Path>,
 ) -> ExitStatus {
     std::thread::sleep(delay);
     if let Some(status) = child.try_wait().expect("poll the child") {

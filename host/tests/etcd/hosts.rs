@@ -23,13 +23,7 @@ const TTL_S: &str = "2";
 /// Starts host `name` on `url`: `partitions` partitions of `events` events each, `rate`
 /// commands/s offered per host, `extra` arguments to `run`; its stderr to `log`.
 pub(crate) fn spawn_host(
-    url: &str,
-    name: &str,
-    partitions: &str,
-    events: &str,
-    rate: &str,
-    log: &Path,
-    extra: &[&str],
+    url: &str, name: &str, partitions: &str, events: &str, rate: &str, log: &Path, extra: &[&str],
 ) -> Child {
     let component = component_path();
     host()
@@ -46,11 +40,7 @@ pub(crate) fn spawn_host(
 
 /// Starts one host per name on `cluster` (as [`spawn_host`]); each with its log file.
 pub(crate) fn spawn_hosts(
-    cluster: &EtcdCluster,
-    names: &[&str],
-    partitions: &str,
-    events: &str,
-    rate: &str,
+    cluster: &EtcdCluster, names: &[&str], partitions: &str, events: &str, rate: &str,
 ) -> Vec<(Child, PathBuf)> {
     let url = cluster.url();
     (names.iter())
@@ -66,9 +56,7 @@ pub(crate) fn spawn_hosts(
 
 /// Polls the owners (bounded) until `done` holds of them; returns the last read.
 pub(crate) fn wait_owners(
-    store: &EtcdStorage,
-    within: Duration,
-    what: &str,
+    store: &EtcdStorage, within: Duration, what: &str,
     done: impl Fn(&sequencer_host::store::etcd::ownership::Owners) -> bool,
 ) -> sequencer_host::store::etcd::ownership::Owners {
     let deadline = Instant::now() + within;
@@ -91,10 +79,7 @@ pub(crate) fn wait_owners(
 /// Waits (bounded) until all `partitions` are owned and each host of `names` owns one;
 /// returns the partitions `of` owns then.
 pub(crate) fn all_owning(
-    store: &EtcdStorage,
-    names: &[&str],
-    partitions: usize,
-    of: &str,
+    store: &EtcdStorage, names: &[&str], partitions: usize, of: &str,
 ) -> Vec<u32> {
     let owners = wait_owners(store, Duration::from_secs(20), "every host owning", |o| {
         o.owners.len() == partitions
@@ -164,10 +149,7 @@ fn lease_losses(summary: &str) -> u64 {
 /// exactly `events` (the hosts together appended each partition's events once), every key's
 /// numbers strictly increasing.
 pub(crate) fn plogs_hold(
-    url: &str,
-    store: &dyn sequencer_host::StoreReader,
-    partitions: u32,
-    events: u64,
+    url: &str, store: &dyn sequencer_host::StoreReader, partitions: u32, events: u64,
 ) {
     check_passes(url);
     for p in 0..partitions {

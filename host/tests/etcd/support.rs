@@ -22,10 +22,7 @@ pub fn params() -> Params {
 }
 
 pub fn run_args<'a>(
-    url: &'a str,
-    component: &'a Path,
-    partitions: &'a str,
-    events: &'a str,
+    url: &'a str, component: &'a Path, partitions: &'a str, events: &'a str,
 ) -> Vec<String> {
     [
         "run",
@@ -137,11 +134,7 @@ pub fn wait_exit_or_kill(child: &mut Child, within: Duration) -> Option<std::pro
 /// One command processor on one partition: commits `events` events; an append refused by the
 /// fence means actualize and go on. Returns the offsets it committed and how often it was fenced.
 pub fn command_processor(
-    name: &str,
-    seq: &PartitionSequencer,
-    storage: &dyn Storage,
-    ws: u64,
-    events: usize,
+    name: &str, seq: &PartitionSequencer, storage: &dyn Storage, ws: u64, events: usize,
 ) -> (Vec<u64>, u64) {
     let mut committed = Vec::new();
     let mut fenced = 0;

@@ -67,10 +67,7 @@ impl World<'_> {
     /// What the model says events taking a `next` of each of `seqs`, one per workspace of
     /// `ws`, get: the numbers, or the first refusal.
     pub(super) fn model_numbers(
-        &self,
-        kind: u16,
-        ws: &[u64],
-        seqs: &[u16],
+        &self, kind: u16, ws: &[u64], seqs: &[u16],
     ) -> Result<Vec<u64>, Refusal> {
         let mut local: BTreeMap<NumberKey, u64> = BTreeMap::new();
         let mut out = Vec::with_capacity(ws.len() * seqs.len());
@@ -96,11 +93,7 @@ impl World<'_> {
     /// Checks a number issued for the event being numbered (the open one, or the last staged
     /// one while a batch is checked) against the model, and records it in that event.
     pub(super) fn check_number(
-        &mut self,
-        kind: u16,
-        ws: u64,
-        seq: u16,
-        got: Result<u64, Refusal>,
+        &mut self, kind: u16, ws: u64, seq: u16, got: Result<u64, Refusal>,
     ) -> Checked {
         let key = NumberKey { ws, seq };
         if self.tx().is_none() {

@@ -270,13 +270,8 @@ impl World<'_> {
 
     /// Checks the reply of `start-next` (or its quad or flushing forms) of `seqs` in `ws`.
     pub(super) fn started_next(
-        &mut self,
-        before: Status,
-        kind: u16,
-        ws: u64,
-        seqs: &[u16],
-        r: Result<(Started, Vec<u64>), Refusal>,
-        fail: Fails,
+        &mut self, before: Status, kind: u16, ws: u64, seqs: &[u16],
+        r: Result<(Started, Vec<u64>), Refusal>, fail: Fails,
     ) -> Checked {
         match r {
             Ok((outcome, numbers)) => {
@@ -323,14 +318,8 @@ impl World<'_> {
     /// flush changed what the sequencer holds) of `seqs` for each of `ws`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn started_batch(
-        &mut self,
-        before: Status,
-        held: Option<sequencer::HeldNumbers>,
-        kind: u16,
-        ws: &[u64],
-        seqs: &[u16],
-        r: Result<BatchReply, Refusal>,
-        fail: Fails,
+        &mut self, before: Status, held: Option<sequencer::HeldNumbers>, kind: u16, ws: &[u64],
+        seqs: &[u16], r: Result<BatchReply, Refusal>, fail: Fails,
     ) -> Checked {
         let up_front = seqs
             .iter()
@@ -500,11 +489,7 @@ impl World<'_> {
 
     /// Checks `start`'s outcome against the status before it; true if an event began.
     pub(super) fn started(
-        &mut self,
-        before: Status,
-        outcome: Started,
-        kind: u16,
-        ws: u64,
+        &mut self, before: Status, outcome: Started, kind: u16, ws: u64,
     ) -> Checked<bool> {
         match outcome {
             Started::Offset(offset) => {

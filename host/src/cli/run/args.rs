@@ -185,10 +185,7 @@ impl RunArgs {
     /// The task driver over `storage`: group commit of the view as --flush-interval-ms says,
     /// else as the store prefers ([`Storage::view_write_interval`]); recording into `metrics`.
     pub(super) fn driver(
-        &self,
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
-        metrics: Option<&Metrics>,
+        &self, storage: Arc<dyn Storage>, clock: Arc<dyn Clock>, metrics: Option<&Metrics>,
     ) -> Driver {
         let mut driver = Driver::spawn(storage, clock, DriverConfig::default());
         if let Some(m) = metrics {

@@ -76,12 +76,9 @@ pub(super) fn run_member(args: &RunArgs, name: &str, progress: &Progress) -> Cli
 /// Serves the partitions as they are acquired and lost, until every partition is complete;
 /// then leaves. Returns every tenure's end and the membership's stats.
 fn serve(
-    args: &RunArgs,
-    opened: &Opened,
-    membership: Membership,
+    args: &RunArgs, opened: &Opened, membership: Membership,
     mut events: futures::channel::mpsc::UnboundedReceiver<MembershipEvent>,
-    terminated: &AtomicBool,
-    progress: &Progress,
+    terminated: &AtomicBool, progress: &Progress,
 ) -> CliResult<(Vec<TenureEnd>, MembershipStats)> {
     let total = u64::from(args.partitions) * args.events;
     let bar = progress.multi.add(ProgressBar::new(total));
@@ -168,10 +165,8 @@ type Tenure<'scope> = (
 /// thread of `scope`, numbering up to the events the partition still lacks (its PLog read
 /// through `reader`); nothing for a partition lost (its processor ends on its own).
 fn begin_tenure<'scope>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
-    workload: &'scope Workload<'_>,
-    reader: &dyn StoreReader,
-    event: MembershipEvent,
+    scope: &'scope std::thread::Scope<'scope, '_>, workload: &'scope Workload<'_>,
+    reader: &dyn StoreReader, event: MembershipEvent,
 ) -> CliResult<Option<Tenure<'scope>>> {
     match event {
         MembershipEvent::Acquired {
@@ -212,13 +207,8 @@ fn in_plogs(reader: &dyn StoreReader, args: &RunArgs) -> CliResult<u64> {
 
 /// The summary of one host among many.
 fn report(
-    args: &RunArgs,
-    name: &str,
-    opened: &Opened,
-    etcd: &sequencer_host::store::etcd::EtcdStorage,
-    ends: Vec<TenureEnd>,
-    stats: &MembershipStats,
-    elapsed: Duration,
+    args: &RunArgs, name: &str, opened: &Opened, etcd: &sequencer_host::store::etcd::EtcdStorage,
+    ends: Vec<TenureEnd>, stats: &MembershipStats, elapsed: Duration,
 ) {
     let ttl = Duration::from_secs(args.lease_ttl_s);
     let mut tally = Tally::default();
@@ -356,11 +346,8 @@ fn on_sigterm() -> Arc<AtomicBool> {
 
 /// Records a tenure's end: its tally, or the first error of the run.
 fn ended(
-    joined: std::thread::Result<CliResult<Tally>>,
-    partition: PartitionId,
-    takeover: bool,
-    ends: &mut Vec<TenureEnd>,
-    failed: &mut Option<CliError>,
+    joined: std::thread::Result<CliResult<Tally>>, partition: PartitionId, takeover: bool,
+    ends: &mut Vec<TenureEnd>, failed: &mut Option<CliError>,
 ) {
     match joined {
         Ok(Ok(tally)) => ends.push(TenureEnd {

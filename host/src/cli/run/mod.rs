@@ -145,10 +145,7 @@ fn recover(args: &RunArgs, opened: &Opened, progress: &Progress) -> CliResult<Re
 
 /// The step that runs the workload: one command-processor thread per partition.
 fn run_workload(
-    args: &RunArgs,
-    opened: &Opened,
-    recovered: &Recovered,
-    progress: &Progress,
+    args: &RunArgs, opened: &Opened, recovered: &Recovered, progress: &Progress,
 ) -> CliResult<Ran> {
     let Opened {
         store,
@@ -327,10 +324,7 @@ impl<'a> MergeBar<'a> {
 /// the run (the store and the archive stay consistent: a pass interrupted anywhere is
 /// finished by the next).
 fn archive_while_running(
-    hot: &dyn Trim,
-    archive: &Archive,
-    every: f64,
-    stop: &AtomicBool,
+    hot: &dyn Trim, archive: &Archive, every: f64, stop: &AtomicBool,
 ) -> CliResult<(u64, ArchivePass)> {
     let mut totals = ArchivePass::default();
     let mut passes = 0;
@@ -367,10 +361,7 @@ fn check_stored(opened: &Opened, _stopped: &Recovered) -> CliResult<u64> {
 }
 
 fn open_partitions(
-    driver: &Driver,
-    runtime: &Runtime,
-    params: &Params,
-    partitions: u32,
+    driver: &Driver, runtime: &Runtime, params: &Params, partitions: u32,
 ) -> CliResult<Vec<PartitionSequencer>> {
     (0..partitions)
         .map(|p| driver.open(runtime, p, params).map_err(host))

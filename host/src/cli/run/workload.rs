@@ -237,11 +237,7 @@ impl Workload<'_> {
     /// finished first), or the partition is lost; then lets go of it (`claim.release`). A
     /// partition lost ends the tenure, not the run.
     pub(super) fn tenure(
-        &self,
-        seq: &PartitionSequencer,
-        claim: &Claim,
-        goal: u64,
-        acquired: Instant,
+        &self, seq: &PartitionSequencer, claim: &Claim, goal: u64, acquired: Instant,
     ) -> Result<Tally, CliError> {
         let letting_go = || claim.handover_requested() || claim.is_lost();
         let mut p = self.processor(seq, goal, &letting_go);
@@ -268,10 +264,7 @@ impl Workload<'_> {
 
     /// A command processor of `seq` that appends `goal` events.
     fn processor<'b>(
-        &'b self,
-        seq: &'b PartitionSequencer,
-        goal: u64,
-        letting_go: &'b dyn Fn() -> bool,
+        &'b self, seq: &'b PartitionSequencer, goal: u64, letting_go: &'b dyn Fn() -> bool,
     ) -> Processor<'b> {
         let a = self.args;
         Processor {
@@ -643,9 +636,7 @@ const STUCK_ON_FAILURE: Duration = Duration::from_secs(3);
 /// mend it), the store met an error that cannot clear by itself and `STUCK_ON_FAILURE`
 /// passed, or `READY_WITHIN` passed. `who` names what is waited for.
 pub(super) fn stop_if_stuck(
-    storage: &dyn Storage,
-    since: Instant,
-    who: impl Fn() -> String,
+    storage: &dyn Storage, since: Instant, who: impl Fn() -> String,
 ) -> CliResult<()> {
     if let Some(damaged) = storage.damaged() {
         return Err(CliError(damaged.to_string()));

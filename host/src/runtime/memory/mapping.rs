@@ -26,10 +26,7 @@ pub(super) struct Mapping {
 impl Mapping {
     /// Reserves `pre + capacity + post` bytes, all inaccessible, none allocated.
     pub(super) fn reserve(
-        pre: usize,
-        capacity: usize,
-        post: usize,
-        page: usize,
+        pre: usize, capacity: usize, post: usize, page: usize,
     ) -> Result<Self, String> {
         let mut one = Self::reserve_many(pre, capacity, post, page, 1)?;
         one.pop().ok_or_else(|| "no reservation".to_owned())
@@ -38,11 +35,7 @@ impl Mapping {
     /// `n` reservations as [`reserve`](Self::reserve) makes them, in one system call: adjacent,
     /// each unmapped on its own when dropped.
     pub(super) fn reserve_many(
-        pre: usize,
-        capacity: usize,
-        post: usize,
-        page: usize,
-        n: usize,
+        pre: usize, capacity: usize, post: usize, page: usize, n: usize,
     ) -> Result<Vec<Self>, String> {
         let len = pre
             .checked_add(capacity)

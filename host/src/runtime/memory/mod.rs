@@ -98,12 +98,8 @@ impl Drop for PrefaultingMemoryCreator {
 // from `as_ptr()`, and grows only within the reservation.
 unsafe impl MemoryCreator for PrefaultingMemoryCreator {
     fn new_memory(
-        &self,
-        _ty: MemoryType,
-        minimum: usize,
-        maximum: Option<usize>,
-        reserved_size_in_bytes: Option<usize>,
-        guard_size_in_bytes: usize,
+        &self, _ty: MemoryType, minimum: usize, maximum: Option<usize>,
+        reserved_size_in_bytes: Option<usize>, guard_size_in_bytes: usize,
     ) -> Result<Box<dyn LinearMemory>, String> {
         let page = page_size();
         // wasmtime always passes a reservation; without one, reserve the maximum (or the

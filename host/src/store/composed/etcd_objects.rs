@@ -57,10 +57,7 @@ impl EtcdObjects {
     /// The store of `etcd` (view, offsets, ownership) and `plog` (at `plog_url`; the store
     /// fails once `plog_failure` says so).
     pub fn new(
-        etcd: EtcdStorage,
-        plog: ObjectPlog,
-        plog_url: String,
-        plog_failure: Option<RemoteFailure>,
+        etcd: EtcdStorage, plog: ObjectPlog, plog_url: String, plog_failure: Option<RemoteFailure>,
     ) -> Self {
         Self {
             etcd,
@@ -146,10 +143,7 @@ impl EtcdObjects {
 
 impl Storage for EtcdObjects {
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
         let rescan = self.rescan_first(partition);
@@ -227,8 +221,7 @@ impl StoreReader for EtcdObjects {
     /// The PLog's bounds as the objects hold them now: the events other hosts appended since
     /// the last call (or the open) are read to find its end.
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         let known = self.plog.bounds(partition).0;
         let from = {
@@ -243,10 +236,7 @@ impl StoreReader for EtcdObjects {
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         decode_all(partition, self.plog.read(partition, from, max)?)
     }

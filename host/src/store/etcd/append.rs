@@ -25,9 +25,7 @@ impl EtcdStorage {
     /// [`Storage::append_events`](crate::store::storage::Storage::append_events)) in parts that
     /// each fit one request, in order, each one fenced transaction.
     pub(super) fn append_batch(
-        &self,
-        partition: PartitionId,
-        batch: &EventBatch,
+        &self, partition: PartitionId, batch: &EventBatch,
     ) -> Result<(), AppendError> {
         let limits = self.request_limits();
         if self.inner.fences.unsettled(partition) {
@@ -87,11 +85,7 @@ impl EtcdStorage {
     /// One fenced append transaction: stores the events from `first` to `last` (encoded as
     /// one value, `pack`) under `last`'s key if `first` is the PLog's next offset, else nothing.
     async fn append_part_async(
-        self,
-        partition: PartitionId,
-        first: PLogOffset,
-        last: PLogOffset,
-        pack: Vec<u8>,
+        self, partition: PartitionId, first: PLogOffset, last: PLogOffset, pack: Vec<u8>,
     ) -> Result<(), AppendError> {
         if first == 0 {
             return Err(AppendError::WrongOffset {
@@ -158,11 +152,7 @@ impl EtcdStorage {
     /// `ambiguous`: an earlier attempt's outcome is unknown, so the events found stored may be
     /// this writer's own.
     async fn append_alone(
-        self,
-        part: AppendPart,
-        when: Vec<Compare>,
-        owner_read: Vec<TxnOp>,
-        epoch: Option<u64>,
+        self, part: AppendPart, when: Vec<Compare>, owner_read: Vec<TxnOp>, epoch: Option<u64>,
         ambiguous: bool,
     ) -> Result<(), AppendError> {
         let stats = &self.inner.stats;
@@ -271,10 +261,7 @@ struct AppendPart {
 /// Adds the epoch compare of `fence` (if the partition is owned) to a write's compares, and a
 /// read of the owner key to its else branch (its last operation); returns the epoch.
 pub(super) fn epoch_compare(
-    partition: PartitionId,
-    fence: Fence,
-    when: &mut Vec<Compare>,
-    otherwise: &mut Vec<TxnOp>,
+    partition: PartitionId, fence: Fence, when: &mut Vec<Compare>, otherwise: &mut Vec<TxnOp>,
 ) -> Option<u64> {
     let Fence::Epoch(epoch) = fence else {
         return None;
@@ -293,10 +280,7 @@ impl EtcdStorage {
     /// The cluster refused `epoch` for `partition` (its owner key's create revision is `now`,
     /// 0 if gone): the partition is lost, nothing more is written under that epoch.
     pub(super) fn refused_by_epoch(
-        &self,
-        partition: PartitionId,
-        epoch: u64,
-        now: i64,
+        &self, partition: PartitionId, epoch: u64, now: i64,
     ) -> AppendError {
         self.inner
             .stats

@@ -41,10 +41,7 @@ impl EtcdStorage {
     /// Sends the part `put` (`bytes` long) under the compares `when` in a transaction with the
     /// parts of other partitions waiting now, and says what became of it.
     pub(super) async fn append_combined(
-        &self,
-        when: Vec<Compare>,
-        put: TxnOp,
-        bytes: usize,
+        &self, when: Vec<Compare>, put: TxnOp, bytes: usize,
     ) -> Combined {
         let (done, answer) = oneshot::channel();
         let send = {

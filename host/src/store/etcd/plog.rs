@@ -15,17 +15,13 @@ pub const PAGE_EVENTS: usize = 1024;
 impl EtcdStorage {
     /// The PLog's next offset of `partition` (1 if empty): its last key's, plus one.
     pub(super) async fn next_plog_offset_async(
-        self,
-        partition: PartitionId,
+        self, partition: PartitionId,
     ) -> Result<PLogOffset, StorageError> {
         Ok(self.plog_last_async(partition).await? + 1)
     }
 
     pub(super) async fn events_async(
-        self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let max = max.min(PAGE_EVENTS);
         let prefix = plog_prefix(partition);

@@ -62,9 +62,7 @@ impl EtcdStorage {
 
     /// The read of `partition`'s last PLog key among the keys from `hint` on.
     pub(super) fn last_key_read_from(
-        &self,
-        partition: PartitionId,
-        hint: PLogOffset,
+        &self, partition: PartitionId, hint: PLogOffset,
     ) -> LastKeyRead {
         let prefix = plog_prefix(partition);
         let options = self
@@ -89,10 +87,7 @@ impl EtcdStorage {
     /// when a hinted read found nothing, which must be read again over the whole PLog. Records
     /// what it found as the next hint.
     pub(super) fn last_key_found(
-        &self,
-        partition: PartitionId,
-        read: &LastKeyRead,
-        key: Option<&[u8]>,
+        &self, partition: PartitionId, read: &LastKeyRead, key: Option<&[u8]>,
     ) -> Result<Option<PLogOffset>, StorageError> {
         let Some(key) = key else {
             if read.hint == 0 {
@@ -114,8 +109,7 @@ impl EtcdStorage {
     /// The last offset of `partition`'s PLog (0 if empty): the hinted read, and the whole PLog
     /// if the hint found nothing.
     pub(super) async fn plog_last_async(
-        self,
-        partition: PartitionId,
+        self, partition: PartitionId,
     ) -> Result<PLogOffset, StorageError> {
         self.clone().hint_plog_end(partition).await?;
         let hinted = self.last_key_read(partition);
@@ -131,9 +125,7 @@ impl EtcdStorage {
 
     /// Sends one [`LastKeyRead`] (with the store's retries); as [`Self::last_key_found`].
     async fn run_last_key_read(
-        self,
-        partition: PartitionId,
-        read: &LastKeyRead,
+        self, partition: PartitionId, read: &LastKeyRead,
     ) -> Result<Option<PLogOffset>, StorageError> {
         let what = format!("read the PLog end of partition {partition}");
         let resp = self

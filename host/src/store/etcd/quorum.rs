@@ -64,9 +64,7 @@ struct State {
 impl Quorum {
     /// Connects one client per endpoint (lazily, as the store's own client).
     pub(crate) async fn connect(
-        label: String,
-        endpoints: &[String],
-        wait: Option<Duration>,
+        label: String, endpoints: &[String], wait: Option<Duration>,
     ) -> Self {
         let mut members = Vec::new();
         for ep in endpoints {

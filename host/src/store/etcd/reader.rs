@@ -61,8 +61,7 @@ impl StoreReader for EtcdStorage {
 
     /// The first and last offsets of a partition's PLog, `None` if it is empty.
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         let first = self.events(partition, 0, 1)?.first().map(|e| e.offset);
         let Some(first) = first else { return Ok(None) };
@@ -73,10 +72,7 @@ impl StoreReader for EtcdStorage {
     /// Up to `max` events of a partition's PLog from `from` on (at most [`PAGE_EVENTS`] per
     /// call), in offset order.
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         self.block(self.clone().events_async(partition, from, max))
     }

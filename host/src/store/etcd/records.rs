@@ -26,10 +26,7 @@ impl EtcdStorage {
     /// Records `text` under `key` unless the key exists (one conditional transaction, so two
     /// first runs cannot both record theirs); whether this recorded it.
     fn record_if_absent(
-        &self,
-        key: &'static str,
-        text: String,
-        what: &'static str,
+        &self, key: &'static str, text: String, what: &'static str,
     ) -> Result<bool, StorageError> {
         let this = self.clone();
         let txn = Txn::new()

@@ -81,8 +81,7 @@ impl EtcdStorage {
 
     /// Runs `fut` on the store's runtime; the returned future answers on any executor.
     pub(super) fn spawn<T: Send + 'static, E: From<StorageError> + Send + 'static>(
-        &self,
-        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+        &self, fut: impl Future<Output = Result<T, E>> + Send + 'static,
     ) -> BoxFuture<'static, Result<T, E>> {
         let (tx, rx) = oneshot::channel();
         let closed = self.err("the store is closed", "its runtime stopped");
@@ -99,8 +98,7 @@ impl EtcdStorage {
 
     /// Runs `fut` on the store's runtime and waits for it on this (non-tokio) thread.
     pub(super) fn block<T: Send + 'static, E: From<StorageError> + Send + 'static>(
-        &self,
-        fut: impl Future<Output = Result<T, E>> + Send + 'static,
+        &self, fut: impl Future<Output = Result<T, E>> + Send + 'static,
     ) -> Result<T, E> {
         futures::executor::block_on(self.spawn(fut))
     }
@@ -108,10 +106,7 @@ impl EtcdStorage {
     /// A read of `key` (a range from it, as `opts` say), retried as [`retrying`](Self::retrying)
     /// retries; `what` names it in errors.
     pub(super) async fn get_retrying(
-        self,
-        what: String,
-        key: impl Into<String>,
-        opts: GetOptions,
+        self, what: String, key: impl Into<String>, opts: GetOptions,
     ) -> Result<GetResponse, StorageError> {
         let key = key.into();
         self.retrying(what, |mut kv| {
@@ -123,9 +118,7 @@ impl EtcdStorage {
 
     /// Retries `attempt` on transient failures, with backoff, until `retry_for` has passed.
     pub(super) async fn retrying<T, F, Fut>(
-        self,
-        what: String,
-        attempt: F,
+        self, what: String, attempt: F,
     ) -> Result<T, StorageError>
     where
         F: FnMut(KvClient) -> Fut,
@@ -137,10 +130,7 @@ impl EtcdStorage {
 
     /// Retries `attempt` on transient failures, with backoff, until `retry_for` has passed.
     pub(super) async fn retrying_for<T, F, Fut>(
-        self,
-        what: String,
-        retry_for: Duration,
-        mut attempt: F,
+        self, what: String, retry_for: Duration, mut attempt: F,
     ) -> Result<T, StorageError>
     where
         F: FnMut(KvClient) -> Fut,

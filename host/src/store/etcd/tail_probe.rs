@@ -41,9 +41,7 @@ impl EtcdStorage {
     /// One read-only transaction: the stored offset and `last`'s read of the PLog's last
     /// offset (`None` if a hinted read found no key: to be read again over the whole PLog).
     async fn offsets_read(
-        self,
-        partition: PartitionId,
-        last: &LastKeyRead,
+        self, partition: PartitionId, last: &LastKeyRead,
     ) -> Result<(PLogOffset, Option<PLogOffset>), StorageError> {
         let txn = Txn::new().and_then(vec![
             TxnOp::get(next_key(partition), Some(self.get_options())),

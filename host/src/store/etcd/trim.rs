@@ -20,9 +20,7 @@ impl Trim for EtcdStorage {
     /// stored next offset and the PLog's last event, at most 512 keys (`TRIM_KEYS`) per request (one
     /// range delete); a pack holding any event at or past those stays whole.
     fn trim_below(
-        &self,
-        partition: PartitionId,
-        below: PLogOffset,
+        &self, partition: PartitionId, below: PLogOffset,
     ) -> Result<Trimmed, StorageError> {
         let Some((first, last)) = self.plog_bounds(partition)? else {
             return Ok(Trimmed::default());

@@ -87,9 +87,7 @@ impl WsView {
 
 impl EtcdStorage {
     pub(super) async fn get_u64(
-        self,
-        key: String,
-        what: String,
+        self, key: String, what: String,
     ) -> Result<Option<u64>, StorageError> {
         let opts = self.get_options();
         let resp = self.clone().get_retrying(what.clone(), key, opts).await?;
@@ -102,10 +100,7 @@ impl EtcdStorage {
     }
 
     pub(super) async fn numbers_async(
-        self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: Vec<SeqId>,
+        self, partition: PartitionId, ws: WsId, seqs: Vec<SeqId>,
     ) -> Result<Vec<Number>, StorageError> {
         let prefix = ws_key(partition, ws);
         let opts = self.get_options().with_range(prefix_end(&prefix));
@@ -119,10 +114,7 @@ impl EtcdStorage {
     /// [`numbers_async`](Self::numbers_async) for many workspaces: read-only transactions of
     /// one range read per workspace (at most [`READS_PER_TXN`] each), sent together.
     pub(super) async fn numbers_many_async(
-        self,
-        partition: PartitionId,
-        ws: Vec<WsId>,
-        seqs: Vec<SeqId>,
+        self, partition: PartitionId, ws: Vec<WsId>, seqs: Vec<SeqId>,
     ) -> Result<Vec<Number>, StorageError> {
         let reads = ws.chunks(READS_PER_TXN).map(|chunk| {
             let gets: Vec<TxnOp> = chunk
@@ -164,8 +156,7 @@ impl EtcdStorage {
     }
 
     pub(super) async fn view_async(
-        self,
-        partition: PartitionId,
+        self, partition: PartitionId,
     ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
         let prefix = seq_prefix(partition);
         let mut out: BTreeMap<(WsId, SeqId), Number> = BTreeMap::new();

@@ -58,11 +58,8 @@ impl ChunkWrite {
     /// only ever rises, and a write that would raise it applies only if the stored offset did
     /// not change since it was read.
     fn merged(
-        partition: PartitionId,
-        chunk: &[WsNumbers],
-        (views, read_revision): (&[WsView], i64),
-        offset: Option<PLogOffset>,
-        stored: StoredOffset,
+        partition: PartitionId, chunk: &[WsNumbers], (views, read_revision): (&[WsView], i64),
+        offset: Option<PLogOffset>, stored: StoredOffset,
     ) -> Self {
         let mut w = Self::default();
         for ((ws, new), stored) in chunk.iter().zip(views) {
@@ -109,10 +106,7 @@ impl ChunkWrite {
 
 impl EtcdStorage {
     pub(super) async fn write_async(
-        self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> Result<(), StorageError> {
         let mut by_ws: BTreeMap<WsId, Vec<(SeqId, Number)>> = BTreeMap::new();
         for v in &values {
@@ -145,10 +139,7 @@ impl EtcdStorage {
     /// did (another host writing the same partition's view). So neither the view nor the
     /// stored next offset ever moves back.
     async fn merge_view(
-        self,
-        partition: PartitionId,
-        chunk: &[WsNumbers],
-        offset: Option<PLogOffset>,
+        self, partition: PartitionId, chunk: &[WsNumbers], offset: Option<PLogOffset>,
     ) -> Result<(), StorageError> {
         let mut delay = Duration::from_millis(2);
         for attempt in 0..VIEW_WRITE_ATTEMPTS {
@@ -186,11 +177,7 @@ impl EtcdStorage {
     /// to, without asking the leader (no read index round): if that member lags, the write's
     /// compares fail and the next read is linearizable.
     async fn chunk_views(
-        self,
-        partition: PartitionId,
-        chunk: &[WsNumbers],
-        with_offset: bool,
-        attempt: u32,
+        self, partition: PartitionId, chunk: &[WsNumbers], with_offset: bool, attempt: u32,
     ) -> Result<(Vec<WsView>, i64, StoredOffset), StorageError> {
         let stats = &self.inner.stats;
         let serializable = |opts: GetOptions| {
@@ -266,9 +253,7 @@ impl EtcdStorage {
     /// changed meanwhile (another writer); an error if the partition is not this host's any
     /// more.
     async fn send_chunk(
-        self,
-        partition: PartitionId,
-        write: ChunkWrite,
+        self, partition: PartitionId, write: ChunkWrite,
     ) -> Result<bool, StorageError> {
         let stats = &self.inner.stats;
         let what = || format!("write the view of partition {partition}");

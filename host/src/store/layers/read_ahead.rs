@@ -176,10 +176,7 @@ impl ReadAhead {
     /// partition's sequencer is ready, just before numbering the batch. Returns how many
     /// workspaces are kept.
     pub fn read_ahead(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<usize, StorageError> {
         let mut distinct: Vec<WsId> = ws.to_vec();
         distinct.sort_unstable();
@@ -240,10 +237,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Storage for ReadAhead {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         match self.take(partition, ws, seqs) {
             Some(numbers) => {
@@ -259,10 +253,7 @@ impl Storage for ReadAhead {
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.counters.storage_read(ws.len(), || {
             self.inner.read_numbers_many(partition, ws, seqs)
@@ -275,10 +266,7 @@ impl Storage for ReadAhead {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let partitions = self.partitions.clone();
         let written = values.clone();
@@ -297,10 +285,7 @@ impl Storage for ReadAhead {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let partitions = self.partitions.clone();
         let counters = self.counters.clone();

@@ -8,8 +8,7 @@ use crate::store::storage::StorageFuture;
 /// `write`, calling `ended` once with whether it succeeded: when it ends, or with `false` when
 /// its future is dropped first (its outcome is then unknown).
 pub(crate) fn watched(
-    write: StorageFuture<()>,
-    ended: impl FnOnce(bool) + Send + 'static,
+    write: StorageFuture<()>, ended: impl FnOnce(bool) + Send + 'static,
 ) -> StorageFuture<()> {
     let mut watch = Watch(Some(ended));
     async move {

@@ -167,18 +167,13 @@ impl LiveClient {
     /// move on from another partition, or if `events` and the snapshot is older than
     /// [`SNAPSHOT_SPAN`].
     fn ask_about(
-        &self,
-        partition: PartitionId,
-        events: bool,
-        request: &Request,
+        &self, partition: PartitionId, events: bool, request: &Request,
     ) -> Result<Reply, StorageError> {
         self.ask_in(Some((partition, events)), request)
     }
 
     fn ask_in(
-        &self,
-        about: Option<(PartitionId, bool)>,
-        request: &Request,
+        &self, about: Option<(PartitionId, bool)>, request: &Request,
     ) -> Result<Reply, StorageError> {
         let mut guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
         if guard.stream.is_none() {
@@ -238,8 +233,7 @@ impl LiveClient {
     /// Runs `f` while the run holds its commits, so that the store's files are still; fails
     /// if the hold ended before `f` did (the run ends a hold after `MAX_HOLD`).
     pub fn while_held<T>(
-        &self,
-        f: impl FnOnce() -> Result<T, StorageError>,
+        &self, f: impl FnOnce() -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
         match self.ask(&Request::Hold)? {
             Reply::Held => {}
@@ -277,8 +271,7 @@ impl StoreReader for LiveClient {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         match self.ask_about(partition, false, &Request::Bounds { partition })? {
             Reply::Bounds(b) => Ok(b),
@@ -287,10 +280,7 @@ impl StoreReader for LiveClient {
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         if max == 0 {
             return Ok(Vec::new());

@@ -49,8 +49,7 @@ pub struct LiveServer {
 /// Where Unix sockets are missing: nothing is served (`Ok(None)`).
 #[cfg(not(unix))]
 pub fn serve(
-    _dir: &std::path::Path,
-    _source: std::sync::Arc<dyn LiveSource>,
+    _dir: &std::path::Path, _source: std::sync::Arc<dyn LiveSource>,
 ) -> Result<Option<LiveServer>, crate::store::storage::StorageError> {
     Ok(None)
 }

@@ -120,9 +120,7 @@ impl Drop for LiveServer {
 }
 
 fn listen(
-    listener: &UnixListener,
-    source: &Arc<dyn LiveSource>,
-    stop: &AtomicBool,
+    listener: &UnixListener, source: &Arc<dyn LiveSource>, stop: &AtomicBool,
     sessions: &Mutex<Vec<Session>>,
 ) {
     while !stop.load(Ordering::Relaxed) {
@@ -295,10 +293,7 @@ fn answer(snapshot: &dyn StoreReader, request: Request, view: &mut Option<(u32, 
 
 /// Up to `max` events from `from`, cut at [`REPLY_BUDGET`] bytes (at least one).
 fn events(
-    snapshot: &dyn StoreReader,
-    partition: u32,
-    from: u64,
-    max: u32,
+    snapshot: &dyn StoreReader, partition: u32, from: u64, max: u32,
 ) -> Result<Reply, StorageError> {
     let max = usize::try_from(max.clamp(1, MAX_EVENTS)).unwrap_or(1);
     let mut events = snapshot.events(partition, from, max)?;
@@ -325,11 +320,8 @@ fn events(
 /// A page of the view: the session reads a partition's view once (one snapshot, so it cannot
 /// change) and serves it page by page.
 fn view_page(
-    snapshot: &dyn StoreReader,
-    cache: &mut Option<(u32, Rows)>,
-    partition: u32,
-    after: Option<(u64, u16)>,
-    max: u32,
+    snapshot: &dyn StoreReader, cache: &mut Option<(u32, Rows)>, partition: u32,
+    after: Option<(u64, u16)>, max: u32,
 ) -> Result<Reply, StorageError> {
     let rows = match cache {
         Some((p, rows)) if *p == partition => rows,

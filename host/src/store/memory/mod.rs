@@ -106,9 +106,7 @@ impl MemoryStorage {
 
     /// Appends `count` events at the PLog's next offsets, each built by `event(offset)`.
     pub fn seed_events(
-        &self,
-        partition: PartitionId,
-        count: u64,
+        &self, partition: PartitionId, count: u64,
         mut event: impl FnMut(PLogOffset) -> Vec<SeqValue>,
     ) {
         let mut g = self.lock();
@@ -167,8 +165,7 @@ impl MemoryStorage {
     /// An offset or PLog read: waits at the read gate, fails as the fault switches say, else
     /// answers `read` of the data.
     fn gated_read<T: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Inner) -> T + Send + 'static,
+        &self, read: impl FnOnce(&Inner) -> T + Send + 'static,
     ) -> StorageFuture<T> {
         let this = self.clone();
         let gate = self.read_gate.wait();
@@ -217,8 +214,7 @@ impl crate::store::reader::StoreReader for MemoryStorage {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         let g = self.lock();
         let Some(p) = g.partitions.get(&partition) else {
@@ -232,10 +228,7 @@ impl crate::store::reader::StoreReader for MemoryStorage {
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let g = self.lock();
         let Some(p) = g.partitions.get(&partition) else {
@@ -270,10 +263,7 @@ impl crate::store::reader::StoreReader for MemoryStorage {
 
 impl Storage for MemoryStorage {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let g = self.lock();
         if g.faults.down {
@@ -297,10 +287,7 @@ impl Storage for MemoryStorage {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let this = self.clone();
         let gate = self.write_gate.wait();
@@ -322,10 +309,7 @@ impl Storage for MemoryStorage {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         self.gated_read(move |g| {
             let events = g
@@ -363,9 +347,7 @@ impl TailProbe for MemoryStorage {
 impl Inner {
     /// One all-or-nothing append write.
     fn append_part(
-        &mut self,
-        partition: PartitionId,
-        part: &BatchPart<'_>,
+        &mut self, partition: PartitionId, part: &BatchPart<'_>,
     ) -> Result<(), AppendError> {
         if self.faults.down {
             return Err(AppendError::Storage(StorageError(

@@ -59,10 +59,7 @@ pub fn event_hash(offset: PLogOffset, prev: u64, event: &[u8]) -> u64 {
 /// either format, bundles) verifies each of them with this, so the event's checksum is the
 /// codec's alone.
 pub(super) fn linked_or_damaged(
-    offset: PLogOffset,
-    prev: u64,
-    hash: u64,
-    event: &[u8],
+    offset: PLogOffset, prev: u64, hash: u64, event: &[u8],
 ) -> Option<bool> {
     let checksum = event_checksum(offset, event);
     if event_hash(offset, prev, event) == hash {

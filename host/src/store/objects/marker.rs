@@ -45,8 +45,7 @@ pub(super) struct Marker {
 
 /// Parses a marker's text (`what` names it in errors).
 pub(super) fn parse_marker(
-    text: &str,
-    what: impl Fn(&str) -> StorageError,
+    text: &str, what: impl Fn(&str) -> StorageError,
 ) -> Result<Marker, StorageError> {
     let line = text.lines().next().unwrap_or_default();
     let mut words = line.split_whitespace();

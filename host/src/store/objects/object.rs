@@ -106,10 +106,7 @@ fn writer_bytes(writer: &str) -> &[u8] {
 /// The format 2 object of `events` (encoded as every backend encodes an event) from `first` on,
 /// written by `writer` after the event whose hash is `prev`.
 pub(super) fn encode_range(
-    first: PLogOffset,
-    prev: u64,
-    writer: &str,
-    events: &[&[u8]],
+    first: PLogOffset, prev: u64, writer: &str, events: &[&[u8]],
 ) -> EventRange {
     let w = writer_bytes(writer);
     let body: usize = events.iter().map(|e| e.len()).sum();

@@ -25,10 +25,8 @@ pub(crate) type FirstStep = Box<dyn FnOnce(&ObjectPlog) -> Result<(), StorageErr
 /// it reads a partition it just acquired). Every store whose PLog is an [`ObjectPlog`] reads
 /// its pages here.
 pub(crate) fn read_plog_page(
-    (plog, ahead, damage): (&ObjectPlog, &ReadAheadPages, &Arc<DamageLatch>),
-    label: String,
-    (partition, from, max_events): (PartitionId, PLogOffset, usize),
-    first: Option<FirstStep>,
+    (plog, ahead, damage): (&ObjectPlog, &ReadAheadPages, &Arc<DamageLatch>), label: String,
+    (partition, from, max_events): (PartitionId, PLogOffset, usize), first: Option<FirstStep>,
 ) -> StorageFuture<PlogPage> {
     let (plog, ahead, damage) = (plog.clone(), ahead.clone(), damage.clone());
     let (tx, rx) = futures::channel::oneshot::channel();
@@ -96,10 +94,7 @@ pub(super) struct RawPage {
 impl RawPage {
     /// Up to `want` events from `from` on.
     pub(super) fn read(
-        plog: &ObjectPlog,
-        p: PartitionId,
-        from: PLogOffset,
-        want: usize,
+        plog: &ObjectPlog, p: PartitionId, from: PLogOffset, want: usize,
     ) -> Result<Self, PageError> {
         let mut page = Self {
             values: Vec::new(),
@@ -160,11 +155,7 @@ impl ReadAheadPages {
     /// read before it), then reads the page and keeps it if it is full. A read of this page
     /// that comes meanwhile waits for it instead of reading it twice.
     pub(super) fn read_after(
-        &self,
-        answer: impl FnOnce(),
-        plog: &ObjectPlog,
-        p: PartitionId,
-        from: PLogOffset,
+        &self, answer: impl FnOnce(), plog: &ObjectPlog, p: PartitionId, from: PLogOffset,
         want: usize,
     ) {
         let page: AheadPage = Arc::new((from, want, Mutex::new(None)));
@@ -193,8 +184,7 @@ impl ReadAheadPages {
 /// `events` of partition `p` decoded into their values and payloads (one that fails its
 /// checksum flagged, for `check` to list), refused if one is not a sound event.
 pub(crate) fn decode_all(
-    p: PartitionId,
-    events: Vec<(PLogOffset, Vec<u8>)>,
+    p: PartitionId, events: Vec<(PLogOffset, Vec<u8>)>,
 ) -> Result<Vec<StoredEvent>, StorageError> {
     events
         .into_iter()

@@ -104,9 +104,7 @@ impl ObjectPlog {
     /// merger. A hole, a broken link or two different objects for one offset is an error
     /// naming them.
     pub fn open_local(
-        root: &Path,
-        bundle_events: u64,
-        access: Access,
+        root: &Path, bundle_events: u64, access: Access,
     ) -> Result<Self, StorageError> {
         Self::open_local_with(root, PlogOptions::new(bundle_events, access))
     }
@@ -123,10 +121,7 @@ impl ObjectPlog {
     /// Appends write the current format ([`ObjectFormat::Ranges`]), and merged objects are
     /// deleted at once.
     pub fn open(
-        objects: Arc<dyn ObjectStore>,
-        local: Option<PathBuf>,
-        bundle_events: u64,
-        access: Access,
+        objects: Arc<dyn ObjectStore>, local: Option<PathBuf>, bundle_events: u64, access: Access,
     ) -> Result<Self, StorageError> {
         Self::open_with(objects, local, PlogOptions::new(bundle_events, access))
     }
@@ -134,9 +129,7 @@ impl ObjectPlog {
     /// [`open`](Self::open) with `options`: the format its appends write, and the delay before
     /// merged objects are deleted.
     pub fn open_with(
-        objects: Arc<dyn ObjectStore>,
-        local: Option<PathBuf>,
-        options: PlogOptions,
+        objects: Arc<dyn ObjectStore>, local: Option<PathBuf>, options: PlogOptions,
     ) -> Result<Self, StorageError> {
         let PlogOptions {
             bundle_events,
@@ -291,10 +284,7 @@ impl ObjectPlog {
     /// start at the known end), was appended under a higher epoch: a successor has written,
     /// so this owner is stale and writes nothing more. The offset fence stays the last line.
     pub fn append_under(
-        &self,
-        partition: PartitionId,
-        batch: &EventBatch,
-        epoch: Option<u64>,
+        &self, partition: PartitionId, batch: &EventBatch, epoch: Option<u64>,
     ) -> Result<(), AppendError> {
         if batch.is_empty() {
             return Ok(());
@@ -376,11 +366,7 @@ impl ObjectPlog {
     /// Creates the objects of `batch` after the tail `st` knows, in order, up to the first
     /// create that fails.
     fn create_objects(
-        &self,
-        partition: PartitionId,
-        batch: &EventBatch,
-        st: &Part,
-        epoch: Option<u64>,
+        &self, partition: PartitionId, batch: &EventBatch, st: &Part, epoch: Option<u64>,
     ) -> Objects {
         let sh = &self.shared;
         let writer = writer_at(&sh.writer, epoch);
@@ -430,10 +416,7 @@ impl ObjectPlog {
     /// an offset found in a bundle now was taken before this append created it), taking its
     /// objects back; unless every create was fresh, when no merger can have deleted the name.
     fn refuse_if_bundled(
-        &self,
-        partition: PartitionId,
-        st: &mut Part,
-        created: &Objects,
+        &self, partition: PartitionId, st: &mut Part, created: &Objects,
     ) -> Result<(), AppendError> {
         let sh = &self.shared;
         let written = &created.written;
@@ -491,10 +474,7 @@ impl ObjectPlog {
     /// [`encode_event`](crate::store::codec::encode_event) makes them), from bundles and
     /// event objects, verifying each link; fewer than `max` only at the PLog's end.
     pub fn read(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<(PLogOffset, Vec<u8>)>, StorageError> {
         let mut out = Vec::new();
         self.shared.visit(partition, from.max(1), max, |o, e| {
@@ -510,9 +490,7 @@ impl ObjectPlog {
     /// other handles appended since, in order, links verified; this handle's own state is
     /// left as it is (a writer learns of other writers' appends through its fence).
     pub fn end_from(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
+        &self, partition: PartitionId, from: PLogOffset,
     ) -> Result<PLogOffset, StorageError> {
         let mut end = from.max(1);
         let start = end;
@@ -580,10 +558,7 @@ impl ObjectPlog {
 
     /// [`read`](Self::read), handing each event's bytes to `f` without copying them.
     pub fn visit(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
         f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         self.shared.visit(partition, from.max(1), max, f)
@@ -599,9 +574,7 @@ impl ObjectPlog {
     /// error naming it), synced, then read back and verified (every hash, and its link to the
     /// previous bundle) before the handle counts it. Returns its name.
     pub fn put_bundle(
-        &self,
-        partition: PartitionId,
-        events: &[Vec<u8>],
+        &self, partition: PartitionId, events: &[Vec<u8>],
     ) -> Result<String, PutBundleError> {
         let refused = |m: String| PutBundleError::Refused(StorageError(m));
         let sh = &self.shared;
@@ -687,10 +660,7 @@ pub enum PutBundleError {
 /// object each: at every bundle boundary (an object lies inside one bundle's range), and at
 /// `limits` (an event larger than `MAX_OBJECT_BYTES` is a part of its own).
 fn object_parts(
-    first: PLogOffset,
-    events: &[&[u8]],
-    bundle_events: u64,
-    limits: AppendLimits,
+    first: PLogOffset, events: &[&[u8]], bundle_events: u64, limits: AppendLimits,
 ) -> Vec<std::ops::Range<usize>> {
     let max_bytes = limits.max_bytes.min(MAX_OBJECT_BYTES);
     let mut parts = Vec::new();
@@ -734,9 +704,7 @@ struct Objects {
 /// every event before it): how many of them bundles hold if so (the objects after those are
 /// the PLog's continuation), `None` if a bundle holds other events.
 fn bundles_hold(
-    sh: &Shared,
-    p: PartitionId,
-    objects: &[&Arc<EventRange>],
+    sh: &Shared, p: PartitionId, objects: &[&Arc<EventRange>],
 ) -> Result<Option<usize>, StorageError> {
     let mut under = 0;
     for o in objects {

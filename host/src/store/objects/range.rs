@@ -29,11 +29,7 @@ pub(super) struct EventRange {
 impl EventRange {
     /// The range made of `bytes`, whose events are at `spans`, with their `hashes`.
     pub(super) fn new(
-        first: PLogOffset,
-        prev: u64,
-        hashes: Vec<u64>,
-        writer: &str,
-        bytes: Vec<u8>,
+        first: PLogOffset, prev: u64, hashes: Vec<u64>, writer: &str, bytes: Vec<u8>,
         spans: Vec<(usize, usize)>,
     ) -> Self {
         Self {
@@ -53,10 +49,7 @@ impl EventRange {
     /// do not add up to the object. An event damaged inside while its links hold is kept, its
     /// offset in [`damaged`](Self::damaged) (the read that decodes it finds it).
     pub(super) fn decode_table(
-        b: Vec<u8>,
-        (first, prev, n): (PLogOffset, u64, usize),
-        table: usize,
-        writer: String,
+        b: Vec<u8>, (first, prev, n): (PLogOffset, u64, usize), table: usize, writer: String,
     ) -> Option<Self> {
         let mut at = table.checked_add(n.checked_mul(12)?)?;
         let (mut hashes, mut spans) = (Vec::with_capacity(n), Vec::with_capacity(n));

@@ -25,10 +25,7 @@ impl Shared {
     /// Calls `f` with each of up to `max` events from `from` on, in order, verifying links;
     /// stops early only at the PLog's end.
     pub(super) fn visit(
-        &self,
-        p: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, p: PartitionId, from: PLogOffset, max: usize,
         f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         self.visit_with(p, from, max, false, f)
@@ -37,11 +34,7 @@ impl Shared {
     /// [`visit`](Self::visit), looking past the end this handle knows for objects it does
     /// not know of also when it writes, if `past_end` (another host may have appended).
     pub(super) fn visit_with(
-        &self,
-        p: PartitionId,
-        from: PLogOffset,
-        max: usize,
-        past_end: bool,
+        &self, p: PartitionId, from: PLogOffset, max: usize, past_end: bool,
         mut f: impl FnMut(PLogOffset, &[u8]) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         let part = self.part(p);

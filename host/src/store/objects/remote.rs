@@ -43,8 +43,7 @@ impl RemotePlog {
     /// the default, and the format given), so that every host of one PLog agrees on the size.
     /// `Ok(None)`: no store there (and `create` was not asked).
     pub(super) fn marker(
-        &self,
-        create: Option<(Option<u64>, ObjectFormat)>,
+        &self, create: Option<(Option<u64>, ObjectFormat)>,
     ) -> Result<Option<Marker>, StorageError> {
         let path = ObjPath::from(OBJECTS_FORMAT_FILE);
         let e = |what: &dyn std::fmt::Display| {
@@ -96,10 +95,7 @@ impl RemotePlog {
     /// [`REMOTE_DELETE_DELAY`] as on S3. `local`: the directory the objects are files of, so
     /// that appends sync them.
     pub fn open_plog(
-        &self,
-        local: Option<&Path>,
-        bundle_events: Option<u64>,
-        access: Access,
+        &self, local: Option<&Path>, bundle_events: Option<u64>, access: Access,
     ) -> Result<ObjectPlog, StorageError> {
         let wanted = ObjectFormat::for_writing();
         let create = (access == Access::Write).then_some((bundle_events, wanted));

@@ -175,8 +175,7 @@ impl Outage {
 /// [`connect`] with the `AWS_*` settings taken from `vars` instead of the environment (other
 /// names are ignored): how a test points one process at several servers.
 pub fn connect_with(
-    location: &S3Location,
-    vars: impl IntoIterator<Item = (String, String)>,
+    location: &S3Location, vars: impl IntoIterator<Item = (String, String)>,
 ) -> Result<S3Objects, StorageError> {
     let url = location.url();
     let vars: Vec<(String, String)> = vars
@@ -339,10 +338,7 @@ impl OnRuntime {
 #[async_trait]
 impl ObjectStore for OnRuntime {
     async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
+        &self, location: &Path, payload: PutPayload, opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         let loc = location.clone();
         self.call(format!("put {location}"), move |s| {
@@ -353,9 +349,7 @@ impl ObjectStore for OnRuntime {
     }
 
     async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        _opts: PutMultipartOptions,
+        &self, location: &Path, _opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         // Events and bundles are small: every object is one put.
         Err(object_store::Error::NotImplemented {
@@ -365,9 +359,7 @@ impl ObjectStore for OnRuntime {
     }
 
     async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
+        &self, location: &Path, options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let loc = location.clone();
         // The body is read on the runtime too, then handed over whole.
@@ -393,9 +385,7 @@ impl ObjectStore for OnRuntime {
     }
 
     async fn get_ranges(
-        &self,
-        location: &Path,
-        ranges: &[Range<u64>],
+        &self, location: &Path, ranges: &[Range<u64>],
     ) -> object_store::Result<Vec<bytes::Bytes>> {
         let loc = location.clone();
         let ranges = ranges.to_vec();
@@ -407,8 +397,7 @@ impl ObjectStore for OnRuntime {
     }
 
     fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
+        &self, locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
         // In requests of many names (S3's DeleteObjects takes up to 1,000), each retried
         // whole when a name failed on the transport (deleting a name again is harmless).
@@ -464,9 +453,7 @@ impl ObjectStore for OnRuntime {
     }
 
     fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
+        &self, prefix: Option<&Path>, offset: &Path,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         let (prefix, offset) = (prefix.cloned(), offset.clone());
         let what = format!("list {} after {offset}", prefix.clone().unwrap_or_default());
@@ -486,10 +473,7 @@ impl ObjectStore for OnRuntime {
     }
 
     async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
+        &self, from: &Path, to: &Path, options: CopyOptions,
     ) -> object_store::Result<()> {
         let (f, t) = (from.clone(), to.clone());
         self.call(format!("copy {from} to {to}"), move |s| {
@@ -506,9 +490,7 @@ impl OnRuntime {
     /// A listing `list` makes of the inner store, collected whole under the retries of
     /// [`call`](Self::call) (a page that failed is not half-delivered), then streamed.
     fn listing<L>(
-        &self,
-        what: String,
-        list: L,
+        &self, what: String, list: L,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>>
     where
         L: Fn(Arc<dyn ObjectStore>) -> BoxStream<'static, object_store::Result<ObjectMeta>>
@@ -565,10 +547,7 @@ mod tests {
     #[async_trait]
     impl ObjectStore for Slow {
         async fn put_opts(
-            &self,
-            location: &Path,
-            payload: PutPayload,
-            opts: PutOptions,
+            &self, location: &Path, payload: PutPayload, opts: PutOptions,
         ) -> object_store::Result<PutResult> {
             tokio::time::sleep(self.put_delay).await;
             let failing =
@@ -584,47 +563,37 @@ mod tests {
         }
 
         async fn put_multipart_opts(
-            &self,
-            location: &Path,
-            opts: PutMultipartOptions,
+            &self, location: &Path, opts: PutMultipartOptions,
         ) -> object_store::Result<Box<dyn MultipartUpload>> {
             self.objects.put_multipart_opts(location, opts).await
         }
 
         async fn get_opts(
-            &self,
-            location: &Path,
-            options: GetOptions,
+            &self, location: &Path, options: GetOptions,
         ) -> object_store::Result<GetResult> {
             self.objects.get_opts(location, options).await
         }
 
         fn delete_stream(
-            &self,
-            locations: BoxStream<'static, object_store::Result<Path>>,
+            &self, locations: BoxStream<'static, object_store::Result<Path>>,
         ) -> BoxStream<'static, object_store::Result<Path>> {
             self.objects.delete_stream(locations)
         }
 
         fn list(
-            &self,
-            prefix: Option<&Path>,
+            &self, prefix: Option<&Path>,
         ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
             self.objects.list(prefix)
         }
 
         async fn list_with_delimiter(
-            &self,
-            prefix: Option<&Path>,
+            &self, prefix: Option<&Path>,
         ) -> object_store::Result<ListResult> {
             self.objects.list_with_delimiter(prefix).await
         }
 
         async fn copy_opts(
-            &self,
-            from: &Path,
-            to: &Path,
-            options: CopyOptions,
+            &self, from: &Path, to: &Path, options: CopyOptions,
         ) -> object_store::Result<()> {
             self.objects.copy_opts(from, to, options).await
         }

@@ -115,9 +115,7 @@ impl Shared {
     /// Names (file names) under `dir/partition`, with when each object was last written by
     /// the store's clock.
     pub(super) fn list_meta(
-        &self,
-        dir: &str,
-        p: PartitionId,
+        &self, dir: &str, p: PartitionId,
     ) -> Result<Vec<(String, std::time::SystemTime)>, StorageError> {
         let prefix = ObjPath::from(partition_dir(dir, p));
         let listed = block_on(self.objects.list_with_delimiter(Some(&prefix)))
@@ -132,9 +130,7 @@ impl Shared {
     /// others (S3's start-after; a directory's entries are compared before they are read), so
     /// the listing costs what the tail holds, not what lies under the bundles.
     fn list_events_after(
-        &self,
-        p: PartitionId,
-        after: PLogOffset,
+        &self, p: PartitionId, after: PLogOffset,
     ) -> Result<Vec<String>, StorageError> {
         let prefix = ObjPath::from(partition_dir(EVENTS, p));
         let offset = ObjPath::from(event_object(p, after));
@@ -364,10 +360,7 @@ impl Shared {
     /// it lists later ones, that object is read by its name, so a writer's tail never looks
     /// like a hole; only an object that is not there stops the walk.
     fn walk_tail(
-        &self,
-        p: PartitionId,
-        events: &BTreeSet<EventKey>,
-        part: &mut Part,
+        &self, p: PartitionId, events: &BTreeSet<EventKey>, part: &mut Part,
     ) -> Result<BTreeSet<EventKey>, Scan> {
         let keys: Vec<EventKey> = events.range((part.next, None)..).copied().collect();
         let mut walked = BTreeSet::new();
@@ -410,11 +403,7 @@ impl Shared {
     /// `part`: its link to the PLog before it, and its events' checksums; a takeover mark
     /// names the next object and holds the tail for its epoch.
     fn follow(
-        &self,
-        p: PartitionId,
-        key: EventKey,
-        e: EventRange,
-        part: &mut Part,
+        &self, p: PartitionId, key: EventKey, e: EventRange, part: &mut Part,
     ) -> Result<(), Scan> {
         let first = key.0;
         if let Some(o) = e.damaged {

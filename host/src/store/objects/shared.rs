@@ -126,10 +126,7 @@ impl Part {
     /// most `max_objects` of them and no more than hold `max_events` events from `from` on;
     /// empty if no object of the tail holds `from`.
     pub(super) fn objects_from(
-        &self,
-        from: PLogOffset,
-        max_events: u64,
-        max_objects: usize,
+        &self, from: PLogOffset, max_events: u64, max_objects: usize,
     ) -> Vec<PLogOffset> {
         let Some((&start, _)) = self
             .tail
@@ -302,9 +299,7 @@ impl Shared {
     /// The event object named `key` (holding the events from its first offset on, or a
     /// takeover mark), decoded and verified; `None` if there is none.
     pub(super) fn get_object(
-        &self,
-        p: PartitionId,
-        key: EventKey,
+        &self, p: PartitionId, key: EventKey,
     ) -> Result<Option<EventRange>, StorageError> {
         let name = event_object_at(p, key);
         let Some(bytes) = self.get(&name)? else {
@@ -324,9 +319,7 @@ impl Shared {
     /// The event object of events named `key`, or the one after the takeover marks there (each
     /// names the next by its epoch); `None` if there is none (the marks end the PLog).
     pub(super) fn get_events_object(
-        &self,
-        p: PartitionId,
-        mut key: EventKey,
+        &self, p: PartitionId, mut key: EventKey,
     ) -> Result<Option<EventRange>, StorageError> {
         loop {
             match self.get_object(p, key)? {
@@ -340,9 +333,7 @@ impl Shared {
     /// not found), past any takeover mark there: from the partition's cache when this handle
     /// created them, the others read from a few threads at once.
     pub(super) fn objects_for(
-        &self,
-        p: PartitionId,
-        firsts: &[PLogOffset],
+        &self, p: PartitionId, firsts: &[PLogOffset],
     ) -> Result<Vec<Option<Arc<EventRange>>>, StorageError> {
         let (cached, missing): (Vec<Option<Arc<EventRange>>>, Vec<EventKey>) = {
             let part = self.part(p);
@@ -430,10 +421,7 @@ impl Shared {
     /// one not found); past the takeover marks there with `past_marks`
     /// ([`get_events_object`](Self::get_events_object)), else a mark as it is.
     pub(super) fn get_objects(
-        &self,
-        p: PartitionId,
-        keys: &[EventKey],
-        past_marks: bool,
+        &self, p: PartitionId, keys: &[EventKey], past_marks: bool,
     ) -> Result<Vec<Option<EventRange>>, StorageError> {
         let get = |&key: &EventKey| match past_marks {
             true => self.get_events_object(p, key),
@@ -476,9 +464,7 @@ impl Shared {
     /// The bundle that would hold `o`, decoded and verified (the one read last is kept per
     /// partition); `None` if there is none.
     pub(super) fn get_bundle(
-        &self,
-        p: PartitionId,
-        o: PLogOffset,
+        &self, p: PartitionId, o: PLogOffset,
     ) -> Result<Option<Arc<EventRange>>, StorageError> {
         let (first, last) = self.bundle_range(o);
         if let Some(b) = lock(&self.last_bundle).get(&p)
@@ -505,11 +491,7 @@ impl Shared {
     /// A bundle's link without reading its events: the hash before its first event and the
     /// hash of its last (from its header and its hash table).
     pub(super) fn bundle_link(
-        &self,
-        p: PartitionId,
-        first: PLogOffset,
-        last: PLogOffset,
-        name: &str,
+        &self, p: PartitionId, first: PLogOffset, last: PLogOffset, name: &str,
     ) -> Result<(u64, u64), StorageError> {
         let n = last - first + 1;
         let path = ObjPath::from(bundle_object(p, first, last));
@@ -524,10 +506,7 @@ impl Shared {
 
     /// The first offset of `first..first + n` that a bundle holds, if any.
     pub(super) fn bundled_among(
-        &self,
-        p: PartitionId,
-        first: PLogOffset,
-        n: u64,
+        &self, p: PartitionId, first: PLogOffset, n: u64,
     ) -> Result<Option<PLogOffset>, StorageError> {
         let mut o = first;
         while o < first + n {
@@ -629,9 +608,7 @@ impl Shared {
 
     /// Makes the event objects named `keys` durable: each file, then their directory once.
     pub(super) fn sync_events(
-        &self,
-        p: PartitionId,
-        keys: &[EventKey],
+        &self, p: PartitionId, keys: &[EventKey],
     ) -> Result<(), StorageError> {
         let names: Vec<String> = keys.iter().map(|&k| event_object_at(p, k)).collect();
         self.sync_objects(&partition_dir(EVENTS, p), &names)

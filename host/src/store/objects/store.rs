@@ -100,10 +100,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
     /// ([`Storage::failure`]), which stops a run.
     #[cfg(feature = "s3")]
     pub fn open_s3(
-        data: &Path,
-        url: &str,
-        bundle_events: Option<u64>,
-        wait: std::time::Duration,
+        data: &Path, url: &str, bundle_events: Option<u64>, wait: std::time::Duration,
     ) -> Result<Self, StorageError> {
         Self::open_with(data, Some(RemotePlog::s3(url, Some(wait))?), bundle_events)
     }
@@ -111,9 +108,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
     /// Opens the store with its view in `root` and its PLog in `root` (`remote` `None`) or
     /// on `remote`.
     pub fn open_with(
-        root: &Path,
-        remote: Option<RemotePlog>,
-        bundle_events: Option<u64>,
+        root: &Path, remote: Option<RemotePlog>, bundle_events: Option<u64>,
     ) -> Result<Self, StorageError> {
         let url = remote.as_ref().map(|r| r.url.clone());
         let remote_failure = remote.as_ref().and_then(|r| r.failure.clone());
@@ -199,10 +194,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
     /// marker, for the PLog at `url` (its own record `remote`, if remote and there) with
     /// bundles of `bundle_events` events (the remote record's, if any).
     fn create_root(
-        root: &Path,
-        parent: &Path,
-        url: &Option<String>,
-        remote: Option<&Marker>,
+        root: &Path, parent: &Path, url: &Option<String>, remote: Option<&Marker>,
         bundle_events: Option<u64>,
     ) -> Result<Marker, StorageError> {
         if !parent.is_dir() {
@@ -232,11 +224,8 @@ impl<V: LiveViewFile> Objects<V, Live> {
     /// `records` are its remote PLog (if any), its own record (the remote `FORMAT` object, or
     /// the root's marker) and the root's marker in `root`.
     fn continue_in(
-        format: ObjectFormat,
-        root: &Path,
-        parent: &Path,
-        (remote, plog_marker, local): (Option<&RemotePlog>, &Marker, Marker),
-        name: &str,
+        format: ObjectFormat, root: &Path, parent: &Path,
+        (remote, plog_marker, local): (Option<&RemotePlog>, &Marker, Marker), name: &str,
     ) -> Result<(), StorageError> {
         if let Some(r) = remote
             && plog_marker.format < format
@@ -302,10 +291,7 @@ impl<V: LiveViewFile> Objects<V, Live> {
 
 impl<V: LiveViewFile> Storage for Objects<V, Live> {
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let read = (&self.plog, &self.ahead, &self.damage);
         read_plog_page(read, self.label(), (partition, from, max_events), None)
@@ -413,18 +399,14 @@ impl<V: ViewFile, A> StoreReader for Objects<V, A> {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         let (next, _) = self.plog.bounds(partition);
         Ok((next > 1).then_some((1, next - 1)))
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         decode_all(partition, self.plog.read(partition, from, max)?)
     }

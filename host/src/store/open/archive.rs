@@ -41,8 +41,7 @@ pub(super) enum Chosen {
 /// only in a build with archives). The recorded one must exist and be the one asked for, if
 /// any; a store with none takes the one asked for.
 pub(super) fn choose(
-    use_: &ArchiveUse,
-    url: &StoreUrl,
+    use_: &ArchiveUse, url: &StoreUrl,
     read_record: impl FnOnce() -> Result<Option<PathBuf>, OpenError>,
 ) -> Result<Chosen, OpenError> {
     #[cfg(feature = "objects")]
@@ -116,8 +115,7 @@ impl Chosen {
     #[cfg_attr(not(feature = "objects"), allow(unused_variables))]
     #[cfg_attr(not(feature = "redb"), allow(dead_code))] // only redb's opener checks first
     pub(super) fn check_before_writing<R: StoreReader>(
-        &self,
-        hot: impl FnOnce() -> Result<R, OpenError>,
+        &self, hot: impl FnOnce() -> Result<R, OpenError>,
     ) -> Result<(), OpenError> {
         match self {
             Self::None => Ok(()),
@@ -136,10 +134,7 @@ impl Chosen {
     /// up), else read-only and checked; a new one is recorded through `record`.
     #[cfg_attr(not(feature = "objects"), allow(unused_variables))]
     pub(super) fn open_under<S: Storage + Trim + Clone>(
-        self,
-        options: &OpenOptions,
-        hot: &S,
-        record: impl FnOnce(&Path) -> Result<(), OpenError>,
+        self, options: &OpenOptions, hot: &S, record: impl FnOnce(&Path) -> Result<(), OpenError>,
     ) -> Result<(Opened, Arc<dyn Storage>), OpenError> {
         match self {
             Self::None => Ok((Opened::none(), Arc::new(hot.clone()))),
@@ -169,8 +164,7 @@ impl Chosen {
 /// `reader` with the archive its store records (`read_record`), read-only: what `check` and
 /// `inspect` read. A build without archives reads the store alone.
 pub(super) fn reader_with_recorded<R: StoreReader + Send + Sync + 'static>(
-    reader: R,
-    read_record: impl FnOnce() -> Result<Option<PathBuf>, OpenError>,
+    reader: R, read_record: impl FnOnce() -> Result<Option<PathBuf>, OpenError>,
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     #[cfg(feature = "objects")]
     {
@@ -208,8 +202,7 @@ impl Opened {
     /// The store's PLog as one read with the archive under `hot`, the archive opened again
     /// (another process may have archived more since).
     pub(super) fn reopened_over<'a>(
-        &self,
-        hot: &'a dyn StoreReader,
+        &self, hot: &'a dyn StoreReader,
     ) -> Result<Box<dyn StoreReader + 'a>, OpenError> {
         #[cfg(feature = "objects")]
         if let Some(a) = &self.archive {

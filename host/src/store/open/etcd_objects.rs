@@ -65,9 +65,7 @@ impl Backend for EtcdObjects {
 /// The PLog's objects at `place`: a directory (created if `create`), or S3 (a failure once it
 /// has answered nothing for `wait`, if given); with the directory the objects are files of.
 fn plog_at(
-    place: &PlogPlace,
-    create: bool,
-    wait: Option<std::time::Duration>,
+    place: &PlogPlace, create: bool, wait: Option<std::time::Duration>,
 ) -> Result<(RemotePlog, Option<&Path>), OpenError> {
     match place {
         PlogPlace::Dir(dir) => Ok((RemotePlog::directory(dir, create)?, Some(dir.as_path()))),
@@ -89,10 +87,7 @@ fn plog_at(
 /// a store (its PLog is in the cluster); a cluster that holds nothing records `plog` (if
 /// `record`). So no view is ever replayed against a PLog it was not written from.
 fn settle_plog_place(
-    store: &EtcdStorage,
-    etcd: &str,
-    plog: &PlogPlace,
-    record: bool,
+    store: &EtcdStorage, etcd: &str, plog: &PlogPlace, record: bool,
 ) -> Result<(), OpenError> {
     let place = plog.to_string();
     let refuse = |what: String| {

@@ -125,10 +125,7 @@ impl StoreReader for LiveRedb {
     }
 
     fn events(
-        &self,
-        partition: u32,
-        from: u64,
-        max: usize,
+        &self, partition: u32, from: u64, max: usize,
     ) -> Result<Vec<crate::store::codec::StoredEvent>, StorageError> {
         self.client.events(partition, from, max)
     }

@@ -67,8 +67,7 @@ pub fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Store, OpenError> {
 /// snapshots that run serves on its data directory's socket ([`store::live`](crate::store::live);
 /// a private copy when no run answers there), one in need of recovery from a private copy.
 pub fn open_reader(
-    url: &StoreUrl,
-    options: &OpenOptions,
+    url: &StoreUrl, options: &OpenOptions,
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     // Memory and etcd stores need no options.
     #[cfg(not(feature = "redb"))]

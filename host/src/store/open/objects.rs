@@ -144,8 +144,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
 }
 
 pub(super) fn open_reader(
-    url: &StoreUrl,
-    options: &OpenOptions,
+    url: &StoreUrl, options: &OpenOptions,
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     let root = url
         .local_dir(&options.data)

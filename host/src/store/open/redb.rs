@@ -111,8 +111,7 @@ pub(super) fn open(url: &StoreUrl, options: &OpenOptions) -> Result<Opened, Open
 }
 
 pub(super) fn open_reader(
-    url: &StoreUrl,
-    options: &OpenOptions,
+    url: &StoreUrl, options: &OpenOptions,
 ) -> Result<Box<dyn StoreReader + Send + Sync>, OpenError> {
     let dir = url
         .local_dir(&options.data)

@@ -28,8 +28,7 @@ pub(super) fn not_built(url: &StoreUrl) -> OpenError {
 /// Refuses, before anything is written, an event larger than one write of a store whose
 /// append limits are `limits` (see [`OpenOptions::largest_event`]).
 pub(super) fn refuse_large_events(
-    options: &OpenOptions,
-    limits: crate::store::storage::AppendLimits,
+    options: &OpenOptions, limits: crate::store::storage::AppendLimits,
 ) -> Result<(), OpenError> {
     match options.largest_event {
         Some(largest) if largest > limits.max_bytes => Err(OpenError::EventTooLarge {
@@ -44,9 +43,7 @@ pub(super) fn refuse_large_events(
 /// Settles the layout of a store whose record is `recorded` (read before anything was
 /// written) against the layout asked for: refuses a difference. `store` names the store.
 pub(super) fn refuse_another(
-    recorded: Option<&Layout>,
-    options: &OpenOptions,
-    store: &dyn Fn() -> String,
+    recorded: Option<&Layout>, options: &OpenOptions, store: &dyn Fn() -> String,
     backend: &'static str,
 ) -> Result<(), OpenError> {
     if let (Some(r), Some(wanted)) = (recorded, &options.layout) {
@@ -64,12 +61,8 @@ pub(super) fn refuse_another(
 /// partition that layout lacks, through `record` (which answers the layout that holds, for a
 /// store where another opener may record first).
 pub(super) fn settle_open(
-    recorded: Option<Layout>,
-    options: &OpenOptions,
-    reader: &dyn StoreReader,
-    created: bool,
-    store: &dyn Fn() -> String,
-    backend: &'static str,
+    recorded: Option<Layout>, options: &OpenOptions, reader: &dyn StoreReader, created: bool,
+    store: &dyn Fn() -> String, backend: &'static str,
     record: impl FnOnce(&Layout) -> Result<Layout, OpenError>,
 ) -> Result<Option<Layout>, OpenError> {
     let Some(wanted) = &options.layout else {

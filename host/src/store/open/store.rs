@@ -133,8 +133,7 @@ impl Store {
     /// archived more meanwhile), partition by partition and across partitions, against the
     /// recorded layout ([`check_store`]); an object store's merger error fails it.
     pub fn check(
-        &self,
-        fallback_initial: impl Fn(SeqId) -> Option<Number>,
+        &self, fallback_initial: impl Fn(SeqId) -> Option<Number>,
         each: impl FnMut(PartitionId, &CheckReport),
     ) -> Result<StoreCheck, StoreCheckError> {
         if let Some(e) = self.merge_error() {

@@ -16,9 +16,7 @@ use crate::store::storage::StorageError;
 /// Runs redb's integrity check on a private copy of the database at `path`, made by
 /// `copy(destination)`; returns what was verified, or one line naming `path` and what failed.
 pub(crate) fn verify_copy(
-    path: &Path,
-    how: &str,
-    copy: impl FnOnce(&Path) -> Result<(), StorageError>,
+    path: &Path, how: &str, copy: impl FnOnce(&Path) -> Result<(), StorageError>,
 ) -> Result<String, StorageError> {
     let folder = PrivateFolder::new().map_err(|e| {
         StorageError(format!(

@@ -73,8 +73,7 @@ impl RedbReader {
     /// Opens the database file at `path` for reading only, in place or (when it needs crash
     /// recovery) through a private copy; `None` when a live process holds it open for writing.
     pub fn open_unless_live(
-        path: &Path,
-        layout: Option<Layout>,
+        path: &Path, layout: Option<Layout>,
     ) -> Result<Option<Self>, OpenError> {
         let fail = |failure, error| OpenError { failure, error };
         if !path.is_file() {
@@ -224,8 +223,7 @@ impl StoreReader for RedbReader {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         match &self.db {
             Opened::InPlace(db) => read_plog_bounds(db, &self.path, partition),
@@ -234,10 +232,7 @@ impl StoreReader for RedbReader {
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         match &self.db {
             Opened::InPlace(db) => read_events(db, &self.path, partition, from, max),

@@ -14,8 +14,7 @@ use crate::store::storage::{PartitionId, StorageError};
 
 /// Partitions that have a PLog or a stored next offset in `db`, ascending.
 pub(crate) fn read_partitions(
-    db: &impl ReadSource,
-    path: &Path,
+    db: &impl ReadSource, path: &Path,
 ) -> Result<Vec<PartitionId>, StorageError> {
     (|| -> Result<Vec<PartitionId>, redb::Error> {
         let rx = db.begin_read()?;
@@ -42,9 +41,7 @@ pub(crate) fn read_partitions(
 
 /// The first and last offsets of a partition's PLog in `db`, `None` if it is empty.
 pub(crate) fn read_plog_bounds(
-    db: &impl ReadSource,
-    path: &Path,
-    partition: PartitionId,
+    db: &impl ReadSource, path: &Path, partition: PartitionId,
 ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
     (|| -> Result<_, redb::Error> {
         let rx = db.begin_read()?;
@@ -55,9 +52,7 @@ pub(crate) fn read_plog_bounds(
 
 /// The sequences view of a partition in `db`: (workspace, sequence, last), in key order.
 pub(crate) fn read_view(
-    db: &impl ReadSource,
-    path: &Path,
-    partition: PartitionId,
+    db: &impl ReadSource, path: &Path, partition: PartitionId,
 ) -> Result<Vec<(WsId, SeqId, Number)>, StorageError> {
     (|| -> Result<_, redb::Error> {
         let rx = db.begin_read()?;
@@ -75,9 +70,7 @@ pub(crate) fn read_view(
 
 /// The stored next PLog offset of a partition in `db`, 0 if none.
 pub(crate) fn read_next(
-    db: &impl ReadSource,
-    path: &Path,
-    partition: PartitionId,
+    db: &impl ReadSource, path: &Path, partition: PartitionId,
 ) -> Result<u64, StorageError> {
     (|| -> Result<u64, redb::Error> {
         let rx = db.begin_read()?;
@@ -90,11 +83,7 @@ pub(crate) fn read_next(
 /// Up to `max` PLog events of a partition in `db` from `from` on, in offset order; an event that
 /// fails its checksum comes back flagged.
 pub(crate) fn read_events(
-    db: &impl ReadSource,
-    path: &Path,
-    partition: PartitionId,
-    from: PLogOffset,
-    max: usize,
+    db: &impl ReadSource, path: &Path, partition: PartitionId, from: PLogOffset, max: usize,
 ) -> Result<Vec<StoredEvent>, StorageError> {
     let rows = (|| -> Result<Vec<(u64, Vec<u8>)>, redb::Error> {
         let rx = db.begin_read()?;

@@ -166,9 +166,7 @@ impl RedbStorage {
     /// The answer a request to the writer or the reader gives through `rx`, if it was `sent`;
     /// "closed" if it was not, or if its thread ended without answering.
     fn answer<T: Send + 'static>(
-        &self,
-        sent: bool,
-        rx: oneshot::Receiver<Result<T, StorageError>>,
+        &self, sent: bool, rx: oneshot::Receiver<Result<T, StorageError>>,
     ) -> StorageFuture<T> {
         let closed = self.closed();
         async move {
@@ -182,8 +180,7 @@ impl RedbStorage {
 
     /// Runs `f` on the reader thread; its result is the future's.
     fn read<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
+        &self, f: impl FnOnce(&Database) -> Result<T, StorageError> + Send + 'static,
     ) -> StorageFuture<T> {
         let (tx, rx) = oneshot::channel();
         let stats = self.inner.stats.clone();
@@ -201,9 +198,7 @@ impl RedbStorage {
     /// The stored numbers of the (workspace, sequence) `keys` of a partition, in order, 0 for
     /// one never stored: read in one read transaction.
     fn numbers(
-        &self,
-        partition: PartitionId,
-        keys: impl Iterator<Item = (WsId, SeqId)>,
+        &self, partition: PartitionId, keys: impl Iterator<Item = (WsId, SeqId)>,
     ) -> Result<Vec<Number>, StorageError> {
         (|| -> Result<Vec<Number>, redb::Error> {
             let rx = self.inner.db.begin_read()?;
@@ -244,19 +239,13 @@ fn with_cause(stats: &StoreStats, e: StorageError) -> StorageError {
 
 impl Storage for RedbStorage {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         self.numbers(partition, seqs.iter().map(|&s| (ws, s)))
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         // One read transaction for them all.
         let keys = ws.iter().flat_map(|&w| seqs.iter().map(move |&s| (w, s)));
@@ -269,10 +258,7 @@ impl Storage for RedbStorage {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let (reply, rx) = oneshot::channel();
         let sent = self
@@ -287,10 +273,7 @@ impl Storage for RedbStorage {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let path = self.inner.path.clone();
         let damage = self.inner.damage.clone();
@@ -358,9 +341,7 @@ impl RedbStorage {
 /// What the archive trims through: [`RedbStorage::trim`].
 impl Trim for RedbStorage {
     fn trim_below(
-        &self,
-        partition: PartitionId,
-        below: PLogOffset,
+        &self, partition: PartitionId, below: PLogOffset,
     ) -> Result<Trimmed, StorageError> {
         self.trim(partition, below)
     }
@@ -376,17 +357,13 @@ impl crate::store::reader::StoreReader for RedbStorage {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         read_plog_bounds(self.inner.db.as_ref(), &self.inner.path, partition)
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         read_events(
             self.inner.db.as_ref(),

@@ -63,8 +63,7 @@ pub(crate) fn check_format(db: &impl ReadableDatabase, path: &Path) -> Result<()
 /// The first and last offsets of partition `p`'s events in the PLog table `plog`, `None` if it
 /// holds none.
 pub(super) fn plog_bounds_in(
-    plog: &impl ReadableTable<(u32, u64), &'static [u8]>,
-    p: PartitionId,
+    plog: &impl ReadableTable<(u32, u64), &'static [u8]>, p: PartitionId,
 ) -> Result<Option<(PLogOffset, PLogOffset)>, redb::Error> {
     let mut range = plog.range((p, 0)..=(p, u64::MAX))?;
     let first = match range.next() {

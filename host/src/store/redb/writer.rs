@@ -56,10 +56,7 @@ enum Applied {
 /// Serves `requests` on `db` until every sender is gone: a group at a time, each in one
 /// transaction, committed while holding `commits` (which a reader copying the file holds).
 pub(super) fn writer_loop(
-    db: &Database,
-    path: &Path,
-    requests: &mpsc::Receiver<Request>,
-    stats: &StoreStats,
+    db: &Database, path: &Path, requests: &mpsc::Receiver<Request>, stats: &StoreStats,
     commits: &Mutex<()>,
 ) {
     // After an I/O error redb refuses every later write with "previous I/O error": the first
@@ -86,10 +83,7 @@ pub(super) fn writer_loop(
 /// Applies `group` in one transaction and commits it (redb's default durability,
 /// `Durability::Immediate`: the commit returns once durable).
 fn commit_group(
-    db: &Database,
-    group: &[Request],
-    stats: &StoreStats,
-    commits: &Mutex<()>,
+    db: &Database, group: &[Request], stats: &StoreStats, commits: &Mutex<()>,
 ) -> Result<Vec<Applied>, redb::Error> {
     // No commit while a reader copies the file (`hold_commits`).
     let _gate = commits.lock().unwrap_or_else(|p| p.into_inner());
@@ -139,9 +133,7 @@ fn apply(tx: &WriteTransaction, req: &Request, stats: &StoreStats) -> Result<App
 
 /// Inserts `events` if they start at the partition's next PLog offset, else refuses them all.
 fn apply_append(
-    tx: &WriteTransaction,
-    partition: PartitionId,
-    events: &EventBatch,
+    tx: &WriteTransaction, partition: PartitionId, events: &EventBatch,
 ) -> Result<Applied, redb::Error> {
     let mut plog = tx.open_table(PLOG)?;
     let expected = match plog
@@ -166,9 +158,7 @@ fn apply_append(
 /// Deletes up to [`TRIM_CHUNK`] of partition `p`'s oldest events below `below`, never at or past
 /// its stored next offset (replay starts there) nor its last event (the fence needs it).
 fn apply_trim(
-    tx: &WriteTransaction,
-    p: PartitionId,
-    below: PLogOffset,
+    tx: &WriteTransaction, p: PartitionId, below: PLogOffset,
 ) -> Result<Trimmed, redb::Error> {
     let stored = tx.open_table(NEXT_OFFSET)?.get(p)?.map_or(0, |v| v.value());
     let mut plog = tx.open_table(PLOG)?;
@@ -225,10 +215,7 @@ fn answer(group: Vec<Request>, applied: Vec<Applied>, stats: &StoreStats) {
 /// The error a failed commit answers its group with. The first I/O error is kept as `cause`
 /// (and as the store's failure): after it redb only says "previous I/O error".
 fn commit_failed(
-    path: &Path,
-    e: redb::Error,
-    cause: &mut Option<String>,
-    stats: &StoreStats,
+    path: &Path, e: redb::Error, cause: &mut Option<String>, stats: &StoreStats,
 ) -> StorageError {
     match (&e, &cause) {
         (redb::Error::PreviousIo, Some(cause)) => err(

@@ -79,8 +79,7 @@ const SPLIT_BY_EVENTS_MAX: usize = 1024;
 
 /// The maker's reader of `store`, opened (`None`: it gives none).
 fn open_reader<'s, M: StoreMaker>(
-    maker: &'s M,
-    store: &'s M::Store,
+    maker: &'s M, store: &'s M::Store,
 ) -> Result<Option<Box<dyn StoreReader + 's>>, Seen> {
     maker
         .reader(store)
@@ -99,10 +98,7 @@ fn empty_page(from: PLogOffset) -> PlogPage {
 
 /// A write of `values` and `offset` to `partition`, waited for.
 fn write<S: Storage>(
-    s: &S,
-    partition: PartitionId,
-    values: Vec<SeqValue>,
-    offset: PLogOffset,
+    s: &S, partition: PartitionId, values: Vec<SeqValue>, offset: PLogOffset,
 ) -> Held {
     let what = match values.len() {
         0..=4 => format!("write(partition {partition}, {values:?}, offset {offset})"),
@@ -113,12 +109,7 @@ fn write<S: Storage>(
 
 /// `read_numbers` of one workspace is `expected`.
 fn numbers_are<S: Storage>(
-    s: &S,
-    partition: PartitionId,
-    ws: u64,
-    seqs: &[u16],
-    expected: Vec<u64>,
-    when: &str,
+    s: &S, partition: PartitionId, ws: u64, seqs: &[u16], expected: Vec<u64>, when: &str,
 ) -> Held {
     let what = format!("read_numbers(partition {partition}, workspace {ws}, {seqs:?}) {when}");
     let seen = s.read_numbers(partition, ws, seqs).doing(&what)?;
@@ -134,10 +125,7 @@ fn offset_is<S: Storage>(s: &S, partition: PartitionId, expected: PLogOffset, wh
 
 /// The whole PLog of `partition`, read with `read_plog`, holds the checks' events `offsets`.
 fn plog_holds<S: Storage>(
-    s: &S,
-    partition: PartitionId,
-    offsets: impl IntoIterator<Item = PLogOffset>,
-    when: &str,
+    s: &S, partition: PartitionId, offsets: impl IntoIterator<Item = PLogOffset>, when: &str,
 ) -> Held {
     let seen = read_all(s, partition, 1, 64)?;
     same_values(
@@ -149,10 +137,7 @@ fn plog_holds<S: Storage>(
 
 /// An append the fence must refuse, with `expected` as the PLog's next offset.
 fn refused(
-    result: Result<(), AppendError>,
-    what: &str,
-    expected: PLogOffset,
-    offered: PLogOffset,
+    result: Result<(), AppendError>, what: &str, expected: PLogOffset, offered: PLogOffset,
 ) -> Held {
     same(
         what,
@@ -162,8 +147,7 @@ fn refused(
 }
 
 fn a_fresh_store_reads_offset_0_numbers_0_and_an_empty_plog<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     for p in [0, 1, 10] {
         offset_is(&s, p, 0, "of a fresh store")?;
@@ -179,8 +163,7 @@ fn a_fresh_store_reads_offset_0_numbers_0_and_an_empty_plog<M: StoreMaker>(
 }
 
 fn the_reader_of_a_fresh_store_finds_nothing<M: StoreMaker>(
-    maker: &mut M,
-    s: M::Store,
+    maker: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let Some(reader) = open_reader(maker, &s)? else {
         return Ok(Ran::Skipped(NO_READER));
@@ -201,8 +184,7 @@ fn the_reader_of_a_fresh_store_finds_nothing<M: StoreMaker>(
 }
 
 fn a_write_stores_values_and_the_offset_and_a_later_read_sees_them<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let first = vec![
         SeqValue::new(1, 1, 5),
@@ -222,8 +204,7 @@ fn a_write_stores_values_and_the_offset_and_a_later_read_sees_them<M: StoreMaker
 }
 
 fn one_partitions_writes_apply_in_the_order_begun<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     // As the driver writes: per partition one write in flight at a time, each begun once the
     // one before it returned, while the other partitions' writes are in flight too. Round r
@@ -296,8 +277,7 @@ fn partitions_are_independent<M: StoreMaker>(_: &mut M, s: M::Store) -> Result<R
 }
 
 fn append_event_accepts_only_the_next_offset_and_a_refusal_writes_nothing<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let v = values(0, 1);
     for offered in [0, 2, 5] {
@@ -321,8 +301,7 @@ fn append_event_accepts_only_the_next_offset_and_a_refusal_writes_nothing<M: Sto
 }
 
 fn append_events_writes_a_batch_dense_at_the_next_offset_only<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let stale = |first| {
         let mut b = EventBatch::new(first);
@@ -360,8 +339,7 @@ fn sized_payload(partition: PartitionId, offset: PLogOffset, len: usize) -> Vec<
 }
 
 fn a_batch_larger_than_one_write_is_appended_whole_in_order<M: StoreMaker>(
-    maker: &mut M,
-    s: M::Store,
+    maker: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let limits = s.append_limits();
     // More events than one write takes (when that is a handful), then, when one write takes
@@ -405,8 +383,7 @@ fn a_batch_larger_than_one_write_is_appended_whole_in_order<M: StoreMaker>(
 }
 
 fn a_refused_part_leaves_a_dense_prefix_of_its_batch<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     let limits = s.append_limits();
     if limits.max_bytes > REFUSED_PART_MAX_BYTES {
@@ -465,8 +442,7 @@ fn a_refused_part_leaves_a_dense_prefix_of_its_batch<M: StoreMaker>(
 }
 
 fn read_plog_pages_from_anywhere_in_offset_order<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     append_batch(&s, 0, 1, 10)?;
     // A page from inside the PLog, then the page at its end: up to 4 events each, at least
@@ -502,8 +478,7 @@ fn read_plog_pages_from_anywhere_in_offset_order<M: StoreMaker>(
 }
 
 fn read_numbers_many_agrees_with_read_numbers<M: StoreMaker>(
-    _: &mut M,
-    s: M::Store,
+    _: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     // Enough workspaces that a backend reading or writing them in chunks uses several.
     let written: Vec<SeqValue> = (1..=130u64)
@@ -583,8 +558,7 @@ fn payloads_survive_as_appended<M: StoreMaker>(maker: &mut M, s: M::Store) -> Re
 }
 
 fn the_reader_agrees_with_what_was_written<M: StoreMaker>(
-    maker: &mut M,
-    s: M::Store,
+    maker: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     if open_reader(maker, &s)?.is_none() {
         return Ok(Ran::Skipped(NO_READER));
@@ -638,8 +612,7 @@ fn the_reader_agrees_with_what_was_written<M: StoreMaker>(
 }
 
 fn everything_survives_closing_and_reopening<M: StoreMaker>(
-    maker: &mut M,
-    s: M::Store,
+    maker: &mut M, s: M::Store,
 ) -> Result<Ran, Seen> {
     append_batch(&s, 0, 1, 3)?;
     append_one(&s, 0, 4)?;

@@ -77,9 +77,7 @@ pub(super) fn batch(partition: PartitionId, first: PLogOffset, n: u64) -> EventB
 
 /// Appends the checks' event at `offset` of `partition` with `append_event`.
 pub(super) fn append_one<S: Storage>(
-    store: &S,
-    partition: PartitionId,
-    offset: PLogOffset,
+    store: &S, partition: PartitionId, offset: PLogOffset,
 ) -> Held {
     store
         .append_event(
@@ -95,10 +93,7 @@ pub(super) fn append_one<S: Storage>(
 
 /// Appends the checks' events `first..first + n` of `partition` as one batch.
 pub(super) fn append_batch<S: Storage>(
-    store: &S,
-    partition: PartitionId,
-    first: PLogOffset,
-    n: u64,
+    store: &S, partition: PartitionId, first: PLogOffset, n: u64,
 ) -> Held {
     store
         .append_events(partition, &batch(partition, first, n))
@@ -110,8 +105,7 @@ pub(super) fn append_batch<S: Storage>(
 /// The values `read_plog` should return for the checks' events `offsets` of `partition`,
 /// flattened as a page holds them.
 pub(super) fn page_values(
-    partition: PartitionId,
-    offsets: impl IntoIterator<Item = PLogOffset>,
+    partition: PartitionId, offsets: impl IntoIterator<Item = PLogOffset>,
 ) -> Vec<(PLogOffset, SeqValue)> {
     offsets
         .into_iter()
@@ -122,11 +116,7 @@ pub(super) fn page_values(
 /// Two lists are equal, or how long each is and where they first differ (each item as
 /// `show` writes it; `item` names what the lists hold).
 fn same_list<T: PartialEq>(
-    what: impl Display,
-    item: &str,
-    seen: &[T],
-    expected: &[T],
-    show: impl Fn(Option<&T>) -> String,
+    what: impl Display, item: &str, seen: &[T], expected: &[T], show: impl Fn(Option<&T>) -> String,
 ) -> Held {
     if seen == expected {
         return Ok(());
@@ -148,9 +138,7 @@ fn same_list<T: PartialEq>(
 
 /// Two lists of PLog values are equal, or where they first differ.
 pub(super) fn same_values(
-    what: impl Display,
-    seen: &[(PLogOffset, SeqValue)],
-    expected: &[(PLogOffset, SeqValue)],
+    what: impl Display, seen: &[(PLogOffset, SeqValue)], expected: &[(PLogOffset, SeqValue)],
 ) -> Held {
     same_list(what, "value", seen, expected, |v| format!("{v:?}"))
 }
@@ -160,10 +148,7 @@ pub(super) fn same_values(
 /// offset order, from `from` up to (not including) its `next`, at least one event while the
 /// PLog goes on, and `end` where it ends.
 pub(super) fn read_all<S: Storage>(
-    store: &S,
-    partition: PartitionId,
-    from: PLogOffset,
-    max_events: usize,
+    store: &S, partition: PartitionId, from: PLogOffset, max_events: usize,
 ) -> Result<Vec<(PLogOffset, SeqValue)>, Seen> {
     let mut out = Vec::new();
     let mut from = from;
@@ -204,8 +189,7 @@ pub(super) fn read_all<S: Storage>(
 /// The whole PLog of `partition` as its reader pages it, each page in offset order from
 /// where it began; the pages must go forward.
 pub(super) fn reader_events(
-    reader: &dyn StoreReader,
-    partition: PartitionId,
+    reader: &dyn StoreReader, partition: PartitionId,
 ) -> Result<Vec<StoredEvent>, Seen> {
     let mut out: Vec<StoredEvent> = Vec::new();
     loop {
@@ -231,8 +215,7 @@ pub(super) fn reader_events(
 
 /// The checks' events `offsets` of `partition` as a reader should return them.
 pub(super) fn stored(
-    partition: PartitionId,
-    offsets: impl IntoIterator<Item = PLogOffset>,
+    partition: PartitionId, offsets: impl IntoIterator<Item = PLogOffset>,
 ) -> Vec<StoredEvent> {
     offsets
         .into_iter()
@@ -247,9 +230,7 @@ pub(super) fn stored(
 
 /// Two lists of stored events are equal, or where they first differ.
 pub(super) fn same_events(
-    what: impl Display,
-    seen: &[StoredEvent],
-    expected: &[StoredEvent],
+    what: impl Display, seen: &[StoredEvent], expected: &[StoredEvent],
 ) -> Held {
     same_list(what, "event", seen, expected, |e| match e {
         Some(e) => format!(

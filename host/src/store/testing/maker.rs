@@ -30,8 +30,7 @@ pub trait StoreMaker {
     /// reader, and the checks that read through one (payloads, the reader's answers) are
     /// skipped.
     fn reader<'s>(
-        &'s self,
-        store: &'s Self::Store,
+        &'s self, store: &'s Self::Store,
     ) -> Option<Result<Box<dyn StoreReader + 's>, StorageError>> {
         let _ = store;
         None

@@ -39,10 +39,7 @@ impl EtcdStorage {
     /// Runs `txn`, retried for at most `within` and never longer (not even while the store
     /// waits for a lost majority): ownership acts on time or not at all.
     pub(super) fn txn_within(
-        &self,
-        what: String,
-        within: std::time::Duration,
-        txn: Txn,
+        &self, what: String, within: std::time::Duration, txn: Txn,
     ) -> Result<TxnResponse, StorageError> {
         let this = self.clone();
         let label = self.label().to_string();

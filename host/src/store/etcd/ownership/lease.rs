@@ -51,10 +51,7 @@ impl EtcdStorage {
     /// a partition not owned is refused; nothing is written once the lease may have expired,
     /// judged on `clock`.
     pub fn register_host(
-        &self,
-        name: &str,
-        ttl: Duration,
-        clock: Arc<dyn Clock>,
+        &self, name: &str, ttl: Duration, clock: Arc<dyn Clock>,
     ) -> Result<HostLease, OwnershipError> {
         if name.is_empty() || name.contains(['/', '\n']) || name.len() > 200 {
             return Err(OwnershipError::BadName {
@@ -175,11 +172,7 @@ impl HostLease {
     /// Puts `key` (the host's name as its value) under lease `id` only if it does not exist:
     /// one transaction, retried for at most `within`.
     pub(super) fn create_if_absent(
-        &self,
-        key: String,
-        id: i64,
-        what: String,
-        within: Duration,
+        &self, key: String, id: i64, what: String, within: Duration,
     ) -> Result<TxnResponse, StorageError> {
         let txn = Txn::new()
             .when(vec![Compare::create_revision(
@@ -197,10 +190,7 @@ impl HostLease {
 
     /// Runs `txn` on the store's runtime, retried for at most `within`.
     pub(super) fn txn(
-        &self,
-        what: String,
-        within: Duration,
-        txn: Txn,
+        &self, what: String, within: Duration, txn: Txn,
     ) -> Result<TxnResponse, StorageError> {
         self.store.txn_within(what, within, txn)
     }

@@ -38,9 +38,7 @@ pub fn placement<'a>(partitions: PartitionId, hosts: &[&'a str]) -> Vec<Option<&
 /// beyond the new share, and a host that leaves moves only its own. Empty names or no host:
 /// `None` for every partition.
 pub fn placement_keeping<'a>(
-    partitions: PartitionId,
-    hosts: &[&'a str],
-    owners: &[Option<&str>],
+    partitions: PartitionId, hosts: &[&'a str], owners: &[Option<&str>],
 ) -> Vec<Option<&'a str>> {
     let mut hosts: Vec<&str> = hosts.to_vec();
     hosts.sort_unstable();
@@ -84,9 +82,7 @@ pub fn placement_keeping<'a>(
 
 /// The preferred owner of `partition` (one of `0..partitions`) among `hosts`.
 pub fn preferred_host<'a>(
-    partition: PartitionId,
-    partitions: PartitionId,
-    hosts: &[&'a str],
+    partition: PartitionId, partitions: PartitionId, hosts: &[&'a str],
 ) -> Option<&'a str> {
     placement(partitions.max(partition + 1), hosts)
         .get(partition as usize)

@@ -149,10 +149,7 @@ impl Archive {
     /// verified; a corrupt bundle is an error naming it. An event that fails its checksum is
     /// returned flagged ([`StoredEvent::read`]).
     pub fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let mut out = Vec::new();
         self.plog.visit(partition, from, max, |offset, bytes| {
@@ -170,9 +167,7 @@ impl Archive {
     /// Writes the next bundle of a partition (see [`ObjectPlog::put_bundle`]), retrying an
     /// object store failure per [`ARCHIVE_RETRY`].
     pub(super) fn put_bundle(
-        &self,
-        partition: PartitionId,
-        events: &[Vec<u8>],
+        &self, partition: PartitionId, events: &[Vec<u8>],
     ) -> Result<(), ArchiveError> {
         let mut waits = ARCHIVE_RETRY.waits(u64::from(partition) + 1);
         loop {

@@ -13,10 +13,7 @@ use super::directory::Archive;
 /// Whether a partition's hot PLog (`first..=last`, or none) and its archive (`1..=end`)
 /// make one dense PLog: the hot store must start at most one past the archive's end.
 pub(super) fn lines_up(
-    archive: &Archive,
-    p: PartitionId,
-    hot: Option<(PLogOffset, PLogOffset)>,
-    end: PLogOffset,
+    archive: &Archive, p: PartitionId, hot: Option<(PLogOffset, PLogOffset)>, end: PLogOffset,
 ) -> Result<(), ArchiveError> {
     let bad = |detail: String| ArchiveError::DoesNotLineUp {
         archive: archive.root.clone(),

@@ -48,9 +48,7 @@ pub fn safe_end(stored: PLogOffset, last: PLogOffset, n: u64) -> PLogOffset {
 /// bundles), then trims the hot store below the end of the archive; see the module's
 /// documentation. Idempotent: a pass interrupted anywhere is finished by the next one.
 pub fn archive_pass(
-    hot: &dyn Trim,
-    archive: &Archive,
-    mut progress: impl FnMut(PassProgress),
+    hot: &dyn Trim, archive: &Archive, mut progress: impl FnMut(PassProgress),
 ) -> Result<ArchivePass, ArchiveError> {
     let n = archive.bundle_events();
     let partitions = hot.partitions()?;

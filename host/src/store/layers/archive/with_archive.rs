@@ -80,8 +80,7 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
     }
 
     fn plog_bounds(
-        &self,
-        partition: PartitionId,
+        &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
         let end = self.end(partition);
         Ok(match (self.hot.plog_bounds(partition)?, end) {
@@ -92,10 +91,7 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
     }
 
     fn events(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max: usize,
+        &self, partition: PartitionId, from: PLogOffset, max: usize,
     ) -> Result<Vec<StoredEvent>, StorageError> {
         let end = self.end(partition);
         let (Some(a), true) = (&self.archive, from.max(1) <= end) else {
@@ -183,10 +179,7 @@ impl<S: Storage + StoreReader + Clone + 'static> Storage for WithArchive<S> {
     /// A replay from below the hot store's first event reads the archive (never needed while
     /// trims stay below the stored next offset, but a replay from anywhere is served).
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let end = self.end(partition);
         if from.max(1) > end {

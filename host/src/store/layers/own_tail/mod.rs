@@ -148,10 +148,7 @@ impl OwnTail {
 
     /// Numbers of `ws` read from the store, recorded (or everything forgotten on an error).
     fn read_numbers_from_store(
-        &self,
-        part: &Mutex<PartitionTail>,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, part: &Mutex<PartitionTail>, ws: &[WsId], seqs: &[SeqId],
         read: impl FnOnce() -> Result<Vec<Number>, StorageError>,
     ) -> Result<Vec<Number>, StorageError> {
         let ticket = lock(part).read_ticket();
@@ -166,9 +163,7 @@ impl OwnTail {
 
     /// Tells the partition's tail how an append of the events `first..next` ended.
     fn append_ended(
-        part: &Mutex<PartitionTail>,
-        first: PLogOffset,
-        next: PLogOffset,
+        part: &Mutex<PartitionTail>, first: PLogOffset, next: PLogOffset,
         outcome: Option<Vec<(PLogOffset, SeqValue)>>,
     ) {
         match outcome {
@@ -191,10 +186,7 @@ fn batch_values(batch: &EventBatch) -> Option<Vec<(PLogOffset, SeqValue)>> {
 
 impl Storage for OwnTail {
     fn read_numbers(
-        &self,
-        partition: PartitionId,
-        ws: WsId,
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: WsId, seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let part = self.partition(partition);
         if let Some(numbers) = lock(&part).numbers(ws, seqs) {
@@ -207,10 +199,7 @@ impl Storage for OwnTail {
     }
 
     fn read_numbers_many(
-        &self,
-        partition: PartitionId,
-        ws: &[WsId],
-        seqs: &[SeqId],
+        &self, partition: PartitionId, ws: &[WsId], seqs: &[SeqId],
     ) -> Result<Vec<Number>, StorageError> {
         let part = self.partition(partition);
         let served: Vec<Option<Vec<Number>>> = {
@@ -272,10 +261,7 @@ impl Storage for OwnTail {
     }
 
     fn write(
-        &self,
-        partition: PartitionId,
-        values: Vec<SeqValue>,
-        next_offset: PLogOffset,
+        &self, partition: PartitionId, values: Vec<SeqValue>, next_offset: PLogOffset,
     ) -> StorageFuture<()> {
         let part = self.partition(partition);
         let written = values.clone();
@@ -294,10 +280,7 @@ impl Storage for OwnTail {
     }
 
     fn read_plog(
-        &self,
-        partition: PartitionId,
-        from: PLogOffset,
-        max_events: usize,
+        &self, partition: PartitionId, from: PLogOffset, max_events: usize,
     ) -> StorageFuture<PlogPage> {
         let part = self.partition(partition);
         let (served, ticket) = {

@@ -277,9 +277,7 @@ impl PartitionTail {
     /// The append of the events from `first` to before `next`, whose values are `values` (in
     /// offset order), succeeded.
     pub(super) fn appended(
-        &mut self,
-        first: PLogOffset,
-        next: PLogOffset,
+        &mut self, first: PLogOffset, next: PLogOffset,
         values: impl Iterator<Item = (PLogOffset, SeqValue)> + Clone,
     ) {
         self.append_ended();
@@ -336,11 +334,7 @@ impl PartitionTail {
     /// A numbers read of `ws` (each with `seqs`), begun with `ticket`, found `numbers`
     /// (`seqs.len()` per workspace, in order).
     pub(super) fn numbers_read(
-        &mut self,
-        ticket: ReadTicket,
-        ws: &[WsId],
-        seqs: &[SeqId],
-        numbers: &[Number],
+        &mut self, ticket: ReadTicket, ws: &[WsId], seqs: &[SeqId], numbers: &[Number],
     ) {
         if ticket.0 != self.epoch
             || self.phase == Phase::Nothing
