@@ -37,12 +37,25 @@ fn encode_numbers(numbers: &BTreeMap<SeqId, Number>) -> Vec<u8> {
     out
 }
 
-/// The stored next offset as a write read it: its value (0 if there is none) and revision (0
-/// if the key does not exist).
-#[derive(Clone, Copy, Default)]
-struct StoredOffset {
+/// What a write read of its chunk: each workspace's view, the stored next offset (0 if there
+/// is none, or if it was not read), and the revision the read saw.
+struct ChunkRead {
+    views: Vec<WsView>,
     offset: PLogOffset,
     revision: i64,
+}
+
+impl ChunkRead {
+    /// Applies only if no key from `key` to `end` (`key` alone if `None`) changed since the
+    /// read: a read served by a member that lags misses what came after its revision, and this
+    /// compare, made by the leader, sees it (the view's keys are never deleted).
+    fn unchanged(&self, key: &str, end: Option<Vec<u8>>) -> Compare {
+        let compare = Compare::mod_revision(key, CompareOp::Less, self.revision + 1);
+        match end {
+            Some(end) => compare.with_range(end),
+            None => compare,
+        }
+    }
 }
 
 /// One chunk's write: the compares it applies under, and the puts and deletes it makes.
@@ -53,16 +66,15 @@ struct ChunkWrite {
 }
 
 impl ChunkWrite {
-    /// The write of `chunk` over what the view holds of it (`views`, read at `read_revision`),
-    /// and of `offset` as the next offset, if given and above the `stored` one: the offset
-    /// only ever rises, and a write that would raise it applies only if the stored offset did
-    /// not change since it was read.
+    /// The write of `chunk` over what `read` found of it, and of `offset` as the next offset,
+    /// if given and above the stored one: the offset only ever rises. It applies only if none
+    /// of the keys it writes (a workspace's whole range: its key, rows of the earlier layout)
+    /// changed since the read.
     fn merged(
-        partition: PartitionId, chunk: &[WsNumbers], (views, read_revision): (&[WsView], i64),
-        offset: Option<PLogOffset>, stored: StoredOffset,
+        partition: PartitionId, chunk: &[WsNumbers], read: &ChunkRead, offset: Option<PLogOffset>,
     ) -> Self {
         let mut w = Self::default();
-        for ((ws, new), stored) in chunk.iter().zip(views) {
+        for ((ws, new), stored) in chunk.iter().zip(&read.views) {
             let mut merged = stored.numbers.clone();
             for &(seq, n) in new {
                 let e = merged.entry(seq).or_default();
@@ -73,13 +85,8 @@ impl ChunkWrite {
             if value == stored.value && !stored.old_rows {
                 continue;
             }
-            // Nothing in the workspace's range (its key, rows of the earlier layout) changed
-            // since the read: a read served by a member that lags misses what came after its
-            // revision, and this compare, made by the leader, sees it.
-            w.compares.push(
-                Compare::mod_revision(key.clone(), CompareOp::Less, read_revision + 1)
-                    .with_range(prefix_end(&key)),
-            );
+            w.compares
+                .push(read.unchanged(&key, Some(prefix_end(&key))));
             if stored.old_rows {
                 // The earlier layout's rows of this workspace: merged above, gone now.
                 let rows = format!("{key}/");
@@ -88,12 +95,8 @@ impl ChunkWrite {
             }
             w.ops.push(TxnOp::put(key, value, None));
         }
-        if let Some(o) = offset.filter(|&o| o > stored.offset) {
-            w.compares.push(Compare::mod_revision(
-                next_key(partition),
-                CompareOp::Equal,
-                stored.revision,
-            ));
+        if let Some(o) = offset.filter(|&o| o > read.offset) {
+            w.compares.push(read.unchanged(&next_key(partition), None));
             w.ops.push(TxnOp::put(
                 next_key(partition),
                 o.to_be_bytes().to_vec(),
@@ -143,12 +146,10 @@ impl EtcdStorage {
     ) -> Result<(), StorageError> {
         let mut delay = Duration::from_millis(2);
         for attempt in 0..VIEW_WRITE_ATTEMPTS {
-            let (views, read_revision, stored) = self
-                .clone()
+            let read = (self.clone())
                 .chunk_views(partition, chunk, offset.is_some(), attempt)
                 .await?;
-            let write =
-                ChunkWrite::merged(partition, chunk, (&views, read_revision), offset, stored);
+            let write = ChunkWrite::merged(partition, chunk, &read, offset);
             if write.ops.is_empty() && write.compares.is_empty() {
                 return Ok(());
             }
@@ -172,13 +173,13 @@ impl EtcdStorage {
         ))
     }
 
-    /// What the view holds of `chunk`'s workspaces, the revision it was read at, and the stored
-    /// next offset if `with_offset` (else the default). The first attempt's read is served by the member the client talks
-    /// to, without asking the leader (no read index round): if that member lags, the write's
-    /// compares fail and the next read is linearizable.
+    /// What the view holds of `chunk`'s workspaces, and the stored next offset if `with_offset`
+    /// (else 0). The first attempt's read is served by the member the client talks to, without
+    /// asking the leader (no read index round): if that member lags, the write's compares fail
+    /// and the next read is linearizable.
     async fn chunk_views(
         self, partition: PartitionId, chunk: &[WsNumbers], with_offset: bool, attempt: u32,
-    ) -> Result<(Vec<WsView>, i64, StoredOffset), StorageError> {
+    ) -> Result<ChunkRead, StorageError> {
         let stats = &self.inner.stats;
         let serializable = |opts: GetOptions| {
             if attempt == 0 {
@@ -222,17 +223,11 @@ impl EtcdStorage {
             })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| self.err("write the view", "a reply is not a read"))?;
-        let mut stored = StoredOffset::default();
-        if with_offset {
-            let kv = gets.pop().and_then(|kvs| kvs.first());
-            if let Some(kv) = kv {
-                stored = StoredOffset {
-                    offset: parse_u64(kv.value()).ok_or_else(|| {
-                        self.err("write the view", "the stored next offset is not 8 bytes")
-                    })?,
-                    revision: kv.mod_revision(),
-                };
-            }
+        let mut offset = 0;
+        if with_offset && let Some(kv) = gets.pop().and_then(|kvs| kvs.first()) {
+            offset = parse_u64(kv.value()).ok_or_else(|| {
+                self.err("write the view", "the stored next offset is not 8 bytes")
+            })?;
         }
         let views = gets
             .into_iter()
@@ -246,7 +241,11 @@ impl EtcdStorage {
             .header()
             .map(|h| h.revision())
             .ok_or_else(|| self.err("write the view", "a reply without its revision"))?;
-        Ok((views, revision, stored))
+        Ok(ChunkRead {
+            views,
+            offset,
+            revision,
+        })
     }
 
     /// Sends `write` under the partition's fence: `true` once it applied, `false` if a key
