@@ -293,7 +293,7 @@ fn answer(snapshot: &dyn StoreReader, request: Request, view: &mut Option<(u32, 
 
 /// Up to `max` events from `from`, cut at [`REPLY_BUDGET`] bytes (at least one). Read in
 /// chunks sized by the events already read, so that the run reads and decodes about what the
-/// reply carries: a page asked for of 16,384 events of 2 KiB, cut at 8 MiB, read all 16,384.
+/// reply carries (`check` asks for 16,384 events; 8 MiB holds about 4,000 of 2 KiB).
 fn events(
     snapshot: &dyn StoreReader, partition: u32, from: u64, max: u32,
 ) -> Result<Reply, StorageError> {
