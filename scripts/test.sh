@@ -98,18 +98,14 @@ export SEQUENCER_COMPONENT
 # in a target folder of its own so none waits for another's lock, and each lints the core's glue
 # for its target (clippy -D warnings) in its own folder and profile afterwards: the lint reuses
 # the procedural macros the build compiled (wit-bindgen's, wasm-bindgen's), the costly part.
-#   - the JavaScript package (wasm32-unknown-unknown, `js`), then every feature of the core at
-#     once (they are additive; only this adds `component` beside `js`);
+#   - the JavaScript package (wasm32-unknown-unknown, `js`; started before the tests, below),
+#     then every feature of the core at once (they are additive; only this adds `component`
+#     beside `js`);
 #   - the core module (wasm32-unknown-unknown, `component`), checked to be the copy the Go and
 #     Java packages embed, then the component's glue (wasm32-wasip2, `component`). Nothing else
 #     compiles for wasm32-unknown-unknown in that folder: cargo keeps one copy of a dependency
 #     whatever its flags, and the core module's are its own (scripts/build-core-module.sh).
-bg_wait wasm-bindgen
 rust_target wasm32-unknown-unknown
-bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
-  --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
-  cargo check --quiet -p plog-sequencer --all-features --target wasm32-unknown-unknown \
-  --profile wasm-js --target-dir "$0"' "$JS_TARGET_DIR"
 bg core-module nice -n 5 bash -c 'bash scripts/build-core-module.sh --check && cargo clippy --quiet \
   -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm --target-dir "$0" \
   -- -D warnings' "$COMPONENT_TARGET_DIR"
@@ -137,6 +133,14 @@ rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog
 # dependencies the default build compiled instead of compiling them all again unoptimised.
 cargo publish --quiet --dry-run --workspace --allow-dirty \
   --config 'profile.dev.package."*".opt-level=2' --config 'profile.dev.package."*".debug=false'
+
+# wasm-bindgen-cli, built niced from the start, is waited for only now: on a cold run its build
+# (about 2 min) would otherwise hold up the steps above it does not serve.
+bg_wait wasm-bindgen
+bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
+  --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
+  cargo check --quiet -p plog-sequencer --all-features --target wasm32-unknown-unknown \
+  --profile wasm-js --target-dir "$0"' "$JS_TARGET_DIR"
 
 step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
