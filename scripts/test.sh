@@ -132,7 +132,7 @@ rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog
 # workspace's profile for dependencies is given again here: the dry run then reuses the
 # dependencies the default build compiled instead of compiling them all again unoptimised.
 cargo publish --quiet --dry-run --workspace --allow-dirty \
-  --config 'profile.dev.package."*".opt-level=2' --config 'profile.dev.package."*".debug=false'
+  --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
 
 # wasm-bindgen-cli, built niced from the start, is waited for only now: on a cold run its build
 # (about 2 min) would otherwise hold up the steps above it does not serve.
