@@ -29,15 +29,31 @@ publish = false
 plog-sequencer-host = {{ path = "{}", default-features = false, features = ["redb"] }}
 plog-sequencer = {{ path = "{}" }}
 
-[profile.dev.package."*"]
-opt-level = 2
-debug = false
-
+{}
 [workspace]
 "#,
         host.display(),
-        core.display()
+        core.display(),
+        dependency_profile(core)
     )
+}
+
+/// The workspace's `[profile.dev.package."*"]` section as its Cargo.toml has it, so the outside
+/// crate compiles its dependencies with the same settings and reuses the workspace's builds.
+fn dependency_profile(workspace: &Path) -> String {
+    let manifest =
+        std::fs::read_to_string(workspace.join("Cargo.toml")).expect("the workspace's Cargo.toml");
+    let header = r#"[profile.dev.package."*"]"#;
+    let start = manifest
+        .find(header)
+        .expect("the workspace's Cargo.toml sets a profile for dependencies");
+    manifest[start..]
+        .lines()
+        .enumerate()
+        .take_while(|(i, line)| *i == 0 || !line.starts_with('['))
+        .map(|(_, line)| line)
+        .filter(|line| !line.starts_with('#'))
+        .fold(String::new(), |out, line| out + line + "\n")
 }
 
 /// Where the outside crate lives: a folder of the build directory this test was built in
