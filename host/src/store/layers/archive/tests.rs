@@ -8,7 +8,7 @@ use super::*;
 use crate::store::objects::bundle_object;
 use crate::store::reader::StoreReader;
 use crate::store::redb::storage::RedbStorage;
-use crate::store::storage::{AppendError, EventBatch, Storage};
+use crate::store::storage::{AppendError, EventBatch, PartitionId, Storage, StorageError};
 
 #[test]
 fn the_safe_end_stays_below_the_stored_offset_and_the_last_event_in_whole_bundles() {
@@ -124,4 +124,93 @@ fn an_archive_that_ends_before_the_store_begins_is_refused_naming_the_missing_bu
     assert!(text.contains("offsets 1..=32 are in neither"), "{text}");
     assert!(text.contains(&bundle_object(0, 1, 16)), "{text}");
     assert!(WithArchive::new(hot, Some(archive)).is_err());
+}
+
+/// A store read while an archive pass runs beside the reader: its `trim_at`-th read of events
+/// first trims everything below `below`, as a pass that archived those events would, between
+/// the reader's look at the bounds and its read.
+struct TrimmedWhileRead {
+    hot: RedbStorage,
+    reads: std::cell::Cell<usize>,
+    trim_at: usize,
+    below: u64,
+}
+
+impl StoreReader for TrimmedWhileRead {
+    fn describe(&self) -> String {
+        self.hot.describe()
+    }
+    fn partitions(&self) -> Result<Vec<PartitionId>, StorageError> {
+        self.hot.partitions()
+    }
+    fn plog_bounds(&self, p: PartitionId) -> Result<Option<(u64, u64)>, StorageError> {
+        self.hot.plog_bounds(p)
+    }
+    fn events(
+        &self, p: PartitionId, from: u64, max: usize,
+    ) -> Result<Vec<crate::store::codec::StoredEvent>, StorageError> {
+        self.reads.set(self.reads.get() + 1);
+        if self.reads.get() == self.trim_at {
+            self.hot.trim(p, self.below).expect("trim");
+        }
+        self.hot.events(p, from, max)
+    }
+    fn stored_next_offset(&self, p: PartitionId) -> Result<u64, StorageError> {
+        self.hot.stored_next_offset(p)
+    }
+    fn view(
+        &self, p: PartitionId,
+    ) -> Result<Vec<(sequencer::WsId, sequencer::SeqId, sequencer::Number)>, StorageError> {
+        self.hot.view(p)
+    }
+}
+
+/// An archive of events 1..=80 and a store that still holds all of 1..=100, the same events:
+/// a pass that wrote its bundles and has not trimmed yet.
+fn archived_not_yet_trimmed(dir: &Path, trim_at: usize) -> (TrimmedWhileRead, Archive) {
+    for d in ["archived", "hot"] {
+        std::fs::create_dir(dir.join(d)).expect("dir");
+    }
+    let archived = store(&dir.join("archived"), 100, 90);
+    let archive = Archive::create_or_open(&dir.join("a"), 16).expect("archive");
+    archive_pass(&archived, &archive, |_| {}).expect("pass");
+    assert_eq!(archive.end(0), 80);
+    let hot = TrimmedWhileRead {
+        hot: store(&dir.join("hot"), 100, 90),
+        reads: Default::default(),
+        trim_at,
+        below: 81,
+    };
+    (hot, archive)
+}
+
+#[test]
+fn the_line_up_check_reads_the_bounds_again_when_a_pass_beside_it_trims_the_event_it_compares() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (hot, archive) = archived_not_yet_trimmed(tmp.path(), 1);
+    check_lines_up(&hot, &archive).expect("lines up after the trim beside it");
+    assert_eq!(
+        hot.reads.get(),
+        1,
+        "the trim happened under the check's one read"
+    );
+    assert_eq!(hot.hot.plog_bounds(0).expect("bounds"), Some((81, 100)));
+}
+
+#[test]
+fn a_read_through_the_archive_compares_only_offsets_the_store_still_holds_after_a_trim_beside_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // The line-up check reads once; the second read is the one below.
+    let (hot, archive) = archived_not_yet_trimmed(tmp.path(), 2);
+    let both = WithArchive::new(hot, Some(archive)).expect("lines up");
+    let events = both
+        .events(0, 1, 1000)
+        .expect("events despite the trim beside the read");
+    let offsets: Vec<_> = events.iter().map(|e| e.offset).collect();
+    assert_eq!(offsets, (1..=80).collect::<Vec<_>>());
+    assert_eq!(
+        both.hot().reads.get(),
+        2,
+        "the trim happened under the read"
+    );
 }

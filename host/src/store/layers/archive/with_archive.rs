@@ -121,7 +121,10 @@ impl<S: StoreReader> StoreReader for WithArchive<S> {
         {
             let from = hot_first.max(first.offset);
             let n = usize::try_from(last.offset - from + 1).unwrap_or(usize::MAX);
-            for e in self.hot.events(partition, from, n)? {
+            // A pass beside this reader may have trimmed some since the bounds were read: the
+            // store then answers from a later offset, and only offsets both hold are compared.
+            let hot = self.hot.events(partition, from, n)?;
+            for e in hot.into_iter().take_while(|e| e.offset <= last.offset) {
                 let i = usize::try_from(e.offset - first.offset).unwrap_or(usize::MAX);
                 if !old.get(i).is_some_and(|o| o.same_event(&e)) {
                     return Err(StorageError(format!(
