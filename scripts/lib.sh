@@ -29,18 +29,35 @@ step() {
   _step_end
   _step_name="$*"
   _step_start=$SECONDS
+  _step_cpu="$(_cpu_ticks)"
   printf '\n==> %s\n' "$*" >&2
+}
+# _cpu_ticks: the machine's busy and idle clock ticks so far, all cores ("0 0" off Linux).
+_cpu_ticks() {
+  local _cpu user nice system idle iowait irq softirq
+  if read -r _cpu user nice system idle iowait irq softirq _ </proc/stat 2>/dev/null; then
+    echo "$((user + nice + system + irq + softirq)) $((idle + iowait))"
+  else
+    echo "0 0"
+  fi
 }
 _step_end() {
   if [[ -n "$_step_name" ]]; then
-    _step_times+=("$(printf '%5d s  %s' $((SECONDS - _step_start)) "$_step_name")")
+    local busy0 idle0 busy1 idle1 share="  -"
+    read -r busy0 idle0 <<<"$_step_cpu"
+    read -r busy1 idle1 <<<"$(_cpu_ticks)"
+    # How busy the cores were: a step well below 100 % waits on something other than them.
+    if ((busy1 + idle1 > busy0 + idle0)); then
+      share="$(((busy1 - busy0) * 100 / (busy1 - busy0 + idle1 - idle0)))%"
+    fi
+    _step_times+=("$(printf '%5d s %5s  %s' $((SECONDS - _step_start)) "$share" "$_step_name")")
   fi
   _step_name=""
 }
-# step_times: prints how long each step took.
+# step_times: prints how long each step took and how busy the cores were meanwhile.
 step_times() {
   _step_end
-  printf '\n==> time per step\n' >&2
+  printf '\n==> time per step (and the share of the cores busy)\n' >&2
   printf '%s\n' "${_step_times[@]}" >&2
 }
 
