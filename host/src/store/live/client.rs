@@ -21,6 +21,7 @@ use crate::store::layout::Layout;
 use crate::store::reader::StoreReader;
 use crate::store::storage::{PartitionId, StorageError};
 
+use super::pace::Pace;
 use super::protocol::{
     FrameError, MAX_REPLY, MAX_VIEW_ROWS, Reply, Request, VERSION, read_frame, write_frame,
 };
@@ -29,6 +30,11 @@ use super::source::{ANSWER_DEADLINE, REPLY_DEADLINE, at_socket, socket_path};
 /// How long a snapshot serves one partition's events before the next read of them opens a new
 /// session (see the module's documentation): a few hundred sessions a minute at most.
 pub const SNAPSHOT_SPAN: Duration = Duration::from_millis(100);
+
+/// How long a client rests per unit of its work after each read of events (see
+/// [`Pace`](super::pace::Pace)): 1.0, half the time reading. Measured: `check` looping beside
+/// a paced run on a 2.2 GB store (docs/BENCHMARKS.md, "Check beside a live run").
+pub const REST_PER_WORK: f64 = 1.0;
 
 /// A session on a live run's socket; see the module's documentation.
 pub struct LiveClient {
@@ -40,6 +46,8 @@ pub struct LiveClient {
     describe: String,
     statistics: Vec<(String, String)>,
     layout: Option<Layout>,
+    /// Its share of the machine beside the run.
+    pace: Pace,
 }
 
 /// The session open now, and the partition whose reads its snapshot served.
@@ -99,6 +107,7 @@ pub fn connect(dir: &Path) -> Connect {
                 describe,
                 statistics,
                 layout: None,
+                pace: Pace::new(REST_PER_WORK),
             })
         }
         Ok(Reply::Hello { version, .. }) => no_answer(format!(
@@ -295,7 +304,10 @@ impl StoreReader for LiveClient {
                 max,
             },
         )? {
-            Reply::Events(e) => Ok(e),
+            Reply::Events(e) => {
+                self.pace.rest();
+                Ok(e)
+            }
             other => Err(self.unexpected(&other)),
         }
     }

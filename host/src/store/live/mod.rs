@@ -18,11 +18,15 @@
 //!   state, then its events up to that end, whatever the run appends meanwhile, and no
 //!   snapshot is held for long. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
 //!   the reader copies the database for redb's integrity check.
+//! - Sharing the machine: a client rests after each read of events as long as it worked
+//!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
 //! back to a private copy of the store.
 
+#[cfg(unix)]
+mod pace;
 pub mod protocol;
 mod source;
 
@@ -32,7 +36,7 @@ mod client;
 mod server;
 
 #[cfg(unix)]
-pub use client::{Connect, LiveClient, SNAPSHOT_SPAN, connect};
+pub use client::{Connect, LiveClient, REST_PER_WORK, SNAPSHOT_SPAN, connect};
 #[cfg(unix)]
 pub use server::{LiveServer, serve};
 pub use source::{
