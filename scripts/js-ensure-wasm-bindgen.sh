@@ -20,10 +20,12 @@ if [[ "$have" == "$want" ]]; then
   exit 0
 fi
 
-echo "wasm-bindgen ${have:-missing}, want $want: building wasm-bindgen-cli $want into $TOOLS (about 2 minutes on 2 cores)" >&2
+echo "wasm-bindgen ${have:-missing}, want $want: building wasm-bindgen-cli $want into $TOOLS (about 1 minute on 2 cores)" >&2
 # Without --locked: with it, a transitive pin of the CLI's lock file is missing from the registry.
 # Without default features: they only add TLS (rustls, ring) for the test runner's downloads.
-cargo install --quiet wasm-bindgen-cli --version "$want" --no-default-features --bin wasm-bindgen \
+# A dev build (--debug): 62 s and 116 s of CPU to build instead of 117 s and 224 s, and the same
+# package, byte for byte, in 0.14 s instead of 0.03 s (measured 2026-12-03, idle 2 cores).
+cargo install --quiet --debug wasm-bindgen-cli --version "$want" --no-default-features --bin wasm-bindgen \
   --target-dir "$SEQUENCER_CACHE/wasm-bindgen-cli-target" \
   --root "$TOOLS" --force
 "$TOOLS/bin/wasm-bindgen" --version >&2

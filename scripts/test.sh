@@ -135,7 +135,7 @@ cargo publish --quiet --dry-run --workspace --allow-dirty \
   --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
 
 # wasm-bindgen-cli, built niced from the start, is waited for only now: on a cold run its build
-# (about 2 min) would otherwise hold up the steps above it does not serve.
+# (about 1 min) would otherwise hold up the steps above it does not serve.
 bg_wait wasm-bindgen
 bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
   --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
