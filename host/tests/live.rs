@@ -414,15 +414,16 @@ fn inspect_refuses_a_store_that_run_refuses_as_corrupt() {
     assert!(stdout.contains("partition 0: PLog tail"), "{stdout}");
 }
 
-/// A reader beside a live store reads each partition from one snapshot, and a new one once its
-/// reads move on to another partition: what it reads of a partition stays still while it reads
-/// it, and what was appended meanwhile is seen when it comes back. So no snapshot is held
-/// longer than one partition's reads (a held snapshot stops redb from reusing the pages the run
-/// frees, and the run's file grows).
+/// A reader beside a live store reads each partition's bounds, stored offset and view from one
+/// snapshot, its events each in a transaction of their own (the snapshot let go), and takes a
+/// new snapshot once its reads move on to another partition: what it reads of a partition
+/// before its events stays still, and what was appended meanwhile is seen by its events and
+/// when it comes back. So no snapshot is held while a reader works through a PLog (a held
+/// snapshot stops redb from reusing the pages the run frees, and the run's file grows).
 #[test]
-fn a_live_reader_takes_a_snapshot_per_partition_and_a_new_one_while_reading_its_events() {
+fn a_live_reader_takes_a_snapshot_per_partition_and_reads_events_without_holding_it() {
     use sequencer::SeqValue;
-    use sequencer_host::store::live::{Connect, SNAPSHOT_SPAN, connect};
+    use sequencer_host::store::live::{Connect, connect};
     use sequencer_host::store::{OpenOptions, StoreReader, open};
 
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -445,9 +446,15 @@ fn a_live_reader_takes_a_snapshot_per_partition_and_a_new_one_while_reading_its_
     let end = |p| reader.plog_bounds(p).expect("bounds").map(|(_, last)| last);
 
     assert_eq!(end(0), Some(1));
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        scheduling_policies_of_threads_named("live-session"),
+        vec![5], // SCHED_IDLE
+        "the run serves its reader at idle priority"
+    );
     append(0, 2);
     assert_eq!(end(0), Some(1), "partition 0 read from one snapshot");
-    std::thread::sleep(SNAPSHOT_SPAN + Duration::from_millis(20));
+    std::thread::sleep(Duration::from_millis(150));
     assert_eq!(
         end(0),
         Some(1),
@@ -456,16 +463,50 @@ fn a_live_reader_takes_a_snapshot_per_partition_and_a_new_one_while_reading_its_
     assert_eq!(
         reader.events(0, 1, 10).expect("events").len(),
         2,
-        "events read once the snapshot is older than the span come from a new one"
+        "events are read as they are now, not from the snapshot"
+    );
+    append(0, 3);
+    assert_eq!(
+        reader.events(0, 1, 10).expect("events").len(),
+        3,
+        "each read of events is as the store is then"
+    );
+    assert_eq!(
+        end(0),
+        Some(3),
+        "bounds read after events come from a new snapshot"
     );
     append(1, 2);
     assert_eq!(end(1), Some(2), "partition 1 read from a new snapshot");
     append(1, 3);
     assert_eq!(end(1), Some(2), "and from that one while it is read");
+    append(0, 4);
     assert_eq!(
         end(0),
-        Some(2),
+        Some(4),
         "partition 0 again: a new snapshot sees its append"
     );
     assert_eq!(reader.stored_next_offset(0).expect("stored next"), 0);
+}
+
+/// The scheduling policy (`stat`'s field 41) of each of this process's threads named `name`.
+#[cfg(target_os = "linux")]
+fn scheduling_policies_of_threads_named(name: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let dir = task.expect("a task").path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).expect("a task's stat");
+        // Fields from the third on follow the name's closing parenthesis.
+        let rest = &stat[stat.rfind(')').expect("stat's name") + 1..];
+        let policy = rest
+            .split_whitespace()
+            .nth(41 - 3)
+            .expect("stat's field 41");
+        out.push(policy.parse().expect("a policy number"));
+    }
+    out
 }

@@ -1,18 +1,19 @@
 //! The reader's side: a session on a live run's socket, read as a [`StoreReader`]. A session's
-//! `Hello` takes a snapshot, and the client opens a new session (a new snapshot) when its reads
-//! move on to another partition, and while it reads one partition's events, once its snapshot
-//! is older than [`SNAPSHOT_SPAN`]. A partition's bounds, stored offset and view read before
-//! its events come from one committed state, and its events from that state or a later one:
-//! an event never changes once written, so a later snapshot holds the same events and perhaps
-//! more (`check` reads the view first, then the events up to the end it read). No snapshot is
-//! held for long: redb cannot reuse the pages a run frees while a snapshot older than them is
-//! held, so a long one makes the run's file grow (a 1 GB store doubled in a 16 s hold,
-//! measured) and its commits write new pages.
+//! `Hello` takes a snapshot, which serves a partition's bounds, stored offset and view; the
+//! run lets it go at the first read of events, each of which it reads in a transaction of its
+//! own, and the client opens a new session (a new snapshot) when its reads move on to another
+//! partition. So a partition's bounds, stored offset and view read before its events come
+//! from one committed state, and its events from that state or a later one: an event never
+//! changes once written, so a later state holds the same events and perhaps more (`check`
+//! reads the view first, then the events up to the end it read). No snapshot is held while
+//! the reader works through events or rests between reads: redb cannot reuse the pages a run
+//! frees while a snapshot older than them is held, so a long one makes the run's file grow (a
+//! 1 GB store doubled in a 16 s hold, measured) and its commits write new pages.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sequencer::{Number, PLogOffset, SeqId, WsId};
 
@@ -26,10 +27,6 @@ use super::protocol::{
     FrameError, MAX_REPLY, MAX_VIEW_ROWS, Reply, Request, VERSION, read_frame, write_frame,
 };
 use super::source::{ANSWER_DEADLINE, REPLY_DEADLINE, at_socket, socket_path};
-
-/// How long a snapshot serves one partition's events before the next read of them opens a new
-/// session (see the module's documentation): a few hundred sessions a minute at most.
-pub const SNAPSHOT_SPAN: Duration = Duration::from_millis(100);
 
 /// How long a client rests per unit of its work after each read of events (see
 /// [`Pace`](super::pace::Pace)): 1.0, half the time reading. Measured: `check` looping beside
@@ -56,8 +53,6 @@ struct Session {
     stream: Option<UnixStream>,
     /// The partition read since the snapshot was taken, `None` before any.
     partition: Option<PartitionId>,
-    /// When the snapshot was taken.
-    began: Instant,
 }
 
 /// What [`connect`] found at a data directory's socket.
@@ -99,7 +94,6 @@ pub fn connect(dir: &Path) -> Connect {
                 session: Mutex::new(Session {
                     stream: Some(stream),
                     partition: None,
-                    began: Instant::now(),
                 }),
                 dir: dir.to_path_buf(),
                 socket,
@@ -173,28 +167,21 @@ impl LiveClient {
     }
 
     /// [`ask`](Self::ask) about `partition`: in a new session (a new snapshot) if the reads
-    /// move on from another partition, or if `events` and the snapshot is older than
-    /// [`SNAPSHOT_SPAN`].
-    fn ask_about(
-        &self, partition: PartitionId, events: bool, request: &Request,
-    ) -> Result<Reply, StorageError> {
-        self.ask_in(Some((partition, events)), request)
+    /// move on from another partition.
+    fn ask_about(&self, partition: PartitionId, request: &Request) -> Result<Reply, StorageError> {
+        self.ask_in(Some(partition), request)
     }
 
-    fn ask_in(
-        &self, about: Option<(PartitionId, bool)>, request: &Request,
-    ) -> Result<Reply, StorageError> {
+    fn ask_in(&self, about: Option<PartitionId>, request: &Request) -> Result<Reply, StorageError> {
         let mut guard = self.session.lock().unwrap_or_else(|p| p.into_inner());
         if guard.stream.is_none() {
             return Err(self.fail("session ended after an earlier failure"));
         }
-        if let Some((p, events)) = about {
-            let moved_on = guard.partition.is_some_and(|q| q != p);
-            if moved_on || (events && guard.began.elapsed() > SNAPSHOT_SPAN) {
+        if let Some(p) = about {
+            if guard.partition.is_some_and(|q| q != p) {
                 // The session ends first (and the run drops its snapshot), then the next opens.
                 guard.stream = None;
                 guard.stream = Some(self.next_session()?);
-                guard.began = Instant::now();
             }
             guard.partition = Some(p);
         }
@@ -265,7 +252,7 @@ impl LiveClient {
 impl StoreReader for LiveClient {
     fn describe(&self) -> String {
         format!(
-            "{} (a run has it open, pid {}: a snapshot per partition, renewed every 100 ms of its events, served over {})",
+            "{} (a run has it open, pid {}: a snapshot per partition, its events read after it, served over {})",
             self.describe,
             self.pid,
             self.socket.display()
@@ -282,7 +269,7 @@ impl StoreReader for LiveClient {
     fn plog_bounds(
         &self, partition: PartitionId,
     ) -> Result<Option<(PLogOffset, PLogOffset)>, StorageError> {
-        match self.ask_about(partition, false, &Request::Bounds { partition })? {
+        match self.ask_about(partition, &Request::Bounds { partition })? {
             Reply::Bounds(b) => Ok(b),
             other => Err(self.unexpected(&other)),
         }
@@ -297,7 +284,6 @@ impl StoreReader for LiveClient {
         let max = u32::try_from(max).unwrap_or(u32::MAX);
         match self.ask_about(
             partition,
-            true,
             &Request::Events {
                 partition,
                 from,
@@ -313,7 +299,7 @@ impl StoreReader for LiveClient {
     }
 
     fn stored_next_offset(&self, partition: PartitionId) -> Result<PLogOffset, StorageError> {
-        match self.ask_about(partition, false, &Request::StoredNext { partition })? {
+        match self.ask_about(partition, &Request::StoredNext { partition })? {
             Reply::Offset(o) => Ok(o),
             other => Err(self.unexpected(&other)),
         }
@@ -325,7 +311,6 @@ impl StoreReader for LiveClient {
             let after = rows.last().map(|&(ws, seq, _)| (ws, seq));
             let page = match self.ask_about(
                 partition,
-                false,
                 &Request::View {
                     partition,
                     after,

@@ -10,16 +10,20 @@
 //!   serves the directory ([`Connect::NotServed`]: no socket, or a stale one), or something
 //!   listens but does not answer within [`ANSWER_DEADLINE`] ([`Connect::NoAnswer`]: a
 //!   stopped run).
-//! - Consistency: a session's `Hello` takes a snapshot (a redb read transaction) and every
-//!   read of the session comes from it; the client opens a new session per partition it reads,
-//!   and another while it reads a partition's events once its snapshot is older than
-//!   [`SNAPSHOT_SPAN`] (events never change once written, so a later snapshot holds the same
-//!   ones). A check reads each partition's stored offset, view and PLog end from one committed
-//!   state, then its events up to that end, whatever the run appends meanwhile, and no
-//!   snapshot is held for long. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
+//! - Consistency: a session's `Hello` takes a snapshot (a redb read transaction), which its
+//!   reads of bounds, stored offsets and the view share; each read of events has a transaction
+//!   of its own, ended with its reply, and lets the session's snapshot go (events never change
+//!   once written, so a later state holds the same ones); the client opens a new session per
+//!   partition it reads. A check reads each partition's stored offset, view and PLog end from
+//!   one committed state, then its events up to that end, whatever the run appends meanwhile,
+//!   and no snapshot is held while it works through events or rests. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
 //!   the reader copies the database for redb's integrity check.
-//! - Sharing the machine: a client rests after each read of events as long as it worked
-//!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run.
+//! - Sharing the machine: the run's session threads read at idle priority
+//!   ([`read_at_idle_priority`]: Linux's `SCHED_IDLE`), and so do `check` and `inspect`
+//!   ([`OpenOptions::read_live_run_at_idle_priority`](crate::store::OpenOptions::read_live_run_at_idle_priority)):
+//!   a look takes only the cores the run leaves idle. A client also rests after each read of
+//!   events as long as it worked ([`REST_PER_WORK`], `pace.rs`), so it takes at most about
+//!   half a core where no idle priority is to be had.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
@@ -27,6 +31,7 @@
 
 #[cfg(unix)]
 mod pace;
+mod priority;
 pub mod protocol;
 mod source;
 
@@ -36,7 +41,8 @@ mod client;
 mod server;
 
 #[cfg(unix)]
-pub use client::{Connect, LiveClient, REST_PER_WORK, SNAPSHOT_SPAN, connect};
+pub use client::{Connect, LiveClient, REST_PER_WORK, connect};
+pub use priority::read_at_idle_priority;
 #[cfg(unix)]
 pub use server::{LiveServer, serve};
 pub use source::{

@@ -1,5 +1,5 @@
 //! The run's side: a listener on the data directory's socket and one thread per session, each
-//! answering from the snapshot its `Hello` took. Nothing a client sends can stop the run: a
+//! answering from the snapshot its `Hello` took, at idle priority. Nothing a client sends can stop the run: a
 //! malformed request is answered with an error, an oversized one closes its session, a
 //! session's panic ends that session only, an idle session is closed after
 //! [`IDLE_DEADLINE`], and a hold on the commits ends after [`MAX_HOLD`].
@@ -151,6 +151,8 @@ fn listen(
         let spawned = std::thread::Builder::new()
             .name("live-session".into())
             .spawn(move || {
+                // A look must not take the cores the run's command processors want.
+                super::priority::read_at_idle_priority();
                 let mut stream = stream;
                 let run = std::panic::AssertUnwindSafe(|| session(&mut stream, source.as_ref()));
                 if std::panic::catch_unwind(run).is_err() {
@@ -186,8 +188,7 @@ fn session(stream: &mut UnixStream, source: &dyn LiveSource) {
     if !ready {
         return;
     }
-    let mut snapshot: Option<Box<dyn StoreReader + '_>> = None;
-    let mut view: Option<(u32, Rows)> = None;
+    let mut reads: Option<Reads<'_>> = None;
     loop {
         let body = match read_frame(stream, MAX_REQUEST) {
             Ok(body) => body,
@@ -207,10 +208,14 @@ fn session(stream: &mut UnixStream, source: &dyn LiveSource) {
             )),
             Ok(Request::Hello { .. }) => {
                 // The new snapshot replaces the old one, which is dropped first.
-                (snapshot, view) = (None, None);
+                reads = None;
                 match source.snapshot() {
                     Ok(s) => {
-                        snapshot = Some(s);
+                        reads = Some(Reads {
+                            source,
+                            snapshot: Some(s),
+                            view: None,
+                        });
                         Reply::Hello {
                             version: VERSION,
                             pid: std::process::id(),
@@ -231,8 +236,8 @@ fn session(stream: &mut UnixStream, source: &dyn LiveSource) {
                 "no hold to release: none was asked, or it ended after {} s",
                 MAX_HOLD.as_secs()
             )),
-            Ok(request) => match &snapshot {
-                Some(s) => answer(s.as_ref(), request, &mut view),
+            Ok(request) => match &mut reads {
+                Some(reads) => reads.answer(request),
                 None => Reply::Error("say Hello first: it takes the session's snapshot".into()),
             },
         };
@@ -266,29 +271,58 @@ fn hold(stream: &mut UnixStream, source: &dyn LiveSource) -> Result<(), ()> {
     stream.flush().map_err(drop)
 }
 
-/// A read of the session's snapshot.
-fn answer(snapshot: &dyn StoreReader, request: Request, view: &mut Option<(u32, Rows)>) -> Reply {
-    let read = match request {
-        Request::Partitions => snapshot.partitions().map(Reply::Partitions),
-        Request::Bounds { partition } => snapshot.plog_bounds(partition).map(Reply::Bounds),
-        Request::StoredNext { partition } => {
-            snapshot.stored_next_offset(partition).map(Reply::Offset)
-        }
-        Request::Events {
+/// What a session reads from. Its bounds, stored offsets and view come from one snapshot (a
+/// read transaction), which `Hello` takes; a read of events lets it go and reads in a
+/// transaction of its own, ended with the reply, so that a reader working through a large
+/// PLog (and resting between its reads) holds no snapshot in between: while one is held, redb
+/// cannot reuse the pages the run frees, and every commit of the run writes more. A read of
+/// bounds, stored offsets or the view after that takes a new snapshot.
+struct Reads<'a> {
+    source: &'a dyn LiveSource,
+    snapshot: Option<Box<dyn StoreReader + 'a>>,
+    /// The partition's view rows read from `snapshot`, served page by page.
+    view: Option<(u32, Rows)>,
+}
+
+impl Reads<'_> {
+    fn answer(&mut self, request: Request) -> Reply {
+        self.read(request).unwrap_or_else(|e| Reply::Error(e.0))
+    }
+
+    fn read(&mut self, request: Request) -> Result<Reply, StorageError> {
+        if let Request::Events {
             partition,
             from,
             max,
-        } => events(snapshot, partition, from, max),
-        Request::View {
-            partition,
-            after,
-            max,
-        } => view_page(snapshot, view, partition, after, max),
-        Request::Hello { .. } | Request::Hold | Request::Release => {
-            Ok(Reply::Error("not a read".into()))
+        } = request
+        {
+            (self.snapshot, self.view) = (None, None);
+            return events(self.source.snapshot()?.as_ref(), partition, from, max);
         }
-    };
-    read.unwrap_or_else(|e| Reply::Error(e.0))
+        let snapshot = match &mut self.snapshot {
+            Some(s) => s,
+            empty => {
+                self.view = None;
+                empty.insert(self.source.snapshot()?)
+            }
+        };
+        let snapshot = snapshot.as_ref();
+        match request {
+            Request::Partitions => snapshot.partitions().map(Reply::Partitions),
+            Request::Bounds { partition } => snapshot.plog_bounds(partition).map(Reply::Bounds),
+            Request::StoredNext { partition } => {
+                snapshot.stored_next_offset(partition).map(Reply::Offset)
+            }
+            Request::View {
+                partition,
+                after,
+                max,
+            } => view_page(snapshot, &mut self.view, partition, after, max),
+            Request::Events { .. } | Request::Hello { .. } | Request::Hold | Request::Release => {
+                Ok(Reply::Error("not a read".into()))
+            }
+        }
+    }
 }
 
 /// Up to `max` events from `from`, cut at [`REPLY_BUDGET`] bytes (at least one). Read in
