@@ -13,7 +13,8 @@
 # Knobs: BENCH_RUNS (rounds, 3), BENCH_STORE_EVENTS (events per partition of the store made
 # first, 2 KiB each over 8 partitions: 60000 make about 2.2 GB), BENCH_EVENTS (events per
 # partition of each measured run, 10000), BENCH_RATE (commands a second, 4000), BENCH_HOST,
-# BENCH_HOST_BEFORE, BENCH_COMPONENT. Needs free space for the store and a copy of it (TMPDIR).
+# BENCH_HOST_BEFORE, BENCH_COMPONENT. Needs free space for the store, a copy of it for each run,
+# and a second copy for --hold-run (TMPDIR).
 # Results: docs/BENCHMARKS.md#check-beside-a-live-run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -31,13 +32,17 @@ bench_build
 bench_scratch
 
 step "the store: 8 partitions x $store_events events of 2 KiB"
-"$host" --quiet --no-progress run --data "$work/data" --events "$store_events" --payload-bytes 2048 >/dev/null
-echo "store.redb: $(stat -c %s "$work/data/store.redb") bytes" >&2
+"$host" --quiet --no-progress run --data "$work/base" --events "$store_events" --payload-bytes 2048 >/dev/null
+echo "store.redb: $(stat -c %s "$work/base/store.redb") bytes" >&2
 
 # one_run MODE N: a paced run on the store, alone or with check looping beside it (beside, or
 # before: beside, by BENCH_HOST_BEFORE's build).
 one_run() {
   local mode="$1" n="$2" started=0 checks=0 size_before bin="$host"
+  # Every run starts from a copy of the same store: what one run leaves (a file grown under a
+  # reader's snapshot) does not weigh on the next.
+  rm -rf "$work/data"
+  cp -r "$work/base" "$work/data"
   size_before="$(stat -c %s "$work/data/store.redb")"
   [[ "$mode" == before ]] && bin="$(realpath "$BENCH_HOST_BEFORE")"
   "$bin" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
