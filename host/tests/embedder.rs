@@ -14,7 +14,10 @@ use common::{component_path, run_host, text};
 const HOST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The outside crate's manifest: the host and the core by path, the workspace's profile for
-/// dependencies (so the build reuses what the workspace built), a workspace of its own.
+/// dependencies (so the build reuses what the workspace built), a workspace of its own. The
+/// host and the core are dependencies here, which that profile would optimise: they are
+/// compiled as the workspace compiles its own crates instead (opt-level 0), since this build
+/// of them is made for one short run.
 fn manifest() -> String {
     let host = Path::new(HOST_DIR);
     let core = host.parent().expect("the workspace root");
@@ -30,6 +33,12 @@ plog-sequencer-host = {{ path = "{}", default-features = false, features = ["red
 plog-sequencer = {{ path = "{}" }}
 
 {}
+[profile.dev.package.plog-sequencer-host]
+opt-level = 0
+
+[profile.dev.package.plog-sequencer]
+opt-level = 0
+
 [workspace]
 "#,
         host.display(),
