@@ -149,17 +149,18 @@ bg_wait prometheus
 # The Go package's builds, niced, on the cores the tests below leave idle while they wait.
 bg_wait go-modules
 bg go-compile nice -n 19 bash scripts/test-go.sh --compile
-# Test programs run in three lanes at once, each lane's programs one after another: the
-# programs that mostly wait on servers or paced runs (S3 on SeaweedFS, the etcd cluster, a live run,
-# SIGKILLed runs) and the embedder's outside build beside the others, which cargo test runs.
-# Each lane is about as long as the rest (cold, quiet: 116 + 49 s, 127 + 42 s, about 180 s). The
+# Test programs run in four lanes at once, each lane's programs one after another: the
+# programs that mostly wait on servers, paced runs or the processes they kill (S3 on SeaweedFS,
+# the etcd cluster, a live run, SIGKILLed runs and archives) and the embedder's outside build
+# beside the others, which cargo test runs. In a warm CI run the lanes took 177 s (s3 129, live
+# 25, kill 23), 135 s (etcd 120, embedder 15) and, for archive, 81 s of the others' 225 s. The
 # lanes run the programs as the test build made them, from their package's folder as cargo runs
 # them: a second `cargo test` would wait for the first's lock on the build folder.
-lanes=("s3 live kill" "etcd embedder")
+lanes=("s3 live kill" "etcd embedder" "archive")
 # The tests each lane runs at once. The etcd program's tests mostly wait (for leases to run out,
 # for hosts to take over): 4 at once, not one per core, finish it in about half the time
 # (quiet: 153 s with 2, 84 s with 4, 64 s with 6; about 106 s of CPU whatever the number).
-lane_threads=(2 4)
+lane_threads=(2 4 2)
 mapfile -t test_programs < <(with_clippy cargo test --workspace --features "$HOST_FEATURES" --no-run \
   --message-format=json 2>/dev/null | python3 -c '
 import json, os, sys
