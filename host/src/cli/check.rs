@@ -29,9 +29,7 @@ pub struct CheckArgs {
 
 /// `check`: prints one line per partition; the first violation is the error.
 pub fn check(args: &CheckArgs) -> CliResult<ExitCode> {
-    let options = open_options(&args.data.data)
-        .hold_live_run(args.hold_run)
-        .read_live_run_at_idle_priority(true);
+    let options = open_options(&args.data.data).hold_live_run(args.hold_run);
     let store = open_reader(&args.store.0, &options).map_err(explain_open)?;
     println!("checking {}", store.describe());
     let layout = store.layout()?;

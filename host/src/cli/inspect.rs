@@ -46,8 +46,7 @@ pub struct InspectArgs {
 
 /// `inspect`.
 pub fn inspect(args: &InspectArgs) -> CliResult<ExitCode> {
-    let options = open_options(&args.data.data).read_live_run_at_idle_priority(true);
-    let store = open_reader(&args.store.0, &options).map_err(explain_open)?;
+    let store = open_reader(&args.store.0, &open_options(&args.data.data)).map_err(explain_open)?;
     let store = store.as_ref();
     refuse_corrupt(store)?;
     let partitions = store.partitions()?;

@@ -18,12 +18,8 @@
 //!   one committed state, then its events up to that end, whatever the run appends meanwhile,
 //!   and no snapshot is held while it works through events or rests. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
 //!   the reader copies the database for redb's integrity check.
-//! - Sharing the machine: the run's session threads read at idle priority
-//!   ([`read_at_idle_priority`]: Linux's `SCHED_IDLE`), and so do `check` and `inspect`
-//!   ([`OpenOptions::read_live_run_at_idle_priority`](crate::store::OpenOptions::read_live_run_at_idle_priority)):
-//!   a look takes only the cores the run leaves idle. A client also rests after each read of
-//!   events as long as it worked ([`REST_PER_WORK`], `pace.rs`), so it takes at most about
-//!   half a core where no idle priority is to be had.
+//! - Sharing the machine: a client rests after each read of events as long as it worked
+//!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall
@@ -31,7 +27,6 @@
 
 #[cfg(unix)]
 mod pace;
-mod priority;
 pub mod protocol;
 mod source;
 
@@ -42,7 +37,6 @@ mod server;
 
 #[cfg(unix)]
 pub use client::{Connect, LiveClient, REST_PER_WORK, connect};
-pub use priority::read_at_idle_priority;
 #[cfg(unix)]
 pub use server::{LiveServer, serve};
 pub use source::{

@@ -1,5 +1,5 @@
 //! The run's side: a listener on the data directory's socket and one thread per session, each
-//! answering from the snapshot its `Hello` took, at idle priority. Nothing a client sends can stop the run: a
+//! answering from the snapshot its `Hello` took. Nothing a client sends can stop the run: a
 //! malformed request is answered with an error, an oversized one closes its session, a
 //! session's panic ends that session only, an idle session is closed after
 //! [`IDLE_DEADLINE`], and a hold on the commits ends after [`MAX_HOLD`].
@@ -151,8 +151,6 @@ fn listen(
         let spawned = std::thread::Builder::new()
             .name("live-session".into())
             .spawn(move || {
-                // A look must not take the cores the run's command processors want.
-                super::priority::read_at_idle_priority();
                 let mut stream = stream;
                 let run = std::panic::AssertUnwindSafe(|| session(&mut stream, source.as_ref()));
                 if std::panic::catch_unwind(run).is_err() {

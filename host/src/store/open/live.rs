@@ -59,9 +59,7 @@ pub(super) enum DirReader {
 /// something listens but does not answer in time (a stopped run), it is refused as in use by
 /// a live run. `hold`: redb's integrity check runs beside a live run too, on a copy taken
 /// while the run holds its commits ([`OpenOptions::hold_live_run`](super::OpenOptions::hold_live_run)).
-/// `idle`: the calling thread reads a live run's snapshots at idle priority
-/// ([`OpenOptions::read_live_run_at_idle_priority`](super::OpenOptions::read_live_run_at_idle_priority)).
-pub(super) fn open_dir(dir: &Path, hold: bool, idle: bool) -> Result<DirReader, DataDirError> {
+pub(super) fn open_dir(dir: &Path, hold: bool) -> Result<DirReader, DataDirError> {
     if let Some(reader) = DataDir::open_read_only_unless_live(dir)? {
         return Ok(DirReader::File(reader));
     }
@@ -70,11 +68,6 @@ pub(super) fn open_dir(dir: &Path, hold: bool, idle: bool) -> Result<DirReader, 
         use crate::store::live::{Connect, connect};
         match connect(dir) {
             Connect::Served(client) => {
-                if idle && !crate::store::live::read_at_idle_priority() {
-                    tracing::debug!(
-                        "reading beside the live run at normal priority: the system refused idle"
-                    );
-                }
                 let layout = DataDir::read_layout(dir)?;
                 return Ok(DirReader::Live(LiveRedb {
                     client: client.with_layout(layout),

@@ -20,7 +20,6 @@ pub struct OpenOptions {
     pub(crate) archive: ArchiveUse,
     pub(crate) own_tail: bool,
     pub(crate) hold_live_run: bool,
-    pub(crate) idle_beside_live_run: bool,
 }
 
 impl Default for OpenOptions {
@@ -44,7 +43,6 @@ impl OpenOptions {
             archive: ArchiveUse::default(),
             own_tail: true,
             hold_live_run: false,
-            idle_beside_live_run: false,
         }
     }
 
@@ -105,17 +103,6 @@ impl OpenOptions {
     /// and every event's checksum is still verified as it is read.
     pub fn hold_live_run(mut self, on: bool) -> Self {
         self.hold_live_run = on;
-        self
-    }
-
-    /// Reading a redb data directory beside the live run that holds it: whether the opening
-    /// thread (and the threads it starts later) reads at idle priority from then on, taking
-    /// only the cores the run leaves idle (Linux's `SCHED_IDLE`; see
-    /// [`read_at_idle_priority`](crate::store::live::read_at_idle_priority)). It cannot be
-    /// undone, so it is off by default: for a thread or process whose job is the look, as
-    /// `check` and `inspect` are.
-    pub fn read_live_run_at_idle_priority(mut self, on: bool) -> Self {
-        self.idle_beside_live_run = on;
         self
     }
 

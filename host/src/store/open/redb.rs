@@ -118,7 +118,7 @@ pub(super) fn open_reader(
         .unwrap_or_else(|| options.data.clone());
     // `open_dir` validates the directory first.
     let read_record = || Ok(DataDir::read_archive(&dir)?);
-    match open_dir(&dir, options.hold_live_run, options.idle_beside_live_run)? {
+    match open_dir(&dir, options.hold_live_run)? {
         DirReader::File(reader) => archive::reader_with_recorded(reader, read_record),
         #[cfg(unix)]
         DirReader::Live(reader) => archive::reader_with_recorded(reader, read_record),
