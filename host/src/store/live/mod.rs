@@ -16,8 +16,9 @@
 //!   once written, so a later state holds the same ones); the client opens a new session per
 //!   partition it reads. A check reads each partition's stored offset, view and PLog end from
 //!   one committed state, then its events up to that end, whatever the run appends meanwhile,
-//!   and no snapshot is held while it works through events or rests. A `Hold` holds the run's commits (at most [`MAX_HOLD`]) while
-//!   the reader copies the database for redb's integrity check.
+//!   and no snapshot is held while it works through events or rests. A `Hold` holds the run's
+//!   commits (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity
+//!   check.
 //! - Sharing the machine: a client rests after each read of events as long as it worked
 //!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).

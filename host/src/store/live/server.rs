@@ -288,39 +288,55 @@ impl Reads<'_> {
     }
 
     fn read(&mut self, request: Request) -> Result<Reply, StorageError> {
-        if let Request::Events {
-            partition,
-            from,
-            max,
-        } = request
-        {
-            (self.snapshot, self.view) = (None, None);
-            return events(self.source.snapshot()?.as_ref(), partition, from, max);
-        }
-        let snapshot = match &mut self.snapshot {
-            Some(s) => s,
-            empty => {
-                self.view = None;
-                empty.insert(self.source.snapshot()?)
-            }
-        };
-        let snapshot = snapshot.as_ref();
         match request {
-            Request::Partitions => snapshot.partitions().map(Reply::Partitions),
-            Request::Bounds { partition } => snapshot.plog_bounds(partition).map(Reply::Bounds),
+            Request::Events {
+                partition,
+                from,
+                max,
+            } => {
+                (self.snapshot, self.view) = (None, None);
+                events(self.source.snapshot()?.as_ref(), partition, from, max)
+            }
+            Request::Partitions => self.snapshot()?.partitions().map(Reply::Partitions),
+            Request::Bounds { partition } => {
+                self.snapshot()?.plog_bounds(partition).map(Reply::Bounds)
+            }
             Request::StoredNext { partition } => {
-                snapshot.stored_next_offset(partition).map(Reply::Offset)
+                (self.snapshot()?.stored_next_offset(partition)).map(Reply::Offset)
             }
             Request::View {
                 partition,
                 after,
                 max,
-            } => view_page(snapshot, &mut self.view, partition, after, max),
-            Request::Events { .. } | Request::Hello { .. } | Request::Hold | Request::Release => {
+            } => {
+                let snapshot = snapshot(self.source, &mut self.snapshot, &mut self.view)?;
+                view_page(snapshot, &mut self.view, partition, after, max)
+            }
+            Request::Hello { .. } | Request::Hold | Request::Release => {
                 Ok(Reply::Error("not a read".into()))
             }
         }
     }
+
+    fn snapshot(&mut self) -> Result<&dyn StoreReader, StorageError> {
+        snapshot(self.source, &mut self.snapshot, &mut self.view)
+    }
+}
+
+/// The session's snapshot, taken again (the view rows read from the old one forgotten) if a
+/// read of events let it go.
+fn snapshot<'a, 's>(
+    source: &'s dyn LiveSource, held: &'a mut Option<Box<dyn StoreReader + 's>>,
+    view: &mut Option<(u32, Rows)>,
+) -> Result<&'a dyn StoreReader, StorageError> {
+    let s = match held {
+        Some(s) => s,
+        empty => {
+            *view = None;
+            empty.insert(source.snapshot()?)
+        }
+    };
+    Ok(&**s)
 }
 
 /// Up to `max` events from `from`, cut at [`REPLY_BUDGET`] bytes (at least one). Read in
