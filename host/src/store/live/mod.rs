@@ -20,7 +20,9 @@
 //!   commits (at most [`MAX_HOLD`]) while the reader copies the database for redb's integrity
 //!   check.
 //! - Sharing the machine: a client rests after each read of events as long as it worked
-//!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run.
+//!   ([`REST_PER_WORK`], `pace.rs`), so a reader takes at most about half a core from the run;
+//!   the run's side keeps one reply buffer per session, and a reply of events stops at
+//!   [`protocol::REPLY_BUDGET`] (1 MiB), so serving a reader takes no new buffer of a reply's size per reply.
 //! - The protocol: [`protocol`] (versioned, length-prefixed, bounded frames).
 //!
 //! On targets without Unix sockets nothing is served and [`connect`] finds nobody: readers fall

@@ -34,7 +34,7 @@ pub const MAX_REQUEST: usize = 4096;
 /// The largest reply frame, in bytes.
 pub const MAX_REPLY: usize = 64 << 20;
 /// Where a reply of events stops adding events, in bytes.
-pub const REPLY_BUDGET: usize = 8 << 20;
+pub const REPLY_BUDGET: usize = 1 << 20;
 /// The most events one reply holds.
 pub const MAX_EVENTS: u32 = 16_384;
 /// The most view rows one reply holds.
@@ -127,6 +127,13 @@ struct Out(Vec<u8>);
 impl Out {
     fn new(tag: u8) -> Self {
         Self(vec![tag])
+    }
+    /// A message in `buffer`, emptied first: a sender that keeps one buffer for all its
+    /// messages allocates no new memory per message once it is large enough.
+    fn reusing(mut buffer: Vec<u8>, tag: u8) -> Self {
+        buffer.clear();
+        buffer.push(tag);
+        Self(buffer)
     }
     fn u8(&mut self, v: u8) -> &mut Self {
         self.0.push(v);
@@ -323,6 +330,14 @@ pub fn event_len(e: &StoredEvent) -> usize {
 impl Reply {
     /// The frame's body.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_into(Vec::new())
+    }
+
+    /// The frame's body, written over `buffer` (emptied first; its memory kept): the run's
+    /// side keeps one per session, so that a reply of up to [`REPLY_BUDGET`] bytes does not
+    /// take and give back that much new memory each time.
+    pub fn encode_into(&self, buffer: Vec<u8>) -> Vec<u8> {
+        let out = |tag| Out::reusing(buffer, tag);
         match self {
             Self::Hello {
                 version,
@@ -330,7 +345,7 @@ impl Reply {
                 describe,
                 statistics,
             } => {
-                let mut o = Out::new(1);
+                let mut o = out(1);
                 o.u16(*version)
                     .u32(*pid)
                     .str(describe)
@@ -341,7 +356,7 @@ impl Reply {
                 o.0
             }
             Self::Partitions(ps) => {
-                let mut o = Out::new(2);
+                let mut o = out(2);
                 o.len(ps.len());
                 for p in ps {
                     o.u32(*p);
@@ -349,7 +364,7 @@ impl Reply {
                 o.0
             }
             Self::Bounds(b) => {
-                let mut o = Out::new(3);
+                let mut o = out(3);
                 match b {
                     Some((first, last)) => o.u8(1).u64(*first).u64(*last),
                     None => o.u8(0),
@@ -357,7 +372,7 @@ impl Reply {
                 o.0
             }
             Self::Events(events) => {
-                let mut o = Out::new(4);
+                let mut o = out(4);
                 o.0.reserve(events.iter().map(event_len).sum::<usize>() + 4);
                 o.len(events.len());
                 for e in events {
@@ -371,18 +386,18 @@ impl Reply {
                 }
                 o.0
             }
-            Self::Offset(offset) => Out::new(5).u64(*offset).done(),
+            Self::Offset(offset) => out(5).u64(*offset).done(),
             Self::View(rows) => {
-                let mut o = Out::new(6);
+                let mut o = out(6);
                 o.len(rows.len());
                 for (ws, seq, last) in rows {
                     o.u64(*ws).u16(*seq).u64(*last);
                 }
                 o.0
             }
-            Self::Held => Out::new(7).0,
-            Self::Released => Out::new(8).0,
-            Self::Error(message) => Out::new(ERROR).str(message).done(),
+            Self::Held => out(7).0,
+            Self::Released => out(8).0,
+            Self::Error(message) => out(ERROR).str(message).done(),
         }
     }
 
@@ -465,10 +480,9 @@ pub enum FrameError {
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
     let len = u32::try_from(body.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&len.to_le_bytes());
-    frame.extend_from_slice(body);
-    w.write_all(&frame)?;
+    // The length and the body in two writes, not one copy of a body of up to MAX_REPLY bytes.
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(body)?;
     w.flush()
 }
 
@@ -563,6 +577,19 @@ mod tests {
             Reply::Released,
             Reply::Error("no".into()),
         ];
+        // Encoded over one kept buffer that first held the largest, each reply is the bytes it
+        // encodes to alone, written in that buffer's memory.
+        let largest = replies
+            .iter()
+            .max_by_key(|r| r.encode().len())
+            .expect("replies");
+        let mut kept = largest.encode_into(Vec::new());
+        let at = kept.as_ptr();
+        for r in &replies {
+            kept = r.encode_into(kept);
+            assert_eq!(kept, r.encode());
+            assert_eq!(kept.as_ptr(), at, "{r:?} took new memory");
+        }
         for r in replies {
             assert_eq!(Reply::decode(&r.encode()), Ok(r));
         }

@@ -187,6 +187,8 @@ fn session(stream: &mut UnixStream, source: &dyn LiveSource) {
         return;
     }
     let mut reads: Option<Reads<'_>> = None;
+    // One buffer for every reply of the session (see `Reply::encode_into`).
+    let mut reply_body = Vec::new();
     loop {
         let body = match read_frame(stream, MAX_REQUEST) {
             Ok(body) => body,
@@ -239,7 +241,8 @@ fn session(stream: &mut UnixStream, source: &dyn LiveSource) {
                 None => Reply::Error("say Hello first: it takes the session's snapshot".into()),
             },
         };
-        if write_frame(stream, &reply.encode()).is_err() {
+        reply_body = reply.encode_into(std::mem::take(&mut reply_body));
+        if write_frame(stream, &reply_body).is_err() {
             return;
         }
     }
@@ -341,7 +344,7 @@ fn snapshot<'a, 's>(
 
 /// Up to `max` events from `from`, cut at [`REPLY_BUDGET`] bytes (at least one). Read in
 /// chunks sized by the events already read, so that the run reads and decodes about what the
-/// reply carries (`check` asks for 16,384 events; 8 MiB holds about 4,000 of 2 KiB).
+/// reply carries (`check` asks for 16,384 events; 1 MiB holds about 500 of 2 KiB).
 fn events(
     snapshot: &dyn StoreReader, partition: u32, from: u64, max: u32,
 ) -> Result<Reply, StorageError> {

@@ -23,7 +23,7 @@ pub use data_dir::{
     ARCHIVE_RECORD_FILE, DB_FILE, DataDir, DataDirError, DirState, FORMAT_FILE, FORMAT_VERSION,
     OpenMode,
 };
-pub use open::{OpenError, OpenFailure};
+pub use open::{CACHE_BYTES, OpenError, OpenFailure};
 pub use reader::{ReadMode, RedbReader};
 pub use snapshot::RedbSnapshot;
 pub use stats::{StoreCounts, StoreStats};

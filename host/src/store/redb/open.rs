@@ -10,6 +10,19 @@ use crate::store::redb::storage::RedbStorage;
 use crate::store::redb::tables::{check_format, create_tables, err};
 use crate::store::storage::StorageError;
 
+/// The most memory redb's page cache of a run's database holds (its read cache and write
+/// buffer together): 64 MiB, not redb's default of 1 GiB. A run works on the PLog's tail and
+/// the view, whose pages stay cached. With the default the cache grew toward 1 GiB over a long
+/// run (every committed page moves into it) and faster beside a `check` or `inspect`, whose
+/// reads of the whole PLog pass through it: each new page of the heap a fault, and its growth
+/// `mprotect` calls that hold every thread's faults, the writer's and command processor's
+/// included. Measured by `perf stat` over 10 s of a paced run (4,000 commands/s) on a 2.2 GB
+/// store: alone 6,700 faults and 4,800 `mprotect` calls instead of 40,800 and 29,500; beside a
+/// looping check (with the live server's reply buffer kept) 600-1,500 faults instead of
+/// 269,000. The main job's throughput did not move (10 paired runs: 99,300 events/s both).
+/// Pages past it are read from the file, which the operating system caches.
+pub const CACHE_BYTES: usize = 64 << 20;
+
 /// Why [`RedbStorage::open`] refused a database file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenFailure {
@@ -54,7 +67,10 @@ impl RedbStorage {
                 path.display()
             )));
         }
-        let db = Database::create(path).map_err(|e| err(path, "cannot create the database", e))?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(|e| err(path, "cannot create the database", e))?;
         let tx = db
             .begin_write()
             .map_err(|e| err(path, "cannot initialise the database", e))?;
@@ -83,6 +99,7 @@ impl RedbStorage {
         // check reports such a file as corrupt instead. The catch is a last line of defence.
         let opened = std::panic::catch_unwind(|| {
             Database::builder()
+                .set_cache_size(CACHE_BYTES)
                 .set_check_integrity_on_open(true)
                 .open(path)
         });
