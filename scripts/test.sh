@@ -209,6 +209,17 @@ done
 step "cargo install --path host (dev profile), then run with no component flag"
 INSTALL_PROFILE="${INSTALL_PROFILE:-debug}" bash scripts/check-install.sh
 
+step "the core module: the copy the Go and Java packages embed is what these sources build; the wasm glue linted"
+bg_wait core-module
+
+# The Go and Java packages' tests run beside the JavaScript and conformance steps: each of the
+# four leaves a core idle most of its time (Go's race test and the Python wheel's runner use one,
+# Chromium and Node wait on each other), and none shares files or ports with another. Their
+# output is shown, and a failure stops the run, when they are waited for below.
+bg_wait go-compile
+bg go-test bash scripts/test-go.sh
+bg java-test bash scripts/test-java.sh
+
 step "JavaScript: the wasm-bindgen package (linted) in Node and Chromium"
 bg_wait js-pkg
 bg_wait chromium
@@ -219,15 +230,11 @@ step "conformance: every scenario on Python wasmtime, jco and the wasm-bindgen b
 bg_wait conformance-deps
 bash scripts/test-conformance.sh
 
-step "the core module: the copy the Go and Java packages embed is what these sources build; the wasm glue linted"
-bg_wait core-module
+step "Go: the package on wazero (gofmt, vet, tests, the conformance scenarios, examples; begun beside JavaScript)"
+bg_wait go-test
 
-step "Go: the package on wazero (gofmt, vet, tests, the conformance scenarios, examples)"
-bg_wait go-compile
-bash scripts/test-go.sh
-
-step "Java: the package on Chicory (mvn verify: tests, the conformance scenarios; the example)"
-bash scripts/test-java.sh
+step "Java: the package on Chicory (mvn verify: tests, the conformance scenarios; the example; begun beside JavaScript)"
+bg_wait java-test
 
 step "one wasmtime and one Cranelift for every build of the run"
 # host/Cargo.toml names the features the stores' and tests' dependencies turn on in wasmtime's
