@@ -110,7 +110,39 @@ bg core-module nice -n 5 bash -c 'bash scripts/build-core-module.sh --check && c
   -p plog-sequencer --target wasm32-wasip2 --features component --profile wasm --target-dir "$0" \
   -- -D warnings' "$COMPONENT_TARGET_DIR"
 
-step "the test programs that wait on servers and processes, begun in lanes (beside the publish dry run and cargo test)"
+step "the crates as they would be published (cargo publish --dry-run --workspace)"
+# Packages every publishable crate in dependency order (an unpublished sibling comes from a
+# local overlay registry), builds each from its package alone, and uploads nothing.
+# The dry run verifies the host against the core as a registry crate, and cargo never checks a
+# registry crate's files again once built (a registry's crates do not change): an earlier run's
+# build of plog-sequencer 0.1.0 would stand in for this tree's. So the builds of our packaged
+# crates are forgotten first: those from a registry (their dep-info lists no file) and those
+# from target/package/ (whose files carry the package's fixed mtime). Nothing else.
+for dep_info in "$TARGET_DIR"/debug/.fingerprint/plog-sequencer*/dep-*; do
+  if grep -aqs "package/plog-sequencer" "$dep_info" || ! grep -aqs '\.rs' "$dep_info"; then
+    rm -rf "$(dirname "$dep_info")"
+  fi
+done
+# Cargo also unpacks each packaged crate into $CARGO_HOME/registry/src once and never again
+# (it skips a folder holding `.cargo-ok`): another tree's plog-sequencer 0.1.0 would be
+# compiled in place of this one. So those copies of our own crates go too (never published to
+# crates.io, they exist only from earlier dry runs).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog-sequencer-host-*
+# A packaged crate's manifest has no profile (profiles live in the workspace's root), so the
+# workspace's profile for dependencies is given again here: the dry run then reuses the
+# dependencies the default build compiled instead of compiling them all again unoptimised.
+cargo publish --quiet --dry-run --workspace --allow-dirty \
+  --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
+
+# wasm-bindgen-cli, built niced from the start, is waited for only now: on a cold run its build
+# (about 1 min) would otherwise hold up the steps above it does not serve.
+bg_wait wasm-bindgen
+bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
+  --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
+  cargo check --quiet -p plog-sequencer --all-features --target wasm32-unknown-unknown \
+  --profile wasm-js --target-dir "$0"' "$JS_TARGET_DIR"
+
+step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 bg_wait etcd
 bg_wait seaweedfs
 bg_wait prometheus
@@ -120,8 +152,7 @@ bg go-compile nice -n 19 bash scripts/test-go.sh --compile
 # Test programs run in four lanes at once, each lane's programs one after another: the
 # programs that mostly wait on servers, paced runs or the processes they kill (S3 on SeaweedFS,
 # the etcd cluster, a live run, SIGKILLed runs and archives) and the embedder's outside build
-# beside the others, which cargo test runs. They begin before the publish dry run (niced, so the
-# lanes' timing-sensitive tests keep their cores), whose build otherwise left a core idle. In a warm CI run the lanes took 177 s (s3 129, live
+# beside the others, which cargo test runs. In a warm CI run the lanes took 177 s (s3 129, live
 # 25, kill 23), 135 s (etcd 120, embedder 15) and, for archive, 81 s of the others' 225 s. The
 # lanes run the programs as the test build made them, from their package's folder as cargo runs
 # them: a second `cargo test` would wait for the first's lock on the build folder.
@@ -161,40 +192,6 @@ for i in "${!lanes[@]}"; do
     RUST_TEST_THREADS="${lane_threads[$i]}" bg "test-lane-$i" bash -c 'for p in "$@"; do read -r dir exe <<<"$p"; (cd "$dir" && "$exe") || exit 1; done' \
     lane "${lane[@]}"
 done
-
-step "the crates as they would be published (cargo publish --dry-run --workspace)"
-# Packages every publishable crate in dependency order (an unpublished sibling comes from a
-# local overlay registry), builds each from its package alone, and uploads nothing.
-# The dry run verifies the host against the core as a registry crate, and cargo never checks a
-# registry crate's files again once built (a registry's crates do not change): an earlier run's
-# build of plog-sequencer 0.1.0 would stand in for this tree's. So the builds of our packaged
-# crates are forgotten first: those from a registry (their dep-info lists no file) and those
-# from target/package/ (whose files carry the package's fixed mtime). Nothing else.
-for dep_info in "$TARGET_DIR"/debug/.fingerprint/plog-sequencer*/dep-*; do
-  if grep -aqs "package/plog-sequencer" "$dep_info" || ! grep -aqs '\.rs' "$dep_info"; then
-    rm -rf "$(dirname "$dep_info")"
-  fi
-done
-# Cargo also unpacks each packaged crate into $CARGO_HOME/registry/src once and never again
-# (it skips a folder holding `.cargo-ok`): another tree's plog-sequencer 0.1.0 would be
-# compiled in place of this one. So those copies of our own crates go too (never published to
-# crates.io, they exist only from earlier dry runs).
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/plog-sequencer-*  # and plog-sequencer-host-*
-# A packaged crate's manifest has no profile (profiles live in the workspace's root), so the
-# workspace's profile for dependencies is given again here: the dry run then reuses the
-# dependencies the default build compiled instead of compiling them all again unoptimised.
-nice -n 5 cargo publish --quiet --dry-run --workspace --allow-dirty \
-  --config 'profile.dev.package."*".opt-level=1' --config 'profile.dev.package."*".debug=false'
-
-# wasm-bindgen-cli, built niced from the start, is waited for only now: on a cold run its build
-# (about 1 min) would otherwise hold up the steps above it does not serve.
-bg_wait wasm-bindgen
-bg js-pkg nice -n 5 bash -c 'bash scripts/js-build.sh && cargo clippy --quiet -p plog-sequencer \
-  --target wasm32-unknown-unknown --features js --profile wasm-js --target-dir "$0" -- -D warnings &&
-  cargo check --quiet -p plog-sequencer --all-features --target wasm32-unknown-unknown \
-  --profile wasm-js --target-dir "$0"' "$JS_TARGET_DIR"
-
-step "cargo test: the core, the host, the component under wasmtime ($SEQUENCER_COMPONENT)"
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --lib --bins "${others[@]}"
 with_clippy cargo test --workspace --features "$HOST_FEATURES" --doc
 for i in "${!lanes[@]}"; do
