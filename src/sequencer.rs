@@ -148,6 +148,11 @@ pub struct Sequencer {
     /// actualization (0: none): the replay skips the events before it, which that write's
     /// values (waiting again) cover, so that no later write carries their older numbers.
     replay_floor: PLogOffset,
+    /// The stored next offset the last actualization read (0: not read yet). Past a superseded
+    /// write's offset it was stored by another writer, whose view holds every number of that
+    /// write's events at least as large: the write's values are then dropped, never served or
+    /// written again ([`Self::superseded_by_view`]).
+    offset_read: PLogOffset,
     /// Consecutive failed writes; [`Timer::WriteRetry`] holds the next one back.
     write_retry: Backoff,
     /// The probe of storage during a long retry wait ([`Timer::Probe`] says when).
@@ -189,6 +194,7 @@ impl Sequencer {
             pending_load: None,
             superseded_write: None,
             replay_floor: 0,
+            offset_read: 0,
             write_retry: Backoff::default(),
             probe: Probe::default(),
             timers: TimerTable::default(),
@@ -355,6 +361,7 @@ impl Sequencer {
         self.unflushed.clear_waiting();
         self.superseded_write = self.unflushed.in_flight();
         self.replay_floor = 0;
+        self.offset_read = 0;
         let step = if self.superseded_write.is_some() && !beside_write {
             Step::AwaitWrite
         } else {
@@ -473,7 +480,12 @@ impl Sequencer {
         if self.unflushed.in_flight() != Some(ticket) {
             return Err(self.ticket_error(ticket, "a write"));
         }
-        if self.superseded_write.take() == Some(ticket) && self.reading_beside_write() {
+        let superseded = self.superseded_write.take() == Some(ticket);
+        if superseded && self.superseded_by_view() {
+            if let Some(offset) = self.unflushed.write_done() {
+                self.stored_offset = self.stored_offset.max(offset);
+            }
+        } else if superseded && self.reading_beside_write() {
             if let Some(offset) = self.requeue_superseded() {
                 self.stored_offset = self.stored_offset.max(offset);
             }

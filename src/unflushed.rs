@@ -316,6 +316,11 @@ impl Unflushed {
         self.in_flight.as_ref().map(|f| f.ticket)
     }
 
+    /// The offset the batch being written stores, if one is.
+    pub(crate) fn in_flight_offset(&self) -> Option<PLogOffset> {
+        self.in_flight.as_ref().map(|f| f.offset)
+    }
+
     /// Moves everything waiting into a batch under `ticket`, returning its values and offset.
     /// `fallback_offset` is written when nothing raised the offset since the last write.
     pub(crate) fn begin_write(

@@ -338,3 +338,43 @@ fn a_failed_numbers_read_abandons_the_start_which_can_be_retried() {
     assert_eq!(d.seq.status(), Status::Ready);
     assert!(matches!(d.start(1, 3), Ok(Start::Started(1))));
 }
+
+#[test]
+fn a_write_superseded_beside_another_writers_newer_view_does_not_issue_its_numbers_again() {
+    // This writer's write of event 1 is out when another writer appends events 2 and 3 of the
+    // same workspace and stores its view (numbers up to 3, next offset 4), as a host does
+    // after a fence refused this one. The write then fails, before the actualization's offset
+    // read or after the actualization: either way its values are older than the view found.
+    // (Had it landed after the other writer's view, only a store that keeps the larger number
+    // of a key, as the etcd store does, would keep that view whole.)
+    for settles_before_the_read in [true, false] {
+        let mut d = ready(params());
+        d.storage.faults.hold_writes = true;
+        assert_eq!(d.event(1, 5, &[1]).unwrap(), Some((1, vec![1])));
+        d.run().unwrap();
+        assert_eq!(d.held_writes().len(), 1);
+        d.storage.append(2, &[SeqValue::new(5, 1, 2)]).unwrap();
+        d.storage.append(3, &[SeqValue::new(5, 1, 3)]).unwrap();
+        d.storage.write(&[SeqValue::new(5, 1, 3)], 4);
+        d.seq.actualize_beside_write().unwrap();
+        if !settles_before_the_read {
+            d.run().unwrap();
+            assert_eq!(d.seq.status(), Status::Ready, "ready with the write out");
+        }
+        d.storage.faults.hold_writes = false;
+        d.fail_held_writes().unwrap();
+        d.advance(Duration::from_secs(1)).unwrap();
+        assert_eq!(d.seq.status(), Status::Ready);
+        assert_eq!(
+            d.event(1, 5, &[1]).unwrap(),
+            Some((4, vec![4])),
+            "{settles_before_the_read}: numbers 1 to 3 are in the PLog: never again"
+        );
+        d.advance(Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            d.storage.read_numbers(5, &[1]),
+            vec![4],
+            "{settles_before_the_read}"
+        );
+    }
+}

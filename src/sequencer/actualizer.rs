@@ -28,6 +28,15 @@ impl Sequencer {
                         reason: "the stored next offset is the last there is: no event could follow",
                     });
                 }
+                self.offset_read = offset;
+                if self.replay_floor > 0 && offset > self.replay_floor {
+                    // The superseded write settled before this read and its values wait again,
+                    // but another writer stored a later offset: its view holds every number of
+                    // those events, at least as large. Served, they would issue numbers the
+                    // PLog holds; so they go, and the replay starts where the view ends.
+                    self.unflushed.clear_waiting();
+                    self.replay_floor = 0;
+                }
                 a.step = Step::Replay {
                     from: offset.max(1).max(self.replay_floor),
                     issued: None,
@@ -177,6 +186,17 @@ impl Sequencer {
     /// wait again, merged by maximum with what the replay gathered (they are written again,
     /// whether it landed or not), and the replay skips the events before its offset, which
     /// those values cover. Returns its offset.
+    /// Whether the write being written (one the last actualization superseded) is older than
+    /// the view that actualization read: a stored next offset past the write's was stored by
+    /// another writer (this one has one write out at a time), whose view holds every number of
+    /// the write's events at least as large. Its values must then not wait again: served by a
+    /// start before the view's rows, they would issue numbers the PLog already holds.
+    pub(super) fn superseded_by_view(&self) -> bool {
+        self.unflushed
+            .in_flight_offset()
+            .is_some_and(|offset| self.offset_read > offset)
+    }
+
     pub(super) fn requeue_superseded(&mut self) -> Option<PLogOffset> {
         let offset = self.unflushed.requeue_in_flight()?;
         self.replay_floor = self.replay_floor.max(offset);

@@ -71,7 +71,11 @@ impl Sequencer {
             let superseded = self.superseded_write.take() == Some(ticket);
             let awaited =
                 matches!(&self.phase, Phase::Actualizing(a) if matches!(a.step, Step::AwaitWrite));
-            if superseded && awaited {
+            if superseded && self.superseded_by_view() {
+                // Another writer stored a later offset while it was out: its view holds every
+                // number of this write's events, at least as large (`superseded_by_view`).
+                self.unflushed.write_done();
+            } else if superseded && awaited {
                 // `actualize` waited for it: its values are superseded by the replay about to
                 // happen; merging them back would also merge an offset the replay has not
                 // reached yet.
