@@ -126,7 +126,7 @@ struct Out(Vec<u8>);
 
 impl Out {
     fn new(tag: u8) -> Self {
-        Self(vec![tag])
+        Self::reusing(Vec::new(), tag)
     }
     /// A message in `buffer`, emptied first: a sender that keeps one buffer for all its
     /// messages allocates no new memory per message once it is large enough.

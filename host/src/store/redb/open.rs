@@ -19,7 +19,8 @@ use crate::store::storage::StorageError;
 /// included. Measured by `perf stat` over 10 s of a paced run (4,000 commands/s) on a 2.2 GB
 /// store: alone 6,700 faults and 4,800 `mprotect` calls instead of 40,800 and 29,500; beside a
 /// looping check (with the live server's reply buffer kept) 600-1,500 faults instead of
-/// 269,000. The main job's throughput did not move (10 paired runs: 99,300 events/s both).
+/// 269,000. The main job's throughput did not move (10 paired runs, `farm-bench --vs`, one binary
+/// with and without the cap: medians 99,400 and 99,200 durable events/s).
 /// Pages past it are read from the file, which the operating system caches.
 pub const CACHE_BYTES: usize = 64 << 20;
 
