@@ -292,12 +292,15 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
         total += 2 * 1500;
         let bundles_before = bundle_count(&adir);
         let started = Instant::now();
+        // The pass's own words, kept so that a pass that fails says why.
+        let err_path = tmp.path().join(format!("archive-{round}.stderr"));
+        let err_file = std::fs::File::create(&err_path).expect("create the pass's stderr file");
         let mut child = host()
             .args(["archive", "--data", s(&data), "--bundle-events", "8"])
             .arg("--archive")
             .arg(format!("objects:{}", s(&adir)))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(err_file)
             .spawn()
             .expect("start archive");
         if round % 2 == 1 {
@@ -316,7 +319,11 @@ fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_chec
         match child.try_wait().expect("poll") {
             None => killed_mid_pass += 1,
             // A pass that ended before its kill must have succeeded.
-            Some(status) => assert!(status.success(), "round {round}: archive: {status}"),
+            Some(status) => assert!(
+                status.success(),
+                "round {round}: archive: {status}: {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            ),
         }
         child.kill().expect("SIGKILL archive");
         let _ = child.wait();
