@@ -270,6 +270,47 @@ fn a_corrupt_or_missing_bundle_is_named_and_a_run_on_it_is_refused_writing_nothi
 }
 
 #[test]
+fn an_archive_directory_a_killed_creation_left_is_made_by_the_next_archive() {
+    // What `archive` killed while making a new archive leaves: its directory alone, or with the
+    // marker written aside (torn, here) and not yet renamed into place.
+    for leftover in [None, Some("sequencer-arch")] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let (data, adir) = (tmp.path().join("data"), tmp.path().join("archive"));
+        run_events(&data, 2, 100, &[]);
+        std::fs::create_dir(&adir).expect("the archive's directory");
+        if let Some(torn) = leftover {
+            std::fs::write(adir.join("FORMAT.tmp"), torn).expect("a torn marker");
+        }
+        archive_ok(&data, &adir, 8);
+        assert!(bundle_count(&adir) > 0, "{leftover:?}: nothing archived");
+        for (first, end, _) in split(&data, &adir) {
+            assert_eq!(
+                first,
+                end + 1,
+                "{leftover:?}: trimmed up to the archive's end"
+            );
+        }
+        assert_eq!(check(&data, "after the archive"), 2 * 100);
+    }
+    // A directory that holds anything else and no marker is no archive: refused, untouched.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (data, adir) = (tmp.path().join("data"), tmp.path().join("archive"));
+    run_events(&data, 2, 100, &[]);
+    std::fs::create_dir(&adir).expect("the directory");
+    std::fs::write(adir.join("notes.txt"), "mine").expect("a file");
+    let before = snapshot(&data);
+    let out = archive(&data, &adir, 8);
+    let (_, stderr) = text(&out);
+    assert!(
+        !out.status.success() && stderr.contains("not a sequencer archive"),
+        "{stderr}"
+    );
+    assert!(snapshot(&data) == before, "a refused archive wrote nothing");
+    let left: Vec<_> = std::fs::read_dir(&adir).expect("list").flatten().collect();
+    assert_eq!(left.len(), 1, "only the file that was there");
+}
+
+#[test]
 fn sigkill_of_archive_at_random_moments_leaves_a_state_that_archive_run_and_check_finish() {
     let rounds: u64 = std::env::var("SEQUENCER_ARCHIVE_KILL_ROUNDS")
         .ok()

@@ -111,7 +111,9 @@ pub(super) fn refuse_for(use_: &ArchiveUse, url: &StoreUrl) -> Result<(), OpenEr
 
 impl Chosen {
     /// Before anything is written: a chosen archive that is there must line up with the store
-    /// as it is on disk (`hot`, opened read-only only then).
+    /// as it is on disk (`hot`, opened read-only only then). One not yet recorded may not be
+    /// made yet, or be what an interrupted creation left (a killed `archive`): opening it for
+    /// writing makes it, and nothing is there to line up. A recorded one must be whole.
     #[cfg_attr(not(feature = "objects"), allow(unused_variables))]
     #[cfg_attr(not(feature = "redb"), allow(dead_code))] // only redb's opener checks first
     pub(super) fn check_before_writing<R: StoreReader>(
@@ -120,9 +122,13 @@ impl Chosen {
         match self {
             Self::None => Ok(()),
             #[cfg(feature = "objects")]
-            Self::Archive { root, .. } => {
-                if root.exists() {
-                    check_lines_up(&hot()?, &Archive::open(root)?)?;
+            Self::Archive { root, recorded } => {
+                let archive = match recorded {
+                    true => Some(Archive::open(root)?),
+                    false => Archive::open_if_made(root)?,
+                };
+                if let Some(archive) = archive {
+                    check_lines_up(&hot()?, &archive)?;
                 }
                 Ok(())
             }

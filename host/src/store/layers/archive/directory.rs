@@ -69,13 +69,7 @@ impl Archive {
     /// keeps its bundle size.
     pub fn create_or_open(root: &Path, bundle_events: u64) -> Result<Self, ArchiveError> {
         if Self::read_marker(root)?.is_none() {
-            // Missing, empty, or holding only what an interrupted creation leaves.
-            let empty = !root.exists()
-                || fs::read_dir(root).is_ok_and(|d| {
-                    d.flatten()
-                        .all(|e| e.file_name().to_string_lossy().starts_with("FORMAT"))
-                });
-            if !empty {
+            if !Self::unmade(root) {
                 return Err(not_an_archive(
                     root,
                     "it is not empty and has no FORMAT file",
@@ -94,6 +88,27 @@ impl Archive {
             }
         }
         Self::open_with(root, Access::Write)
+    }
+
+    /// Whether `root`, which has no `FORMAT` marker, is free to become an archive: missing,
+    /// empty, or holding only what an interrupted [`create_or_open`](Self::create_or_open)
+    /// leaves (`FORMAT.tmp`), which the next one finishes.
+    fn unmade(root: &Path) -> bool {
+        !root.exists()
+            || fs::read_dir(root).is_ok_and(|d| {
+                d.flatten()
+                    .all(|e| e.file_name().to_string_lossy().starts_with("FORMAT"))
+            })
+    }
+
+    /// The archive at `root` opened for reading only, as [`open`](Self::open) does, or `None`
+    /// where none has been made yet ([`create_or_open`](Self::create_or_open) would make it:
+    /// the directory is missing, or holds only what an interrupted creation leaves).
+    pub fn open_if_made(root: &Path) -> Result<Option<Self>, ArchiveError> {
+        if Self::read_marker(root)?.is_none() && Self::unmade(root) {
+            return Ok(None);
+        }
+        Self::open(root).map(Some)
     }
 
     /// Opens the existing archive at `root` for reading only (nothing in it changes).
