@@ -219,6 +219,8 @@ wait_ready() {
   until "$@"; do
     if [[ -z "$(server_pid "$dir" "$match")" ]]; then
       echo "error: $name exited; its log ($dir/log):" >&2
+      # A Go server's fatal line comes before a stack dump longer than the tail: named first.
+      grep -E '^(F[0-9]{4} |panic: |fatal error: )' "$dir/log" | tail -3 >&2 || true
       tail -20 "$dir/log" >&2
       return 1
     fi

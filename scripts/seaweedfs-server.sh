@@ -38,7 +38,7 @@ bucket_answers() {
 }
 
 start() {
-  local dir=$1 drives=${2:-1} weed dirs i attempt began
+  local dir=$1 drives=${2:-1} weed dirs i attempt began fresh
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   [[ -z "$(server_pid "$dir" "$(match "$dir")")" ]] || die "a server of $dir is already running"
@@ -46,10 +46,14 @@ start() {
   weed="$(bash "$here/seaweedfs-ensure.sh")"
   dirs="$dir/data/drive-1"
   for ((i = 2; i <= drives; i++)); do dirs+=",$dir/data/drive-$i"; done
-  for ((i = 1; i <= drives; i++)); do mkdir -p "$dir/data/drive-$i"; done
+  # A server new in DIR (no data yet) starts each try on empty folders: what a weed that exited
+  # at start left there (its filer's store half made) must not fail the next try too.
+  [[ -e "$dir/data" ]] && fresh=0 || fresh=1
   # A port picked free can be taken by another test's server before weed binds it: weed then
   # exits at once, and starts again on other ports (3 tries, a jittered pause between).
   for attempt in 1 2 3; do
+    ((fresh)) && rm -rf "$dir/data"
+    for ((i = 1; i <= drives; i++)); do mkdir -p "$dir/data/drive-$i"; done
     began=$SECONDS
     launch "$dir" "$drives" "$weed" "$dirs" && return 0
     ((SECONDS - began < READY_TIMEOUT_S && attempt < 3)) || break
