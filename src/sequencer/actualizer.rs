@@ -179,13 +179,6 @@ impl Sequencer {
         matches!(&self.phase, Phase::Actualizing(a) if !matches!(a.step, Step::AwaitWrite))
     }
 
-    /// The write superseded by `actualize_beside_write` settled during the actualization,
-    /// landed or maybe landed (a failure may be a lost answer). The offset read may have found
-    /// the offset before it, so the replay from there would write older numbers of its keys,
-    /// which a store that overwrites would let lower what it wrote. So its values and offset
-    /// wait again, merged by maximum with what the replay gathered (they are written again,
-    /// whether it landed or not), and the replay skips the events before its offset, which
-    /// those values cover. Returns its offset.
     /// Whether the write being written (one the last actualization superseded) is older than
     /// the view that actualization read: a stored next offset past the write's was stored by
     /// another writer (this one has one write out at a time), whose view holds every number of
@@ -197,6 +190,13 @@ impl Sequencer {
             .is_some_and(|offset| self.offset_read > offset)
     }
 
+    /// The write superseded by `actualize_beside_write` settled during the actualization,
+    /// landed or maybe landed (a failure may be a lost answer). The offset read may have found
+    /// the offset before it, so the replay from there would write older numbers of its keys,
+    /// which a store that overwrites would let lower what it wrote. So its values and offset
+    /// wait again, merged by maximum with what the replay gathered (they are written again,
+    /// whether it landed or not), and the replay skips the events before its offset, which
+    /// those values cover. Returns its offset.
     pub(super) fn requeue_superseded(&mut self) -> Option<PLogOffset> {
         let offset = self.unflushed.requeue_in_flight()?;
         self.replay_floor = self.replay_floor.max(offset);
