@@ -117,6 +117,65 @@ fn the_memory_store_runs_the_workload_and_writes_no_data_dir() {
     assert_eq!(row(&stdout, "own tail"), "off (--own-tail off)");
 }
 
+#[test]
+fn the_latency_log_holds_each_acknowledged_event_with_its_time_and_the_summarys_latencies() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let log = tmp.path().join("acks.txt");
+    let unix_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as u64
+    };
+    let before = unix_ms();
+    let out = run_job(
+        &data,
+        &[
+            "--events",
+            "150",
+            "--fail-rate",
+            "0",
+            "--batch-size",
+            "10",
+            "--latency-log",
+            log.to_str().expect("utf-8"),
+        ],
+    );
+    let after = unix_ms();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let lines = std::fs::read_to_string(&log).expect("the latency log");
+    let mut us = Vec::new();
+    for line in lines.lines() {
+        let (ms, lat) = line
+            .split_once(' ')
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u32>().ok()?)))
+            .unwrap_or_else(|| panic!("not `UNIX_MS LATENCY_US`: {line:?}"));
+        assert!(
+            (before..=after).contains(&ms),
+            "{ms} outside the run ({before}..={after})"
+        );
+        us.push(lat);
+    }
+    assert_eq!(us.len(), 300, "one line per acknowledged event of 2 x 150");
+    // The summary's percentiles are those of the logged latencies.
+    us.sort_unstable();
+    let at = |q: f64| {
+        let us = u64::from(us[(us.len() as f64 * q).ceil() as usize - 1]);
+        format!(
+            "{:.1} ms",
+            std::time::Duration::from_micros(us).as_secs_f64() * 1000.0
+        )
+    };
+    let summary = row(&stdout, "ack latency");
+    let expected = format!("p50 {}, p99 {}, max {}", at(0.5), at(0.99), at(1.0));
+    assert!(
+        summary.starts_with(&expected),
+        "{summary:?} against the log's {expected:?}"
+    );
+}
+
 /// `run` on `data` with the test component, 2 partitions and `args`.
 fn run_job(data: &std::path::Path, args: &[&str]) -> std::process::Output {
     let component = component_path();

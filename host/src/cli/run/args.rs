@@ -119,6 +119,11 @@ pub struct RunArgs {
     /// (loopback), or HOST:PORT; `:0` picks a free port (logged).
     #[arg(long, value_name = "ADDR", value_parser = super::endpoint::parse_addr)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Write every acknowledged event's acknowledgement time and latency to FILE at the end,
+    /// one `UNIX_MS LATENCY_US` line each (partition by partition), to set the run's latency
+    /// against another timeline (what ran beside it, and when). A host alone (not --host-name).
+    #[arg(long, value_name = "FILE")]
+    pub latency_log: Option<PathBuf>,
 }
 
 fn parse_millis(s: &str) -> Result<f64, String> {

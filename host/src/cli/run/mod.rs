@@ -32,7 +32,7 @@ use super::common::{CliError, CliResult, initial, style};
 use super::logging::Progress;
 use args::params;
 use open::{Opened, open_store};
-use report::{Ran, Resumed, report};
+use report::{Ran, Resumed, report, write_latency_log};
 use workload::{Tally, WARN_INTERVAL, Workload, host, stop_if_stuck};
 
 /// `run`, in its named steps: open the store, recover every partition from the PLog, run the
@@ -45,6 +45,9 @@ pub fn run(args: &RunArgs, progress: &Progress) -> CliResult<ExitCode> {
     let opened = open_store(args)?;
     let recovered = recover(args, &opened, progress)?;
     let ran = run_workload(args, &opened, &recovered, progress)?;
+    if let Some(path) = &args.latency_log {
+        write_latency_log(path, &ran.tally)?;
+    }
     let checked = check_stored(&opened, recovered.stop())?;
     report(args, &opened.store, &recovered.resumed, ran, checked);
     Ok(ExitCode::SUCCESS)

@@ -1,12 +1,14 @@
 //! The summary table a run prints at its end.
 
+use std::io::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use sequencer_host::store::layers::archive::ArchivePass;
 use sequencer_host::store::layers::{ReadCounts, TailCounts};
 use sequencer_host::store::{Counter, Store, StoreStats};
 
-use super::super::common::SEQS;
+use super::super::common::{CliError, CliResult, SEQS};
 use super::args::RunArgs;
 use super::workload::Tally;
 
@@ -283,6 +285,22 @@ fn own_tail_line(args: &RunArgs, tail: Option<TailCounts>) -> String {
 }
 
 /// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
+/// `--latency-log`: every acknowledged event's acknowledgement time (Unix ms) and latency
+/// (µs), one line each.
+pub(super) fn write_latency_log(path: &Path, tally: &Tally) -> CliResult<()> {
+    let fail = |e: std::io::Error| {
+        CliError(format!(
+            "{}: cannot write the latency log: {e}",
+            path.display()
+        ))
+    };
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(fail)?);
+    for (ms, us) in tally.acked_unix_ms.iter().zip(&tally.latencies_us) {
+        writeln!(out, "{ms} {us}").map_err(fail)?;
+    }
+    out.flush().map_err(fail)
+}
+
 fn latency_line(us: &mut [u32]) -> String {
     if us.is_empty() {
         return "n/a (no event acknowledged)".into();

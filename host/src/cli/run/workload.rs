@@ -6,7 +6,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use backon::ExponentialBackoff;
 use indicatif::ProgressBar;
@@ -47,6 +47,8 @@ pub(super) struct Tally {
     pub(super) first_append: Option<Duration>,
     /// Microseconds from numbering each acknowledged event to its append's acknowledgement.
     pub(super) latencies_us: Vec<u32>,
+    /// With `--latency-log` only: when each of `latencies_us` was acknowledged (Unix ms).
+    pub(super) acked_unix_ms: Vec<u64>,
 }
 
 impl Tally {
@@ -64,6 +66,7 @@ impl Tally {
         self.not_now += t.not_now;
         self.not_owner += t.not_owner;
         self.latencies_us.extend(t.latencies_us);
+        self.acked_unix_ms.extend(t.acked_unix_ms);
     }
 }
 
@@ -491,6 +494,13 @@ impl Processor<'_> {
                 .iter()
                 .map(|&at| u32::try_from(acked.duration_since(at).as_micros()).unwrap_or(u32::MAX)),
         );
+        if self.w.args.latency_log.is_some() {
+            let unix_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let n = self.numbered.len();
+            self.t.acked_unix_ms.extend(std::iter::repeat_n(unix_ms, n));
+        }
         self.w.events_bar.inc(n);
     }
 
