@@ -5,7 +5,9 @@
 # database for redb's integrity check), alternated round by round; with BENCH_HOST_BEFORE (another
 # build), also check beside by that build's run and check (`before`), for a paired comparison.
 # Prints each run's ack p50, p99 and max, the checks started and passed (the last one of a run
-# is usually cut short by the run's end), and the medians.
+# is usually cut short by the run's end), and the medians. With BENCH_WINDOWS=SECS, each round
+# is instead one run with the check on and off in windows of SECS seconds in turn, compared
+# within the run (see windowed_run below): the machine's moments weigh on both sides alike.
 #
 #   bash scripts/bench-check-beside.sh                 # a store of about 2 GB, 3 rounds
 #   BENCH_RUNS=1 BENCH_STORE_EVENTS=10000 bash scripts/bench-check-beside.sh   # a quick smoke run
@@ -13,8 +15,9 @@
 # Knobs: BENCH_RUNS (rounds, 3), BENCH_STORE_EVENTS (events per partition of the store made
 # first, 2 KiB each over 8 partitions: 60000 make about 2.2 GB), BENCH_EVENTS (events per
 # partition of each measured run, 10000), BENCH_RATE (commands a second, 4000), BENCH_HOST,
-# BENCH_HOST_BEFORE, BENCH_COMPONENT. Needs free space for the store, a copy of it for each run,
-# and a second copy for --hold-run (TMPDIR).
+# BENCH_HOST_BEFORE, BENCH_COMPONENT, BENCH_WINDOWS, BENCH_GUARD_MS (250), BENCH_CHECK_ARGS.
+# Needs free space for the store, a copy of it for each run, and a second copy for --hold-run
+# (TMPDIR).
 # Results: docs/BENCHMARKS.md#check-beside-a-live-run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -75,6 +78,77 @@ one_run() {
     "$n" "$mode" "$p50" "$p99" "$max" "$started" "$checks" \
     $((($(stat -c %s "$work/data/store.redb") - size_before) / 1000000)) >&2
 }
+
+# pct Q: the Q-quantile (0..1) of the numbers on stdin, one a line (the nearest rank).
+pct() { sort -g | awk -v q="$1" '{ v[NR] = $1 } END { i = int(NR * q); if (i < NR * q) i++; if (i < 1) i = 1; print v[i] }'; }
+
+# windowed_run N: one paced run on the store with check looping beside it in windows of
+# BENCH_WINDOWS seconds, on and off in turn (the checks stopped with SIGSTOP, so one check goes
+# on over the windows); each acknowledgement is set in the window it came in (from the run's
+# --latency-log), leaving out the first BENCH_GUARD_MS (250) of each window. Prints the ack
+# p50, p99 and max with the check on and off, and their ratio.
+windowed_run() {
+  local n="$1" win="$BENCH_WINDOWS" guard="${BENCH_GUARD_MS:-250}" state=off
+  ((n % 2)) || state=on
+  rm -rf "$work/data"
+  cp -r "$work/base" "$work/data"
+  "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
+    --payload-bytes 2048 --latency-log "$work/acks" >"$work/run.out" 2>&1 &
+  run_pid=$!
+  until [[ -S "$work/data/live.sock" ]] || ! kill -0 "$run_pid" 2>/dev/null; do sleep 0.05; done
+  : >"$work/windows" >"$work/checks"
+  # The checks in a process group of their own, stopped and continued as one.
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do
+      if "$2" --quiet check --data "$3" $5 >"$4.out" 2>&1; then echo pass >>"$4"; else echo cut >>"$4"; sleep 1; fi
+    done' _ "$run_pid" "$host" "$work/data" "$work/checks" "${BENCH_CHECK_ARGS:-}" &
+  checks_pgid=$!
+  while kill -0 "$run_pid" 2>/dev/null; do
+    if [[ "$state" == on ]]; then kill -CONT -- "-$checks_pgid" 2>/dev/null || true
+    else kill -STOP -- "-$checks_pgid" 2>/dev/null || true; fi
+    echo "$(date +%s%3N) $state" >>"$work/windows"
+    sleep "$win"
+    if [[ "$state" == on ]]; then state=off; else state=on; fi
+  done
+  kill -CONT -- "-$checks_pgid" 2>/dev/null || true
+  wait "$checks_pgid" 2>/dev/null || true
+  checks_pgid=""
+  wait "$run_pid" || { echo "error: the run failed:" >&2; cat "$work/run.out" >&2; exit 1; }
+  run_pid=""
+  # Each acknowledgement with the state of the window it came in, outside the guard.
+  sort -n -k1,1 "$work/acks" | awk -v g="$guard" 'NR == FNR { t[k] = $1; s[k] = $2; k++; next }
+    $1 >= t[0] { while (i + 1 < k && t[i + 1] <= $1) i++; if ($1 - t[i] >= g) print s[i], $2, $1 - t[i] }' \
+    "$work/windows" - >"$work/classed"
+  local on off line late
+  on="$(awk '$1 == "on" { print $2 / 1000 }' "$work/classed" | { tee "$work/on" | pct 0.99; })"
+  off="$(awk '$1 == "off" { print $2 / 1000 }' "$work/classed" | { tee "$work/off" | pct 0.99; })"
+  # The same from the later half of each window only: were what a check leaves behind to weigh
+  # on the windows after it, the ratio would be higher there.
+  late="$(awk -v w="$win" '$1 == "on" && $3 >= w * 500 { print $2 }' "$work/classed" | pct 0.99)"
+  late="$(awk -v w="$win" '$1 == "off" && $3 >= w * 500 { print $2 }' "$work/classed" |
+    pct 0.99 | awk -v on="$late" '{ printf "%.2f", on / $1 }')"
+  line="$n $(pct 0.5 <"$work/on") $on $(pct 1 <"$work/on") $(pct 0.5 <"$work/off") $off $(pct 1 <"$work/off") $late"
+  echo "$line" >>"$work/results"
+  printf '  round %d: check on  ack p50 %s ms  p99 %s ms  max %s ms (%d acks)\n' \
+    "$n" "$(pct 0.5 <"$work/on")" "$on" "$(pct 1 <"$work/on")" "$(wc -l <"$work/on")" >&2
+  printf '           check off ack p50 %s ms  p99 %s ms  max %s ms (%d acks); p99 on/off %s; checks %d passed, %d cut; %d windows\n' \
+    "$(pct 0.5 <"$work/off")" "$off" "$(pct 1 <"$work/off")" "$(wc -l <"$work/off")" \
+    "$(awk -v a="$on" -v b="$off" -v l="$late" 'BEGIN { printf "%.2f (later halves %s)", a / b, l }')" \
+    "$(grep -c pass "$work/checks" || true)" "$(grep -c cut "$work/checks" || true)" "$(wc -l <"$work/windows")" >&2
+}
+
+if [[ -n "${BENCH_WINDOWS:-}" ]]; then
+  step "one paced run a round ($rate commands/s, 8 x $events events), check on and off in windows of ${BENCH_WINDOWS} s: $runs rounds"
+  : >"$work/results"
+  checks_pgid=""
+  trap '[[ -n "$checks_pgid" ]] && kill -CONT -- "-$checks_pgid" 2>/dev/null; [[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  for ((n = 1; n <= runs; n++)); do windowed_run "$n"; done
+  printf 'medians of the rounds: check on ack p99 %s ms, off %s ms; p99 on/off %s\n' \
+    "$(awk '{ print $3 }' "$work/results" | median)" "$(awk '{ print $6 }' "$work/results" | median)" \
+    "$(awk '{ printf "%.3f\n", $3 / $6 }' "$work/results" | median)"
+  echo "median of the rounds' p99 on/off in the later half of each window: $(awk '{ print $8 }' "$work/results" | median)"
+  step_times
+  exit 0
+fi
 
 modes=(alone beside)
 [[ -n "${BENCH_HOST_BEFORE:-}" ]] && modes+=(before)
