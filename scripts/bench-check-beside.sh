@@ -99,7 +99,10 @@ windowed_run() {
   : >"$work/windows" >"$work/checks"
   # The checks in a process group of their own, stopped and continued as one.
   setsid bash -c 'while kill -0 "$1" 2>/dev/null; do
-      if "$2" --quiet check --data "$3" $5 >"$4.out" 2>&1; then echo pass >>"$4"; else echo cut >>"$4"; sleep 1; fi
+      if "$2" --quiet check --data "$3" $5 >"$4.out" 2>&1; then echo pass >>"$4"; continue; fi
+      # A check the run'"'"'s end cut short is not a failure; one while it goes on is.
+      sleep 2
+      if kill -0 "$1" 2>/dev/null; then echo failed >>"$4"; cp "$4.out" "$4.failed"; else echo cut >>"$4"; fi
     done' _ "$run_pid" "$host" "$work/data" "$work/checks" "${BENCH_CHECK_ARGS:-}" &
   checks_pgid=$!
   while kill -0 "$run_pid" 2>/dev/null; do
@@ -114,6 +117,9 @@ windowed_run() {
   checks_pgid=""
   wait "$run_pid" || { echo "error: the run failed:" >&2; cat "$work/run.out" >&2; exit 1; }
   run_pid=""
+  if [[ -f "$work/checks.failed" ]]; then
+    echo "error: a check failed beside the run:" >&2; cat "$work/checks.failed" >&2; exit 1
+  fi
   # Each acknowledgement with the state of the window it came in, outside the guard.
   sort -n -k1,1 "$work/acks" | awk -v g="$guard" 'NR == FNR { t[k] = $1; s[k] = $2; k++; next }
     $1 >= t[0] { while (i + 1 < k && t[i + 1] <= $1) i++; if ($1 - t[i] >= g) print s[i], $2, $1 - t[i] }' \

@@ -121,7 +121,8 @@ pub struct RunArgs {
     pub metrics: Option<std::net::SocketAddr>,
     /// Write every acknowledged event's acknowledgement time and latency to FILE at the end,
     /// one `UNIX_MS LATENCY_US` line each (partition by partition), to set the run's latency
-    /// against another timeline (what ran beside it, and when). A host alone (not --host-name).
+    /// against another timeline (what ran beside it, and when). A host alone: refused with
+    /// --host-name.
     #[arg(long, value_name = "FILE")]
     pub latency_log: Option<PathBuf>,
 }
@@ -208,6 +209,12 @@ impl RunArgs {
             return Err(CliError(format!(
                 "--host-name {}: many hosts share an etcd store only; give --store etcd://HOST:PORT,...",
                 self.host_name.as_deref().unwrap_or_default()
+            )));
+        }
+        if let (Some(name), Some(log)) = (&self.host_name, &self.latency_log) {
+            return Err(CliError(format!(
+                "--latency-log {}: a host alone logs its latencies; a host among many (--host-name {name}) does not",
+                log.display()
             )));
         }
         let batch_bytes = (self.payload_bytes as u64).saturating_mul(self.batch_size);
