@@ -125,6 +125,15 @@ fn timed_out(e: &std::io::Error) -> bool {
     )
 }
 
+/// Whether `e` says the run closed the session (rather than failing to answer in time).
+fn closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(
+        e.kind(),
+        UnexpectedEof | BrokenPipe | ConnectionReset | ConnectionAborted
+    )
+}
+
 /// Sends `request` and reads its reply.
 fn exchange(mut stream: &UnixStream, request: &Request) -> std::io::Result<Reply> {
     write_frame(&mut stream, &request.encode())?;
@@ -188,7 +197,18 @@ impl LiveClient {
         }
         let stream = (guard.stream.as_ref())
             .ok_or_else(|| self.fail("session ended after an earlier failure"))?;
-        match exchange(stream, request) {
+        let mut said = exchange(stream, request);
+        if matches!(request, Request::Events { .. }) && matches!(&said, Err(e) if closed(e)) {
+            // The run closed the session: it closes one left idle past IDLE_DEADLINE (a
+            // reader paused by Ctrl-Z or a debugger). A read of events uses no snapshot of the
+            // session, and events never change once written: it goes on in a new session with
+            // the same run, once.
+            guard.stream = None;
+            let stream = self.next_session()?;
+            said = exchange(&stream, request);
+            guard.stream = Some(stream);
+        }
+        match said {
             Ok(Reply::Error(e)) => Err(self.fail(format_args!("refused: {e}"))),
             Ok(reply) => Ok(reply),
             Err(e) => {
@@ -335,5 +355,104 @@ impl StoreReader for LiveClient {
 
     fn statistics(&self) -> Vec<(String, String)> {
         self.statistics.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+
+    use super::*;
+    use crate::store::codec::Checksum;
+
+    /// Answers one session's `Hello` as a run does.
+    fn hello(stream: &mut UnixStream) {
+        assert_eq!(request(stream), Request::Hello { version: VERSION });
+        let hello = Reply::Hello {
+            version: VERSION,
+            pid: 7,
+            describe: "a run of the test".into(),
+            statistics: Vec::new(),
+        };
+        write_frame(stream, &hello.encode()).expect("answer Hello");
+    }
+
+    fn request(stream: &mut UnixStream) -> Request {
+        let body = read_frame(stream, MAX_REPLY).expect("a request");
+        Request::decode(&body).expect("a well-formed request")
+    }
+
+    fn event(offset: PLogOffset) -> StoredEvent {
+        StoredEvent {
+            offset,
+            values: Vec::new(),
+            payload: vec![1, 2, 3],
+            checksum: Checksum::Verified,
+        }
+    }
+
+    /// A run that serves `sessions` sessions: the first `closing` it closes at their first
+    /// request after `Hello` (as it closes one left idle), the others answer a read of events
+    /// with one event. Returns the requests it was sent.
+    fn run_closing(
+        dir: &Path, sessions: usize, closing: usize,
+    ) -> std::thread::JoinHandle<Vec<Request>> {
+        let listener = at_socket(dir, |p| UnixListener::bind(p)).expect("listen");
+        std::thread::spawn(move || {
+            let mut asked = Vec::new();
+            for session in 0..sessions {
+                let (mut stream, _) = listener.accept().expect("a session");
+                hello(&mut stream);
+                let req = request(&mut stream);
+                asked.push(req.clone());
+                if let (false, Request::Events { from, .. }) = (session < closing, req) {
+                    let reply = Reply::Events(vec![event(from)]).encode();
+                    write_frame(&mut stream, &reply).expect("answer");
+                }
+            }
+            asked
+        })
+    }
+
+    fn client(dir: &Path) -> LiveClient {
+        match connect(dir) {
+            Connect::Served(c) => c,
+            _ => panic!("the run did not answer"),
+        }
+    }
+
+    #[test]
+    fn a_read_of_events_whose_session_the_run_closed_goes_on_in_a_new_session_once() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = run_closing(tmp.path(), 2, 1);
+        let reader = client(tmp.path());
+        let got = reader.events(0, 5, 10).expect("read in a new session");
+        assert_eq!(got.iter().map(|e| e.offset).collect::<Vec<_>>(), [5]);
+        let asked = run.join().expect("the run");
+        assert_eq!(asked.len(), 2, "asked once, then again in a new session");
+        assert_eq!(asked[0], asked[1]);
+
+        // A second close in a row is the reader's error, in one line.
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = run_closing(tmp.path(), 2, 2);
+        let reader = client(tmp.path());
+        let e = reader.events(0, 5, 10).expect_err("closed twice");
+        assert!(e.0.contains("closed the session"), "{e}");
+        drop(reader);
+        run.join().expect("the run");
+    }
+
+    #[test]
+    fn a_read_from_the_sessions_snapshot_is_not_asked_again_in_another() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let run = run_closing(tmp.path(), 1, 1);
+        let reader = client(tmp.path());
+        // Bounds, the stored offset and the view must come from one snapshot: a new session
+        // would take another, so the read fails instead.
+        let e = reader.plog_bounds(0).expect_err("the session closed");
+        assert!(e.0.contains("closed the session"), "{e}");
+        drop(reader);
+        let asked = run.join().expect("the run");
+        assert_eq!(asked, [Request::Bounds { partition: 0 }]);
     }
 }

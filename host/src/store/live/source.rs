@@ -17,7 +17,8 @@ pub const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a reader waits for any later reply (a large read on a slow disk may take a while).
 pub const REPLY_DEADLINE: Duration = Duration::from_secs(60);
 
-/// How long a session may sit idle before the run closes it (and drops its snapshot).
+/// How long a session may sit idle before the run closes it (and drops its snapshot); a
+/// reader whose read of events finds its session closed asks again in a new one.
 pub const IDLE_DEADLINE: Duration = Duration::from_secs(60);
 
 /// The longest a reader may hold a run's commits; a longer hold is ended by the run, and the
