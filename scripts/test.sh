@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 ensure_toolchain
 # (.ci/run says it before its first build.)
-[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 15-18 min on an idle 2-core machine with empty build folders, 22 min with nothing installed (6-7 min warm)"
+[[ -n "${SEQUENCER_BUILDS_SINCE:-}" ]] || say_if_cold "scripts/test.sh" "took 15-20 min on a 2-core machine with empty build folders, 22 min with nothing installed (6-7 min warm)"
 
 # --- background preparation ---------------------------------------------------------------
 logs="$(mktemp -d)"
