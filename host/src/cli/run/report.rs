@@ -284,7 +284,6 @@ fn own_tail_line(args: &RunArgs, tail: Option<TailCounts>) -> String {
     }
 }
 
-/// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
 /// `--latency-log`: every acknowledged event's acknowledgement time (Unix ms) and latency
 /// (µs), one line each.
 pub(super) fn write_latency_log(path: &Path, tally: &Tally) -> CliResult<()> {
@@ -301,6 +300,7 @@ pub(super) fn write_latency_log(path: &Path, tally: &Tally) -> CliResult<()> {
     out.flush().map_err(fail)
 }
 
+/// "p50 …, p99 …, max …" of latencies in microseconds (sorts them).
 fn latency_line(us: &mut [u32]) -> String {
     if us.is_empty() {
         return "n/a (no event acknowledged)".into();

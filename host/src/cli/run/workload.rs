@@ -498,8 +498,10 @@ impl Processor<'_> {
             let unix_ms = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            let n = self.numbered.len();
-            self.t.acked_unix_ms.extend(std::iter::repeat_n(unix_ms, n));
+            let acked_now = self.numbered.len();
+            self.t
+                .acked_unix_ms
+                .extend(std::iter::repeat_n(unix_ms, acked_now));
         }
         self.w.events_bar.inc(n);
     }
