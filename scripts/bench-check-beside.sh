@@ -38,49 +38,79 @@ step "the store: 8 partitions x $store_events events of 2 KiB"
 "$host" --quiet --no-progress run --data "$work/base" --events "$store_events" --payload-bytes 2048 >/dev/null
 echo "store.redb: $(stat -c %s "$work/base/store.redb") bytes" >&2
 
-# one_run MODE N: a paced run on the store, alone or with check looping beside it (beside, or
-# before: beside, by BENCH_HOST_BEFORE's build).
-one_run() {
-  local mode="$1" n="$2" started=0 checks=0 size_before bin="$host"
-  # Every run starts from a copy of the same store: what one run leaves (a file grown under a
-  # reader's snapshot) does not weigh on the next.
+# start_run BIN [ARG...]: a paced run of BIN in the background ($run_pid), on a copy of the
+# store: what one run leaves (a file grown under a reader's snapshot) does not weigh on the next.
+start_run() {
+  local bin="$1"
+  shift
   rm -rf "$work/data"
   cp -r "$work/base" "$work/data"
-  size_before="$(stat -c %s "$work/data/store.redb")"
-  [[ "$mode" == before ]] && bin="$(realpath "$BENCH_HOST_BEFORE")"
   "$bin" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
-    --payload-bytes 2048 >"$work/run.out" 2>&1 &
+    --payload-bytes 2048 "$@" >"$work/run.out" 2>&1 &
   run_pid=$!
-  if [[ "$mode" != alone ]]; then
-    while kill -0 "$run_pid" 2>/dev/null; do
-      [[ -S "$work/data/live.sock" ]] || { sleep 0.05; continue; }
-      started=$((started + 1))
-      if "$bin" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
-        checks=$((checks + 1))
-      else
-        # A check the run's end cut short is not a failure; one while it goes on is.
-        sleep 2
-        if kill -0 "$run_pid" 2>/dev/null; then
-          echo "error: check failed beside the run:" >&2; cat "$work/check.out" >&2; exit 1
-        fi
-      fi
-    done
+}
+
+# check_loop BIN: BIN's check on the run's store, one after another while the run lives, each
+# counted in $work/checks: pass, cut (the run's end cut it short: not a failure) or failed
+# (one while the run goes on: its output in $work/check.failed, and the loop stops).
+check_loop() {
+  while kill -0 "$run_pid" 2>/dev/null; do
+    [[ -S "$work/data/live.sock" ]] || { sleep 0.05; continue; }
+    if "$1" --quiet check --data "$work/data" ${BENCH_CHECK_ARGS:-} >"$work/check.out" 2>&1; then
+      echo pass >>"$work/checks"
+      continue
+    fi
+    sleep 2
+    if kill -0 "$run_pid" 2>/dev/null; then
+      echo failed >>"$work/checks"
+      cp "$work/check.out" "$work/check.failed"
+      return
+    fi
+    echo cut >>"$work/checks"
+  done
+}
+
+# finish_run: stops the bench if a check failed beside the run, waits for the run (stopping
+# the bench if it failed).
+finish_run() {
+  if [[ -f "$work/check.failed" ]]; then
+    echo "error: check failed beside the run:" >&2; cat "$work/check.failed" >&2; exit 1
   fi
   wait "$run_pid" || { echo "error: the run failed:" >&2; cat "$work/run.out" >&2; exit 1; }
   run_pid=""
-  local line p50 p99 max
+}
+
+# one_run MODE N: a paced run on the store, alone or with check looping beside it (beside, or
+# before: beside, by BENCH_HOST_BEFORE's build).
+one_run() {
+  local mode="$1" n="$2" size_before bin="$host"
+  size_before="$(stat -c %s "$work/base/store.redb")"
+  [[ "$mode" == before ]] && bin="$(realpath "$BENCH_HOST_BEFORE")"
+  start_run "$bin"
+  : >"$work/checks"
+  [[ "$mode" == alone ]] || check_loop "$bin"
+  finish_run
+  local line p50 p99 max checks
+  checks="$(grep -c pass "$work/checks" || true)"
   line="$(grep '^ack latency' "$work/run.out")"
   p50="$(sed -n 's/.*p50 \([0-9.]*\) ms.*/\1/p' <<<"$line")"
   p99="$(sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' <<<"$line")"
   max="$(sed -n 's/.*max \([0-9.]*\) ms.*/\1/p' <<<"$line")"
   echo "$mode $p50 $p99 $max $checks" >>"$work/results"
   printf '  round %d, %-6s ack p50 %6s ms  p99 %8s ms  max %8s ms  (checks: %d started, %d passed; store.redb %+d MB)\n' \
-    "$n" "$mode" "$p50" "$p99" "$max" "$started" "$checks" \
+    "$n" "$mode" "$p50" "$p99" "$max" "$(wc -l <"$work/checks")" "$checks" \
     $((($(stat -c %s "$work/data/store.redb") - size_before) / 1000000)) >&2
 }
 
 # pct Q: the Q-quantile (0..1) of the numbers on stdin, one a line (the nearest rank).
 pct() { sort -g | awk -v q="$1" '{ v[NR] = $1 } END { i = int(NR * q); if (i < NR * q) i++; if (i < 1) i = 1; print v[i] }'; }
+
+# spread: "P50 P99 MAX COUNT" of the numbers on stdin (nearest ranks, as pct), sorted once.
+spread() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    for (j = 1; j <= 2; j++) { q = j == 1 ? 0.5 : 0.99; i[j] = int(NR * q); if (i[j] < NR * q) i[j]++ }
+    print v[i[1]], v[i[2]], v[NR], NR }'
+}
 
 # windowed_run N: one paced run on the store with check looping beside it in windows of
 # BENCH_WINDOWS seconds, on and off in turn (the checks stopped with SIGSTOP, so one check goes
@@ -90,63 +120,49 @@ pct() { sort -g | awk -v q="$1" '{ v[NR] = $1 } END { i = int(NR * q); if (i < N
 windowed_run() {
   local n="$1" win="$BENCH_WINDOWS" guard="${BENCH_GUARD_MS:-250}" state=off
   ((n % 2)) || state=on
-  rm -rf "$work/data"
-  cp -r "$work/base" "$work/data"
-  "$host" --no-progress run --data "$work/data" --events "$events" --rate "$rate" \
-    --payload-bytes 2048 --latency-log "$work/acks" >"$work/run.out" 2>&1 &
-  run_pid=$!
+  start_run "$host" --latency-log "$work/acks"
   until [[ -S "$work/data/live.sock" ]] || ! kill -0 "$run_pid" 2>/dev/null; do sleep 0.05; done
   : >"$work/windows" >"$work/checks"
-  # The checks in a process group of their own, stopped and continued as one.
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do
-      if "$2" --quiet check --data "$3" $5 >"$4.out" 2>&1; then echo pass >>"$4"; continue; fi
-      # A check the run'"'"'s end cut short is not a failure; one while it goes on is.
-      sleep 2
-      if kill -0 "$1" 2>/dev/null; then echo failed >>"$4"; cp "$4.out" "$4.failed"; else echo cut >>"$4"; fi
-    done' _ "$run_pid" "$host" "$work/data" "$work/checks" "${BENCH_CHECK_ARGS:-}" &
-  checks_pgid=$!
+  # The checks in a process group of their own (job control on), stopped and continued as one.
+  set -m
+  check_loop "$host" &
+  beside_pgid=$!
+  set +m
   while kill -0 "$run_pid" 2>/dev/null; do
-    if [[ "$state" == on ]]; then kill -CONT -- "-$checks_pgid" 2>/dev/null || true
-    else kill -STOP -- "-$checks_pgid" 2>/dev/null || true; fi
+    if [[ "$state" == on ]]; then kill -CONT -- "-$beside_pgid" 2>/dev/null || true
+    else kill -STOP -- "-$beside_pgid" 2>/dev/null || true; fi
     echo "$(date +%s%3N) $state" >>"$work/windows"
     sleep "$win"
     if [[ "$state" == on ]]; then state=off; else state=on; fi
   done
-  kill -CONT -- "-$checks_pgid" 2>/dev/null || true
-  wait "$checks_pgid" 2>/dev/null || true
-  checks_pgid=""
-  wait "$run_pid" || { echo "error: the run failed:" >&2; cat "$work/run.out" >&2; exit 1; }
-  run_pid=""
-  if [[ -f "$work/checks.failed" ]]; then
-    echo "error: a check failed beside the run:" >&2; cat "$work/checks.failed" >&2; exit 1
-  fi
+  kill -CONT -- "-$beside_pgid" 2>/dev/null || true
+  wait "$beside_pgid" 2>/dev/null || true
+  beside_pgid=""
+  finish_run
   # Each acknowledgement with the state of the window it came in, outside the guard.
   sort -n -k1,1 "$work/acks" | awk -v g="$guard" 'NR == FNR { t[k] = $1; s[k] = $2; k++; next }
     $1 >= t[0] { while (i + 1 < k && t[i + 1] <= $1) i++; if ($1 - t[i] >= g) print s[i], $2, $1 - t[i] }' \
     "$work/windows" - >"$work/classed"
-  local on off line late
-  on="$(awk '$1 == "on" { print $2 / 1000 }' "$work/classed" | { tee "$work/on" | pct 0.99; })"
-  off="$(awk '$1 == "off" { print $2 / 1000 }' "$work/classed" | { tee "$work/off" | pct 0.99; })"
+  local on off late
+  read -r -a on < <(awk '$1 == "on" { print $2 / 1000 }' "$work/classed" | spread)
+  read -r -a off < <(awk '$1 == "off" { print $2 / 1000 }' "$work/classed" | spread)
   # The same from the later half of each window only: were what a check leaves behind to weigh
   # on the windows after it, the ratio would be higher there.
   late="$(awk -v w="$win" '$1 == "on" && $3 >= w * 500 { print $2 }' "$work/classed" | pct 0.99)"
   late="$(awk -v w="$win" '$1 == "off" && $3 >= w * 500 { print $2 }' "$work/classed" |
     pct 0.99 | awk -v on="$late" '{ printf "%.2f", on / $1 }')"
-  line="$n $(pct 0.5 <"$work/on") $on $(pct 1 <"$work/on") $(pct 0.5 <"$work/off") $off $(pct 1 <"$work/off") $late"
-  echo "$line" >>"$work/results"
+  echo "$n ${on[0]} ${on[1]} ${on[2]} ${off[0]} ${off[1]} ${off[2]} $late" >>"$work/results"
   printf '  round %d: check on  ack p50 %s ms  p99 %s ms  max %s ms (%d acks)\n' \
-    "$n" "$(pct 0.5 <"$work/on")" "$on" "$(pct 1 <"$work/on")" "$(wc -l <"$work/on")" >&2
+    "$n" "${on[0]}" "${on[1]}" "${on[2]}" "${on[3]}" >&2
   printf '           check off ack p50 %s ms  p99 %s ms  max %s ms (%d acks); p99 on/off %s; checks %d passed, %d cut; %d windows\n' \
-    "$(pct 0.5 <"$work/off")" "$off" "$(pct 1 <"$work/off")" "$(wc -l <"$work/off")" \
-    "$(awk -v a="$on" -v b="$off" -v l="$late" 'BEGIN { printf "%.2f (later halves %s)", a / b, l }')" \
+    "${off[0]}" "${off[1]}" "${off[2]}" "${off[3]}" \
+    "$(awk -v a="${on[1]}" -v b="${off[1]}" -v l="$late" 'BEGIN { printf "%.2f (later halves %s)", a / b, l }')" \
     "$(grep -c pass "$work/checks" || true)" "$(grep -c cut "$work/checks" || true)" "$(wc -l <"$work/windows")" >&2
 }
 
 if [[ -n "${BENCH_WINDOWS:-}" ]]; then
   step "one paced run a round ($rate commands/s, 8 x $events events), check on and off in windows of ${BENCH_WINDOWS} s: $runs rounds"
   : >"$work/results"
-  checks_pgid=""
-  trap '[[ -n "$checks_pgid" ]] && kill -CONT -- "-$checks_pgid" 2>/dev/null; [[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null; rm -rf "$work"' EXIT
   for ((n = 1; n <= runs; n++)); do windowed_run "$n"; done
   printf 'medians of the rounds: check on ack p99 %s ms, off %s ms; p99 on/off %s\n' \
     "$(awk '{ print $3 }' "$work/results" | median)" "$(awk '{ print $6 }' "$work/results" | median)" \

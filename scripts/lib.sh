@@ -148,12 +148,28 @@ bench_build() {
   fi
 }
 
-# bench_scratch: sets `work` to a new temporary folder and `run_pid` to none; on exit the run a
-# bench started in the background ($run_pid) is killed and the folder removed.
+# bench_scratch: sets `work` to a new temporary folder and `run_pid` and `beside_pgid` to none;
+# on exit what a bench started in the background is killed (the run, $run_pid; a process group
+# beside it, $beside_pgid, continued first if stopped) and the folder removed.
+# Each step of the cleanup may fail (the killed run's wait says 143): under `set -e` one that
+# did would end it before the folder, perhaps a copy of a large store, is removed.
 bench_scratch() {
   work="$(mktemp -d)"
   run_pid=""
-  trap '[[ -n "$run_pid" ]] && kill "$run_pid" 2>/dev/null && wait "$run_pid" 2>/dev/null; rm -rf "$work"' EXIT
+  beside_pgid=""
+  trap _bench_cleanup EXIT
+}
+
+_bench_cleanup() {
+  if [[ -n "$beside_pgid" ]]; then
+    kill -CONT -- "-$beside_pgid" 2>/dev/null || true
+    kill -- "-$beside_pgid" 2>/dev/null || true
+  fi
+  if [[ -n "$run_pid" ]]; then
+    kill "$run_pid" 2>/dev/null || true
+    wait "$run_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
 }
 
 # median: the median of the numbers on stdin, one a line.
