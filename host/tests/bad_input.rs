@@ -276,15 +276,7 @@ fn batch_options_out_of_range_are_refused_before_anything_is_written() {
 fn an_unreachable_etcd_store_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let out = run_host(&[
-        "run",
-        "--store",
-        "etcd://127.0.0.1:2379",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-    ]);
+    let out = run_on(&data, &["--store", "etcd://127.0.0.1:2379"]);
     assert_one_line_error(&out, &["etcd://127.0.0.1:2379", "not available"]);
     assert!(!data.exists());
 }
@@ -295,19 +287,17 @@ fn a_latency_log_with_a_host_name_is_refused_before_anything_is_opened() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
     let log = tmp.path().join("acks.txt");
-    let out = run_host(&[
-        "run",
-        "--store",
-        "etcd://127.0.0.1:2379",
-        "--host-name",
-        "a",
-        "--latency-log",
-        log.to_str().expect("utf-8"),
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-    ]);
+    let out = run_on(
+        &data,
+        &[
+            "--store",
+            "etcd://127.0.0.1:2379",
+            "--host-name",
+            "a",
+            "--latency-log",
+            log.to_str().expect("utf-8"),
+        ],
+    );
     assert_one_line_error(&out, &["--latency-log", "--host-name a"]);
     assert!(!data.exists() && !log.exists());
 }
@@ -317,15 +307,7 @@ fn a_latency_log_with_a_host_name_is_refused_before_anything_is_opened() {
 fn an_etcd_store_without_the_etcd_feature_is_refused_in_one_line_saying_how_to_get_it() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let out = run_host(&[
-        "run",
-        "--store",
-        "etcd://127.0.0.1:2379",
-        "--data",
-        data.to_str().expect("utf-8"),
-        "--component",
-        component_path().to_str().expect("utf-8"),
-    ]);
+    let out = run_on(&data, &["--store", "etcd://127.0.0.1:2379"]);
     assert_one_line_error(
         &out,
         &[

@@ -123,9 +123,10 @@ impl Chosen {
             Self::None => Ok(()),
             #[cfg(feature = "objects")]
             Self::Archive { root, recorded } => {
-                let archive = match recorded {
-                    true => Some(Archive::open(root)?),
-                    false => Archive::open_if_made(root)?,
+                let archive = if *recorded {
+                    Some(Archive::open(root)?)
+                } else {
+                    Archive::open_if_made(root)?
                 };
                 if let Some(archive) = archive {
                     check_lines_up(&hot()?, &archive)?;
